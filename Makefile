@@ -1,0 +1,26 @@
+# podbench: `make demo` and `make test` are the whole set-up (see README.md).
+PYTHON_BIN ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test perf clean
+
+$(STAMP): setup.cfg pyproject.toml
+	@$(PYTHON_BIN) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "error: podbench needs Python 3.11 (TensorFlow 2.20 pins); set PYTHON_BIN=/path/to/python3.11")'
+	$(PYTHON_BIN) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/podbench run
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+perf: $(STAMP)
+	$(PY) -m pytest tests/perf -s -p no:cacheprovider --override-ini addopts=
+
+clean:
+	rm -rf $(VENV) build *.egg-info

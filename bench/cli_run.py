@@ -1,0 +1,164 @@
+"""`podbench run`: flags -> RunConfig -> bench.run.execute -> summary on the console.
+
+Flags and their combinations are checked here, before TensorFlow loads (it
+takes seconds to import), so a typo costs the user nothing. Flags left unset
+take the preset's value, then the platform's default (bench/config.py).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from bench import config as cfg
+from bench import results
+from bench.errors import UsageError
+
+# flag dest -> (sub-config, field)
+_FIELDS = {
+    "image_size": ("model", "image_size"),
+    "num_classes": ("model", "num_classes"),
+    "data": ("data", "source"),
+    "steps_per_epoch": ("data", "steps_per_epoch"),
+    "batch_size": ("train", "per_replica_batch_size"),
+    "epochs": ("train", "epochs"),
+    "train_steps": ("train", "train_steps"),
+    "warmup_steps": ("train", "warmup_steps"),
+    "steps_per_execution": ("train", "steps_per_execution"),
+    "precision": ("train", "precision"),
+    "xla": ("train", "xla"),
+    "log_steps": ("train", "log_steps"),
+    "seed": ("train", "seed"),
+    "strategy": ("runtime", "strategy"),
+    "tpu": ("runtime", "tpu"),
+    "replicas": ("runtime", "replicas"),
+    "output": ("runtime", "output_dir"),
+}
+
+_EPILOG = """\
+defaults: ResNet-50 v1.5 at 224x224 on synthetic data, on whatever this machine has
+(TPU if --tpu is given, then GPUs, then the CPU), with the platform's precision:
+bfloat16 on TPU, float16 + XLA on GPU, float32 without XLA on CPU. The first epoch
+is warm-up and is not measured. Presets: {presets}.
+
+examples:
+  podbench run                                  # the default benchmark (~2 min on 2 CPU cores)
+  podbench run --preset smoke                   # 32x32 smoke test (~30 s)
+  podbench run --strategy mirrored --replicas 2 --image-size 64
+  podbench run --preset v100-x8                 # the reference's 8x V100 settings
+  podbench run --preset tpu-v2-8 --tpu my-tpu   # from the TPU's host VM
+"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "run", help="train ResNet-50 v1.5 and measure steady-state images/sec",
+        description="Train ResNet-50 v1.5 under tf.distribute and measure steady-state "
+                    "throughput, the warm-up epoch excluded. Writes config.json, environment.json, "
+                    "steps.jsonl and summary.json to the run directory.",
+        epilog=_EPILOG.format(presets=", ".join(cfg.PRESETS)),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--preset", choices=None, metavar="NAME", help="start from a named preset (see below)")
+    g = p.add_argument_group("model and data")
+    g.add_argument("--image-size", type=int, metavar="PX", help="square input size (default 224; >= 32)")
+    g.add_argument("--num-classes", type=int, metavar="N", help="classifier width (default 1000)")
+    g.add_argument("--data", metavar="SOURCE", help="input data (default synthetic)")
+    g.add_argument("--steps-per-epoch", type=int, metavar="N",
+                   help="what counts as an epoch on synthetic data (platform default)")
+    g = p.add_argument_group("training")
+    g.add_argument("--batch-size", type=int, metavar="N", help="per-replica batch (global = this x replicas)")
+    g.add_argument("--epochs", type=int, metavar="N", help="total epochs, the warm-up epoch included")
+    g.add_argument("--train-steps", type=int, metavar="N", help="total steps instead of --epochs")
+    g.add_argument("--warmup-steps", type=int, metavar="N", help="steps excluded from measurement (default: one epoch)")
+    g.add_argument("--steps-per-execution", type=int, metavar="N", help="steps per host round trip (TPU iterations_per_loop)")
+    g.add_argument("--precision", choices=cfg.PRECISIONS, help="compute precision (platform default)")
+    g.add_argument("--xla", action=argparse.BooleanOptionalAction, default=None, help="compile the step with XLA")
+    g.add_argument("--seed", type=int, help="seed for weights and synthetic data (default 0)")
+    g = p.add_argument_group("distribution")
+    g.add_argument("--strategy", choices=cfg.STRATEGIES, help="tf.distribute strategy (default auto)")
+    g.add_argument("--tpu", metavar="ADDR", help="Cloud TPU name, grpc://HOST:PORT, or local (on a TPU VM)")
+    g.add_argument("--replicas", type=int, metavar="N", help="mirrored: devices to use (a CPU is split into N)")
+    g = p.add_argument_group("output")
+    g.add_argument("--output", metavar="DIR", help="run directory (default results/runs/<run_id>)")
+    g.add_argument("--log-steps", type=int, metavar="N", help="a progress line every N steps")
+    g.add_argument("--peak-tflops", type=float, metavar="X", help="peak TFLOP/s of one replica's device, for MFU")
+    g.add_argument("--json", action="store_true", help="print summary.json on stdout (progress stays on stderr)")
+    p.set_defaults(handler=handle)
+
+
+def config_from_args(args: argparse.Namespace) -> cfg.RunConfig:
+    """Preset (or default) config with every given flag applied on top.
+
+    Raises:
+      UsageError: unknown preset or an invalid value/combination.
+    """
+    try:
+        config = cfg.from_preset(args.preset)
+        parts = {}
+        for dest, (part, field) in _FIELDS.items():
+            value = getattr(args, dest, None)
+            if value is not None:
+                parts.setdefault(part, {})[field] = value
+        if "epochs" in parts.get("train", {}):
+            parts["train"].setdefault("train_steps", None)  # --epochs replaces a preset's steps
+        if "train_steps" in parts.get("train", {}) and parts["train"]["train_steps"] is not None:
+            parts["train"].setdefault("epochs", None)  # and the other way round
+        changes = {p: dataclasses.replace(getattr(config, p), **f) for p, f in parts.items()}
+        return cfg.check_ready(dataclasses.replace(config, **changes))
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def handle(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    if args.peak_tflops is not None and args.peak_tflops <= 0:
+        raise UsageError(f"--peak-tflops must be positive, got {args.peak_tflops}")
+    run_id = results.new_run_id()
+    run_dir = results.prepare_run_dir(config.runtime.output_dir, run_id)
+    from bench.run import execute  # noqa: PLC0415 (TensorFlow loads here, after the checks)
+
+    print(f"podbench run {run_id}: loading TensorFlow…", file=sys.stderr, flush=True)
+    outcome = execute(config, run_id, run_dir, peak_tflops=args.peak_tflops)
+    if args.json:
+        print(json.dumps(outcome.summary, indent=2))
+    else:
+        print(format_summary(outcome.summary))
+    return outcome.exit_code
+
+
+def _num(value, fmt: str, unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:{fmt}}{unit}"
+
+
+def format_summary(s: dict) -> str:
+    """The end-of-run table a person reads (pure)."""
+    lines = [f"podbench run {s['run_id']}: {s['status']}"]
+    if s.get("platform") is None:
+        return "\n".join(lines + ["  stopped before the first step; nothing was measured"])
+    step = s["step_time_s"]
+    rows = [
+        ("hardware", f"{s['device_kind']} ({s['platform']}), strategy {s['strategy']}, "
+                     f"{s['num_replicas']} replica(s)"),
+        ("batch", f"{s['per_replica_batch_size']} per replica, {s['global_batch_size']} global; "
+                  f"{s['precision']}, XLA {'on' if s['xla'] else 'off'}"),
+        ("warm-up", f"{s['warmup_steps']} steps excluded, {_num(s['warmup_s'], '.1f', ' s')} "
+                    f"(startup + tracing {_num(s['startup_s'], '.1f', ' s')}); setup {_num(s['setup_s'], '.1f', ' s')}"),
+        ("measured", f"{s['measured_steps']} steps in {s['measured_s']:.1f} s"),
+        ("images/sec", f"{_num(s['images_per_sec'], '.2f')} ± {_num(s['images_per_sec_uncertainty'], '.2f')} "
+                       f"(jitter {_num(s['images_per_sec_jitter'], '.2f')}); "
+                       f"{_num(s['images_per_sec_per_replica'], '.2f')} per replica"),
+        ("step time", f"median {_num(step['median'], '.3f', ' s')}, p90 {_num(step['p90'], '.3f', ' s')}, "
+                      f"p99 {_num(step['p99'], '.3f', ' s')}"),
+        ("model", f"{_num(s['model_flops_per_image'] and s['model_flops_per_image'] / 1e9, '.2f')} "
+                  "G multiply-adds/image forward"),
+        ("MFU", "n/a (peak unknown; give --peak-tflops)" if s.get("peak_flops_per_sec") is None else
+                f"{_num(s['mfu'] and 100 * s['mfu'], '.1f', '%')} of {s['peak_flops_per_sec'] / 1e9:,.0f} "
+                f"GFLOP/s ({s['peak_basis']})"),
+        ("results", s["results_dir"]),
+    ]
+    if s["status"] != "completed":
+        rows.insert(0, ("note", f"interrupted after step {s['steps_completed']} of {s['train_steps']}; "
+                                "figures cover the steps measured"))
+    return "\n".join(lines + [f"  {k:<11} {v}" for k, v in rows])

@@ -1,0 +1,56 @@
+"""Progress lines while a run goes: warm-up time, then images/sec ± spread.
+
+Reads the timer's raw records every ``log_steps`` steps; the statistics come
+from methodology/throughput.py. Work per line is bounded (the spread uses the
+last ``SPREAD_INTERVALS`` intervals), so a 100k-step run prints as cheaply as
+a 20-step one.
+"""
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+import tf_keras
+
+from bench.timer import StepTimer
+from methodology import throughput
+
+SPREAD_INTERVALS = 100
+
+
+def progress_line(records, global_batch_size: int, warmup_steps: int, train_steps: int) -> str:
+    """One line describing the run so far (pure; records are the timer's)."""
+    last = records[-1]
+    width = len(str(train_steps))
+    head = f"step {last.step:>{width}}/{train_steps}"
+    start = throughput.window_start_index(records, warmup_steps)
+    if start is None or last.step == records[start].step:
+        return f"{head}  warm-up   {last.time_s - records[0].time_s:8.1f} s elapsed (excluded)"
+    first = records[start]
+    rate = (last.step - first.step) * global_batch_size / (last.time_s - first.time_s)
+    recent = records[max(start, len(records) - 1 - SPREAD_INTERVALS):]
+    speeds = throughput.interval_images_per_sec(recent, global_batch_size)
+    step_s = throughput.median(throughput.interval_step_times_s(recent))
+    return (
+        f"{head}  images/sec {rate:10.2f} ± {throughput.standard_error(speeds):.2f} "
+        f"(jitter {throughput.jitter(speeds):.2f})  step {step_s:.3f} s"
+    )
+
+
+class ProgressLogger(tf_keras.callbacks.Callback):
+    """Prints a progress line every ``log_steps`` steps (after the timer's record)."""
+
+    def __init__(self, timer: StepTimer, global_batch_size: int, warmup_steps: int,
+                 train_steps: int, log_steps: int, stream: TextIO = sys.stderr):
+        super().__init__()
+        self._timer = timer
+        self._args = (global_batch_size, warmup_steps, train_steps)
+        self._log_steps = log_steps
+        self._stream = stream
+        self._next = log_steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._timer.last_step >= self._next:
+            print(progress_line(self._timer.records, *self._args), file=self._stream, flush=True)
+            while self._next <= self._timer.last_step:
+                self._next += self._log_steps

@@ -1,0 +1,207 @@
+"""One benchmark run: strategy, data, model under strategy.scope(), fit, results.
+
+Order matters for honest results: the run directory exists and is writable
+before TensorFlow starts; config.json and environment.json are written before
+the first step; steps.jsonl grows a flushed line per executed block; and
+summary.json is computed from the same records whether the run completed or
+was interrupted (Ctrl-C), so nothing measured is lost.
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import tensorflow as tf
+import tf_keras
+
+from bench import config as cfg
+from bench import environment, results
+from bench.data import make_dataset
+from bench.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
+from bench.progress import ProgressLogger
+from bench.strategy import StrategyInfo, make_strategy
+from bench.timer import StepTimer, StopAtStep
+from methodology import mfu, throughput
+from models.resnet import build_resnet50, forward_macs_per_image, training_flops_per_image
+
+SGD_MOMENTUM = 0.9  # the reference's --optimizer=momentum
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a run produced: its summary, where it was written, the exit code."""
+
+    summary: dict
+    run_dir: Path
+    exit_code: int
+
+
+@dataclass
+class _Progress:
+    """What a run has got to, so that an interrupted run can still be summarized."""
+
+    info: StrategyInfo | None = None
+    resolved: cfg.ResolvedRun | None = None
+    env: dict | None = None
+    macs: int | None = None
+    timer: StepTimer | None = None
+    sink: results.StepLogWriter | None = None
+    setup_s: float | None = None
+
+
+def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: float | None = None,
+            stream: TextIO = sys.stderr) -> Outcome:
+    """Runs the benchmark described by ``config`` and writes ``run_dir``.
+
+    Raises:
+      UsageError: bad strategy/TPU/combination (the empty run directory is removed).
+    """
+    state = _Progress()
+    status = "interrupted"
+    try:
+        start_s = time.perf_counter()
+        _prepare(config, run_id, run_dir, state)
+        r = state.resolved
+        print(f"building ResNet-50 v1.5 ({config.model.image_size}x{config.model.image_size}) under "
+              f"{state.info.name} on {r.platform}, {r.num_replicas} replica(s), global batch "
+              f"{r.global_batch_size}, {r.precision}…", file=stream, flush=True)
+        model, dataset = _build(config, state)
+        print(f"training {r.train_steps} steps ({r.warmup_steps} warm-up, not measured); "
+              "the first step includes tracing…", file=stream, flush=True)
+        state.setup_s = time.perf_counter() - start_s
+        _fit(model, dataset, state, stream)
+        status = "completed"
+    except UsageError:
+        if state.sink is None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    except KeyboardInterrupt:
+        print("interrupted: summarizing the steps measured so far", file=stream, flush=True)
+    finally:
+        if state.sink is not None:
+            state.sink.close()
+    summary = build_summary(run_id, status, state, peak_tflops)
+    summary["results_dir"] = str(run_dir)
+    results.write_json(run_dir / results.SUMMARY_FILE, summary)
+    return Outcome(summary, run_dir, EXIT_OK if status == "completed" else EXIT_INTERRUPTED)
+
+
+def _prepare(config: cfg.RunConfig, run_id: str, run_dir: Path, state: _Progress) -> None:
+    rt = config.runtime
+    try:
+        cfg.check_ready(config)
+        state.info = make_strategy(rt.strategy, tpu=rt.tpu, replicas=rt.replicas)
+        state.resolved = cfg.resolve(config, state.info.platform, state.info.num_replicas)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    results.write_json(run_dir / results.CONFIG_FILE, {
+        "run_id": run_id,
+        "requested": dataclasses.asdict(config),
+        "resolved": dataclasses.asdict(state.resolved),
+    })
+    state.env = environment.describe(state.info)
+    results.write_json(run_dir / results.ENVIRONMENT_FILE, state.env)
+    state.sink = results.StepLogWriter(run_dir / results.STEPS_FILE)
+
+
+def build_model(config: cfg.RunConfig, r: cfg.ResolvedRun, strategy: tf.distribute.Strategy):
+    """ResNet-50 v1.5 with the reference's optimizer and loss, compiled under ``strategy``."""
+    tf_keras.utils.set_random_seed(config.train.seed)
+    # The policy must be set before the layers exist: they take it on creation.
+    tf_keras.mixed_precision.set_global_policy(r.precision)
+    m = config.model
+    with strategy.scope():
+        model = build_resnet50(m.image_size, m.num_classes, m.weight_decay)
+        optimizer = tf_keras.optimizers.SGD(
+            learning_rate=cfg.learning_rate(config, r.global_batch_size), momentum=SGD_MOMENTUM
+        )
+        model.compile(
+            optimizer=optimizer,  # mixed_float16: Keras wraps it in a LossScaleOptimizer
+            loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            steps_per_execution=r.steps_per_execution,
+            # TPUs always compile with XLA; Keras decides there.
+            jit_compile=None if r.platform == "tpu" else r.xla,
+        )
+    return model
+
+
+def make_callbacks(r: cfg.ResolvedRun, sink=None, stream: TextIO = sys.stderr):
+    """The harness's callbacks for one fit: (timer, [timer, progress, stop])."""
+    timer = StepTimer(r.steps_per_epoch, sink=sink)
+    return timer, [
+        timer,  # first: the others read its newest record
+        ProgressLogger(timer, r.global_batch_size, r.warmup_steps, r.train_steps, r.log_steps, stream),
+        StopAtStep(timer, r.train_steps),
+    ]
+
+
+def _build(config: cfg.RunConfig, state: _Progress):
+    r, m = state.resolved, config.model
+    model = build_model(config, r, state.info.strategy)
+    state.macs = forward_macs_per_image(model)
+    dataset = make_dataset(state.info.strategy, config.data.source, m.image_size, m.num_classes,
+                           r.per_replica_batch_size, config.train.seed)
+    return model, dataset
+
+
+def _fit(model, dataset, state: _Progress, stream: TextIO) -> None:
+    r = state.resolved
+    state.timer, callbacks = make_callbacks(r, state.sink, stream)
+    model.fit(dataset, epochs=r.epochs, steps_per_epoch=r.steps_per_epoch,
+              callbacks=callbacks, verbose=0)
+
+
+def build_summary(run_id: str, status: str, state: _Progress, peak_tflops: float | None) -> dict:
+    """summary.json from whatever the run got to (pure apart from reading state)."""
+    r, info = state.resolved, state.info
+    summary = {"run_id": run_id, "status": status}
+    if r is None:  # stopped before the configuration was known
+        return {**summary, "measured_steps": 0, "images_per_sec": None}
+    records = state.timer.records if state.timer else []
+    stats = throughput.summarize(records, r.global_batch_size, r.warmup_steps, r.num_replicas)
+    summary.update({
+        "strategy": info.name,
+        "platform": r.platform,
+        "num_replicas": r.num_replicas,
+        "per_replica_batch_size": r.per_replica_batch_size,
+        "global_batch_size": r.global_batch_size,
+        "precision": r.precision,
+        "xla": r.xla,
+        "steps_per_execution": r.steps_per_execution,
+        "train_steps": r.train_steps,
+        "steps_completed": records[-1].step if records else 0,
+        **dataclasses.asdict(stats),
+        "setup_s": state.setup_s,
+        "device_kind": state.env["device_kind"] if state.env else None,
+    })
+    summary.update(_flops(state, stats.images_per_sec, peak_tflops))
+    return summary
+
+
+def _flops(state: _Progress, images_per_sec: float | None, peak_tflops: float | None) -> dict:
+    if state.macs is None:
+        return {"model_flops_per_image": None, "mfu": None}
+    train_flops = training_flops_per_image(state.macs)
+    out = {
+        # Forward multiply-adds per image: the convention of the published
+        # "3.8 GFLOPs" (v1) and torchvision's "GFLOPS 4.09" (v1.5).
+        "model_flops_per_image": state.macs,
+        "training_flops_per_image": train_flops,
+        "mfu": None, "peak_flops_per_sec": None, "peak_basis": None, "peak_source": None,
+    }
+    if peak_tflops:
+        peak, count = mfu.Peak(peak_tflops * 1e12, "given with --peak-tflops", "user"), state.info.num_replicas
+    else:
+        peak, count = environment.device_peak(state.info, state.env["device_kind"],
+                                              state.env["cpu"], state.resolved.precision)
+    if peak is not None:
+        out.update(peak_flops_per_sec=peak.flops_per_sec * count, peak_basis=peak.basis,
+                   peak_source=peak.source)
+        if images_per_sec:
+            out["mfu"] = mfu.mfu(images_per_sec, train_flops, peak.flops_per_sec, count)
+    return out

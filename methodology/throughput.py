@@ -1,0 +1,227 @@
+"""Step log -> warm-up exclusion -> steady-state throughput. Pure functions.
+
+The runner records raw ``(step, time_s)`` pairs only (see bench/timer.py): one
+record when training begins (step 0) and one after every executed block of
+steps, where ``step`` is the number of steps completed so far and ``time_s`` a
+monotonic host clock read after the block's results were available. Everything
+reported is computed here from that log, so it can be recomputed later from
+``steps.jsonl``.
+
+The measured window follows the reference's read_training_time.py: it starts at
+the end of the last warm-up step and ends at the end of the last step. With
+``steps_per_execution > 1`` only block ends are logged, so the window starts at
+the first logged step at or after ``warmup_steps``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+# 1.4826 * MAD estimates the standard deviation of normally distributed data,
+# as tf_cnn_benchmarks' "jitter" does; robust to the odd slow step.
+MAD_TO_STD = 1.4826
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One raw timer record.
+
+    Attributes:
+      step: steps completed when the clock was read (0 = training began).
+      time_s: host monotonic clock, seconds (only differences mean anything).
+    """
+
+    step: int
+    time_s: float
+
+    def __post_init__(self):
+        if self.step < 0:
+            raise ValueError(f"step must be >= 0, got {self.step}")
+        if not math.isfinite(self.time_s):
+            raise ValueError(f"time_s must be finite, got {self.time_s}")
+
+
+@dataclass(frozen=True)
+class ThroughputSummary:
+    """Steady-state figures of one run, computed from its step log.
+
+    Attributes:
+      warmup_steps: steps excluded before the measured window (as logged).
+      measured_steps: steps inside the measured window.
+      measured_s: wall time of the measured window.
+      warmup_s: wall time from training start to the end of the warm-up.
+      startup_s: warm-up time beyond what the same steps take at steady state
+        (tracing, compilation, cache fill); None without a steady step time.
+      images_per_sec: steady-state images/sec over the whole window, all replicas.
+      images_per_sec_per_replica: the same divided by the replica count.
+      step_time_s: median, p90, p99 of per-step time over logged intervals.
+      images_per_sec_uncertainty: standard error of per-interval images/sec.
+      images_per_sec_jitter: 1.4826 * MAD of per-interval images/sec.
+      num_intervals: logged intervals inside the window.
+    """
+
+    warmup_steps: int
+    measured_steps: int
+    measured_s: float
+    warmup_s: float | None
+    startup_s: float | None
+    images_per_sec: float | None
+    images_per_sec_per_replica: float | None
+    step_time_s: dict
+    images_per_sec_uncertainty: float | None
+    images_per_sec_jitter: float | None
+    num_intervals: int
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default method).
+
+    Args:
+      values: non-empty sample, any order (not modified).
+      q: percentile in [0, 100].
+
+    Returns:
+      The interpolated percentile.
+
+    Raises:
+      ValueError: empty sample or q outside [0, 100].
+    """
+    if not values:
+        raise ValueError("percentile of an empty sample")
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q must be in [0, 100], got {q}")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100.0
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def median(values: Sequence[float]) -> float:
+    return percentile(values, 50)
+
+
+def standard_error(values: Sequence[float]) -> float:
+    """Sample standard deviation / sqrt(n); 0.0 for fewer than two values."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    mean = sum(values) / n
+    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return math.sqrt(variance) / math.sqrt(n)
+
+
+def jitter(values: Sequence[float]) -> float:
+    """Robust spread: 1.4826 * median absolute deviation."""
+    if not values:
+        raise ValueError("jitter of an empty sample")
+    center = median(values)
+    return MAD_TO_STD * median([abs(v - center) for v in values])
+
+
+def validate_log(records: Iterable[StepRecord]) -> list[StepRecord]:
+    """Checks that steps strictly increase and time never goes back.
+
+    Returns:
+      The records as a list.
+
+    Raises:
+      ValueError: naming the first offending record.
+    """
+    log = list(records)
+    for i in range(1, len(log)):
+        if log[i].step <= log[i - 1].step:
+            raise ValueError(
+                f"step log record {i}: step {log[i].step} does not follow step {log[i - 1].step}"
+            )
+        if log[i].time_s < log[i - 1].time_s:
+            raise ValueError(f"step log record {i}: time goes backwards at step {log[i].step}")
+    return log
+
+
+def window_start_index(log: Sequence[StepRecord], warmup_steps: int) -> int | None:
+    """Index of the record that ends the warm-up (first step >= warmup_steps).
+
+    ``warmup_steps == 0`` measures from the training-start record (step 0),
+    which then includes tracing and compilation: allowed, but not steady state.
+    """
+    if warmup_steps < 0:
+        raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+    for i, record in enumerate(log):
+        if record.step >= warmup_steps:
+            return i
+    return None
+
+
+def interval_step_times_s(log: Sequence[StepRecord]) -> list[float]:
+    """Per-step time of each logged interval: block duration / block steps."""
+    return [
+        (b.time_s - a.time_s) / (b.step - a.step) for a, b in zip(log, log[1:])
+    ]
+
+
+def interval_images_per_sec(log: Sequence[StepRecord], global_batch_size: int) -> list[float]:
+    """Images/sec of each logged interval; zero-length intervals are skipped."""
+    return [
+        (b.step - a.step) * global_batch_size / (b.time_s - a.time_s)
+        for a, b in zip(log, log[1:])
+        if b.time_s > a.time_s
+    ]
+
+
+def summarize(
+    records: Iterable[StepRecord],
+    global_batch_size: int,
+    warmup_steps: int,
+    num_replicas: int = 1,
+) -> ThroughputSummary:
+    """Steady-state throughput of one run from its raw step log.
+
+    Args:
+      records: raw timer log, first record normally step 0 (training began).
+      global_batch_size: images per step over all replicas.
+      warmup_steps: steps to exclude (one epoch by default in the runner).
+      num_replicas: replicas in sync, for the per-replica figure.
+
+    Returns:
+      A ThroughputSummary. With no step logged after the warm-up (an early
+      interruption) the rates are None and measured_steps is 0.
+
+    Raises:
+      ValueError: a malformed log or non-positive batch/replica count.
+    """
+    if global_batch_size <= 0 or num_replicas <= 0:
+        raise ValueError("global_batch_size and num_replicas must be positive")
+    log = validate_log(records)
+    start = window_start_index(log, warmup_steps)
+    window = log[start:] if start is not None else []
+    steps = interval_step_times_s(window)
+    speeds = interval_images_per_sec(window, global_batch_size)
+    measured_steps = window[-1].step - window[0].step if len(window) > 1 else 0
+    measured_s = window[-1].time_s - window[0].time_s if len(window) > 1 else 0.0
+    rate = measured_steps * global_batch_size / measured_s if measured_s > 0 else None
+    median_step_s = median(steps) if steps else None
+    warmup_s = None
+    startup_s = None
+    if start is not None and log[0].step == 0:
+        warmup_s = window[0].time_s - log[0].time_s
+        if median_step_s is not None:
+            startup_s = warmup_s - window[0].step * median_step_s
+    return ThroughputSummary(
+        warmup_steps=window[0].step if window else warmup_steps,
+        measured_steps=measured_steps,
+        measured_s=measured_s,
+        warmup_s=warmup_s,
+        startup_s=startup_s,
+        images_per_sec=rate,
+        images_per_sec_per_replica=rate / num_replicas if rate is not None else None,
+        step_time_s={
+            "median": median_step_s,
+            "p90": percentile(steps, 90) if steps else None,
+            "p99": percentile(steps, 99) if steps else None,
+        },
+        images_per_sec_uncertainty=standard_error(speeds) if speeds else None,
+        images_per_sec_jitter=jitter(speeds) if speeds else None,
+        num_intervals=len(steps),
+    )

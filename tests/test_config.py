@@ -1,0 +1,150 @@
+"""bench/config.py: validation on creation, platform defaults, presets."""
+import dataclasses
+
+import pytest
+
+from bench import config as cfg
+
+
+def resolved(platform="cpu", replicas=1, **train):
+    config = dataclasses.replace(cfg.RunConfig(), train=cfg.TrainConfig(**train))
+    return cfg.resolve(config, platform, replicas)
+
+
+@pytest.mark.parametrize(
+    "platform, precision, xla, batch, spe",
+    [
+        pytest.param("cpu", "float32", False, 8, 1, id="cpu_float32_no_xla"),
+        pytest.param("gpu", "mixed_float16", True, 256, 1, id="gpu_fp16_xla"),
+        pytest.param("tpu", "mixed_bfloat16", True, 128, 100, id="tpu_bf16"),
+    ],
+)
+def test_platform_defaults(platform, precision, xla, batch, spe):
+    r = resolved(platform)
+    assert (r.precision, r.xla, r.per_replica_batch_size, r.steps_per_execution) == (precision, xla, batch, spe)
+    assert r.warmup_steps == r.steps_per_epoch  # one epoch of warm-up by default
+
+
+def test_global_batch_is_per_replica_times_replicas():
+    r = resolved("cpu", replicas=3, per_replica_batch_size=8)
+    assert r.global_batch_size == 24
+
+
+def test_flags_override_platform_defaults():
+    r = resolved("gpu", precision="float32", xla=False, per_replica_batch_size=64)
+    assert (r.precision, r.xla, r.per_replica_batch_size) == ("float32", False, 64)
+
+
+@pytest.mark.parametrize(
+    "train, steps, epochs",
+    [
+        pytest.param(dict(epochs=4), 16, 4, id="epochs_times_steps_per_epoch"),
+        pytest.param(dict(train_steps=7), 7, 2, id="train_steps_mid_epoch"),
+        pytest.param(dict(train_steps=8), 8, 2, id="offbyone_exact_epochs"),
+        pytest.param(dict(train_steps=9), 9, 3, id="offbyone_one_step_into_an_epoch"),
+    ],
+)
+def test_train_length(train, steps, epochs):
+    r = resolved("cpu", **train)  # cpu: 4 steps an epoch
+    assert (r.train_steps, r.epochs) == (steps, epochs)
+
+
+@pytest.mark.parametrize(
+    "train, message",
+    [
+        pytest.param(dict(train_steps=4), "warm-up \\(4 steps\\) must be shorter", id="warmup_equals_total"),
+        pytest.param(dict(train_steps=4, warmup_steps=5), "must be shorter", id="warmup_exceeds_total"),
+        pytest.param(dict(steps_per_execution=2, train_steps=12, warmup_steps=1), "warm-up steps \\(1\\)",
+                     id="warmup_inside_a_block"),
+        # 4-step epochs in blocks of 2: step 7 is 3 into the second epoch, mid-block.
+        pytest.param(dict(steps_per_execution=2, train_steps=7), "train steps \\(7\\)", id="stop_inside_a_block"),
+    ],
+)
+def test_invalid_combinations(train, message):
+    with pytest.raises(ValueError, match=message):
+        resolved("cpu", **train)
+
+
+def test_float16_on_tpu_is_rejected():
+    with pytest.raises(ValueError, match="bfloat16"):
+        resolved("tpu", precision="mixed_float16")
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        pytest.param(lambda: cfg.ModelConfig(image_size=31), ">= 32", id="image_too_small"),
+        pytest.param(lambda: cfg.ModelConfig(num_classes=1), "num_classes", id="one_class"),
+        pytest.param(lambda: cfg.ModelConfig(name="vgg"), "unknown model", id="unknown_model"),
+        pytest.param(lambda: cfg.DataConfig(source="imagenet"), "unknown data source", id="unknown_source"),
+        pytest.param(lambda: cfg.TrainConfig(per_replica_batch_size=0), "positive", id="zero_batch"),
+        pytest.param(lambda: cfg.TrainConfig(warmup_steps=-1), ">= 0", id="negative_warmup"),
+        pytest.param(lambda: cfg.TrainConfig(epochs=2, train_steps=5), "not both", id="epochs_and_steps"),
+        pytest.param(lambda: cfg.TrainConfig(precision="float8"), "unknown precision", id="unknown_precision"),
+        pytest.param(lambda: cfg.RuntimeConfig(strategy="horovod"), "unknown strategy", id="unknown_strategy"),
+        pytest.param(lambda: cfg.RuntimeConfig(strategy="default", replicas=2), "mirrored", id="replicas_not_mirrored"),
+        pytest.param(lambda: cfg.RuntimeConfig(strategy="mirrored", tpu="x"), "--strategy tpu", id="tpu_not_tpu"),
+    ],
+)
+def test_validation_on_creation(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_tpu_strategy_needs_an_address_once_flags_are_merged():
+    config = cfg.from_preset("tpu-v2-8")  # a preset may pick the strategy ...
+    with pytest.raises(ValueError, match="needs --tpu"):
+        cfg.check_ready(config)  # ... but only the user can name the TPU
+    ready = dataclasses.replace(config, runtime=cfg.RuntimeConfig(strategy="tpu", tpu="local"))
+    assert cfg.check_ready(ready) is ready
+
+
+def test_configs_are_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.ModelConfig().image_size = 64
+
+
+@pytest.mark.parametrize(
+    "global_batch, expected",
+    [
+        pytest.param(312 * 8, 513, id="v100x8_matches_reference_513"),
+        pytest.param(312 * 4, 1026, id="v100x4_matches_reference_1026"),
+        pytest.param(1024, 1251, id="v2_8_matches_reference_1251"),
+        pytest.param(16384, 78, id="v2_128_matches_reference_78"),
+        pytest.param(32768, 39, id="v2_512_matches_reference_39"),
+        # The reference rounded these two up (4107, 313); whole steps round down.
+        pytest.param(312, 4106, id="v100x1_reference_rounded_up"),
+        pytest.param(4096, 312, id="v2_32_reference_rounded_up"),
+    ],
+)
+def test_imagenet_steps_per_epoch(global_batch, expected):
+    assert cfg.imagenet_steps_per_epoch(global_batch) == expected
+
+
+@pytest.mark.parametrize("name", sorted(cfg.PRESETS))
+def test_every_preset_resolves_and_documents_its_command(name):
+    config = cfg.from_preset(name)
+    assert config.preset == name
+    assert f"--preset {name}" in cfg.PRESETS[name].__doc__
+    platform = {"tpu": "tpu"}.get(config.runtime.strategy, "cpu")
+    replicas = 8 if name == "v100-x8" else 1
+    r = cfg.resolve(config, platform, replicas)
+    assert r.warmup_steps < r.train_steps
+
+
+def test_unknown_preset_lists_known_ones():
+    with pytest.raises(ValueError, match="smoke"):
+        cfg.from_preset("nope")
+
+
+def test_learning_rate_scales_linearly():
+    assert cfg.learning_rate(cfg.RunConfig(), 1024) == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize(
+    "step, logged",
+    [(0, True), (2, True), (3, False), (5, True), (7, True), (8, False), (10, True)],
+)
+def test_is_logged_step_with_blocks_of_two_and_epochs_of_five(step, logged):
+    r = cfg.ResolvedRun("cpu", 1, 1, 1, 5, 2, 10, 5, 2, "float32", False, 1)
+    assert r.is_logged_step(step) is logged
