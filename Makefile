@@ -20,7 +20,8 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 perf: $(STAMP)
-	$(PY) -m pytest tests/perf -s -p no:cacheprovider --override-ini addopts=
+	@# --noconftest: the test suite splits the CPU into 2 logical devices; benchmarks run on the plain CPU.
+	$(PY) -m pytest tests/perf -s -p no:cacheprovider --noconftest --override-ini addopts=
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -8,9 +8,12 @@ was interrupted (Ctrl-C), so nothing measured is lost.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,10 +88,24 @@ def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: floa
     finally:
         if state.sink is not None:
             state.sink.close()
-    summary = build_summary(run_id, status, state, peak_tflops)
-    summary["results_dir"] = str(run_dir)
-    results.write_json(run_dir / results.SUMMARY_FILE, summary)
+    with _sigint_deferred():  # a second Ctrl-C must not tear summary.json
+        summary = build_summary(run_id, status, state, peak_tflops)
+        summary["results_dir"] = str(run_dir)
+        results.write_json(run_dir / results.SUMMARY_FILE, summary)
     return Outcome(summary, run_dir, EXIT_OK if status == "completed" else EXIT_INTERRUPTED)
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Ignores SIGINT inside the block (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _prepare(config: cfg.RunConfig, run_id: str, run_dir: Path, state: _Progress) -> None:

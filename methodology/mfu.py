@@ -33,6 +33,7 @@ _NV_A100 = "NVIDIA A100 datasheet: 312 TFLOPS BF16/FP16 tensor dense, 19.5 TFLOP
 _NV_H100 = "NVIDIA H100 datasheet (SXM): 989 TFLOPS BF16/FP16 tensor dense, 67 TFLOPS FP32"
 _TPU_V2 = ("Cloud TPU v2: 180 TFLOPS per 4-chip device (Google, 2017; quoted in "
            "Unity-Technologies/ml-agents#1023), i.e. 45 TFLOPS bf16 a chip")
+_TPU_V5E = "Cloud TPU v5e docs (docs.cloud.google.com/tpu/docs/v5e): peak compute per chip (bf16) 197 TFLOPs"
 
 # (device name, precision class) -> peak. "low" = float16/bfloat16 tensor math.
 PEAKS: dict[tuple[str, str], Peak] = {
@@ -43,6 +44,7 @@ PEAKS: dict[tuple[str, str], Peak] = {
     ("h100", "low"): Peak(989e12, "bf16/fp16 tensor cores, dense", _NV_H100),
     ("h100", "float32"): Peak(67e12, "fp32", _NV_H100),
     ("tpu-v2", "low"): Peak(45e12, "bf16 per chip", _TPU_V2),
+    ("tpu-v5e", "low"): Peak(197e12, "bf16 per chip", _TPU_V5E),
 }
 
 
@@ -75,7 +77,7 @@ def cpu_peak(num_cpus: int, ghz: float, isa_flags: set[str]) -> Peak:
 
 
 def lookup_peak(device: str, precision: str) -> Peak | None:
-    """The table's peak for a device name (v100, a100, h100, tpu-v2), or None."""
+    """The table's peak for a device name (v100, a100, h100, tpu-v2, tpu-v5e), or None."""
     return PEAKS.get((device.lower(), precision_class(precision)))
 
 
