@@ -17,7 +17,6 @@ from bench.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 # Order here is the order of the commands in `podbench --help`.
 COMMAND_MODULES = (
     "bench.cli_run",
-    "bench.cli_cost",
 )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import shutil
 import signal
 import sys
 import threading
@@ -52,7 +51,6 @@ class _Progress:
     resolved: cfg.ResolvedRun | None = None
     env: dict | None = None
     macs: int | None = None
-    timer: StepTimer | None = None
     sink: results.StepLogWriter | None = None
     setup_s: float | None = None
 
@@ -81,7 +79,10 @@ def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: floa
         status = "completed"
     except UsageError:
         if state.sink is None:
-            shutil.rmtree(run_dir, ignore_errors=True)
+            # Nothing written yet. Remove the directory only if empty: --output
+            # may name an existing directory that holds the user's files.
+            with contextlib.suppress(OSError):
+                run_dir.rmdir()
         raise
     except KeyboardInterrupt:
         print("interrupted: summarizing the steps measured so far", file=stream, flush=True)
@@ -89,7 +90,10 @@ def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: floa
         if state.sink is not None:
             state.sink.close()
     with _sigint_deferred():  # a second Ctrl-C must not tear summary.json
-        summary = build_summary(run_id, status, state, peak_tflops)
+        # From the file, not from memory: the summary is then exactly what
+        # steps.jsonl recomputes to, even if Ctrl-C fell between the two.
+        records = results.read_steps(run_dir / results.STEPS_FILE) if state.sink else []
+        summary = build_summary(run_id, status, state, records, peak_tflops)
         summary["results_dir"] = str(run_dir)
         results.write_json(run_dir / results.SUMMARY_FILE, summary)
     return Outcome(summary, run_dir, EXIT_OK if status == "completed" else EXIT_INTERRUPTED)
@@ -168,18 +172,18 @@ def _build(config: cfg.RunConfig, state: _Progress):
 
 def _fit(model, dataset, state: _Progress, stream: TextIO) -> None:
     r = state.resolved
-    state.timer, callbacks = make_callbacks(r, state.sink, stream)
+    _, callbacks = make_callbacks(r, state.sink, stream)
     model.fit(dataset, epochs=r.epochs, steps_per_epoch=r.steps_per_epoch,
               callbacks=callbacks, verbose=0)
 
 
-def build_summary(run_id: str, status: str, state: _Progress, peak_tflops: float | None) -> dict:
-    """summary.json from whatever the run got to (pure apart from reading state)."""
+def build_summary(run_id: str, status: str, state: _Progress, records: list,
+                  peak_tflops: float | None) -> dict:
+    """summary.json from whatever the run got to and its step records."""
     r, info = state.resolved, state.info
     summary = {"run_id": run_id, "status": status}
     if r is None:  # stopped before the configuration was known
         return {**summary, "measured_steps": 0, "images_per_sec": None}
-    records = state.timer.records if state.timer else []
     stats = throughput.summarize(records, r.global_batch_size, r.warmup_steps, r.num_replicas)
     summary.update({
         "strategy": info.name,

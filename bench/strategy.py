@@ -145,10 +145,14 @@ def probe_address(address: str, timeout_s: float = TPU_CONNECT_TIMEOUT_S) -> Non
       UsageError: malformed address, or nothing reachable there.
     """
     parsed = urlparse(address)
-    if parsed.scheme != "grpc" or not parsed.hostname or not parsed.port:
+    try:
+        port = parsed.port  # ValueError when not a number in 0..65535
+    except ValueError:
+        port = None
+    if parsed.scheme != "grpc" or not parsed.hostname or not port:
         raise UsageError(f"TPU address {address!r} is not of the form grpc://HOST:PORT")
     try:
-        with socket.create_connection((parsed.hostname, parsed.port), timeout=timeout_s):
+        with socket.create_connection((parsed.hostname, port), timeout=timeout_s):
             pass
     except OSError as err:
         raise UsageError(

@@ -99,6 +99,36 @@ def test_tpu_strategy_needs_an_address_once_flags_are_merged():
     assert cfg.check_ready(ready) is ready
 
 
+@pytest.mark.parametrize(
+    "train, data, message",
+    [
+        pytest.param(dict(epochs=1), {}, "warm-up \\(1 epoch\\) must be shorter than the run \\(1 epoch\\)",
+                     id="one_epoch_is_all_warmup"),
+        pytest.param(dict(train_steps=4, warmup_steps=4), {}, "\\(4 steps\\)", id="warmup_equals_steps"),
+        pytest.param(dict(epochs=2, warmup_steps=6), dict(steps_per_epoch=3), "\\(6 steps\\)",
+                     id="warmup_exceeds_epochs_times_steps"),
+        pytest.param(dict(train_steps=5), dict(steps_per_epoch=5), "\\(5 steps\\)", id="default_warmup_epoch"),
+    ],
+)
+def test_length_checks_that_need_no_platform(train, data, message):
+    config = cfg.RunConfig(data=cfg.DataConfig(**data), train=cfg.TrainConfig(**train))
+    with pytest.raises(ValueError, match=message):
+        cfg.check_ready(config)
+
+
+@pytest.mark.parametrize(
+    "train, data",
+    [
+        pytest.param(dict(epochs=2), {}, id="two_epochs"),
+        pytest.param(dict(train_steps=5), {}, id="steps_per_epoch_unknown_until_platform"),
+        pytest.param(dict(train_steps=6), dict(steps_per_epoch=5), id="offbyone_one_measured_step"),
+    ],
+)
+def test_length_checks_pass_what_may_run(train, data):
+    config = cfg.RunConfig(data=cfg.DataConfig(**data), train=cfg.TrainConfig(**train))
+    assert cfg.check_ready(config) is config
+
+
 def test_configs_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.ModelConfig().image_size = 64

@@ -1,0 +1,238 @@
+"""bench/cli_run.py: `podbench run` through the installed console script, in subprocesses.
+
+Bad input must end with exit code 2 and one ``error: ...`` line on stderr, and
+the cheap mistakes must be caught before TensorFlow is imported. This process
+already has TensorFlow loaded (tests/conftest.py), so "was TensorFlow imported"
+is asked of a child running the console script (TF_PROBE below).
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench import results
+from methodology import throughput
+
+REPO = Path(__file__).resolve().parent.parent
+PODBENCH = Path(sys.executable).parent / "podbench"
+ENV = {**os.environ, "PATH": f"{PODBENCH.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+TPU_DEADLINE_S = 60  # issue 2: an unreachable TPU fails within 60 s, never hangs
+
+# Runs the console script file itself and reports, on exit, whether TensorFlow was imported.
+TF_PROBE = (
+    "import atexit, runpy, sys\n"
+    "atexit.register(lambda: sys.stdout.write("
+    "'\\nTENSORFLOW_IMPORTED=%s\\n' % ('tensorflow' in sys.modules)))\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
+
+
+def podbench(*args, timeout=300, **kwargs):
+    return subprocess.run([str(PODBENCH), *map(str, args)], capture_output=True, text=True,
+                          env=ENV, cwd=REPO, timeout=timeout, **kwargs)
+
+
+def podbench_probing_tf(*args, timeout=300):
+    """Runs the console script; returns (process, whether it imported TensorFlow)."""
+    proc = subprocess.run([sys.executable, "-c", TF_PROBE, str(PODBENCH), *map(str, args)],
+                          capture_output=True, text=True, env=ENV, cwd=REPO, timeout=timeout)
+    marks = [line for line in proc.stdout.splitlines() if line.startswith("TENSORFLOW_IMPORTED=")]
+    assert len(marks) == 1, proc.stdout
+    return proc, marks[0] == "TENSORFLOW_IMPORTED=True"
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error: ")]
+
+
+def free_port() -> int:
+    """A localhost port nobody listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read_step_lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# --- a real run ---------------------------------------------------------------
+
+
+def test_smoke_run_prints_the_summary_json(tmp_path):
+    out = tmp_path / "run"
+    proc = podbench("run", "--preset", "smoke", "--output", out, "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)  # stdout is the JSON and nothing else
+    assert summary["status"] == "completed"
+    assert summary["measured_steps"] == summary["train_steps"] - summary["warmup_steps"] == 4
+    assert summary["images_per_sec"] > 0
+    assert json.loads((out / results.SUMMARY_FILE).read_text()) == summary
+    assert "Traceback" not in proc.stderr
+    assert any(line.startswith("step ") for line in proc.stderr.splitlines())  # progress on stderr
+
+
+# --- bad input: cheap mistakes, caught before TensorFlow loads ------------------
+
+# (argv after `podbench run`, a fragment the error line must contain). "{tmp}" is
+# the test's tmp_path; without an --output of its own a case writes to {tmp}/run.
+CHEAP_BAD_INPUTS = [
+    pytest.param(["--strategy", "bogus"], "invalid choice: 'bogus'", id="unknown_strategy"),
+    pytest.param(["--preset", "nope"], "unknown preset 'nope'", id="unknown_preset"),
+    pytest.param(["--data", "imagenet"], "unknown data source 'imagenet'", id="unknown_data"),
+    pytest.param(["--precision", "float64"], "invalid choice: 'float64'", id="unknown_precision"),
+    pytest.param(["--bogus-flag"], "unrecognized arguments", id="unknown_flag"),
+    pytest.param(["--batch-size", "four"], "invalid int value", id="batch_not_a_number"),
+    # The CLI takes the per-replica batch (global = per-replica x replicas), so a
+    # global batch "not divisible by replicas" cannot be asked for; these are the
+    # batch/replica inputs that can be wrong.
+    pytest.param(["--batch-size", "0"], "batch size must be a positive integer", id="batch_zero"),
+    pytest.param(["--batch-size", "-4"], "batch size must be a positive integer", id="batch_negative"),
+    pytest.param(["--strategy", "mirrored", "--replicas", "0"], "replicas must be a positive integer",
+                 id="replicas_zero"),
+    pytest.param(["--strategy", "mirrored", "--replicas", "-2"], "replicas must be a positive integer",
+                 id="replicas_negative"),
+    pytest.param(["--train-steps", "0"], "train steps must be a positive integer", id="train_steps_zero"),
+    pytest.param(["--epochs", "-1"], "epochs must be a positive integer", id="epochs_negative"),
+    pytest.param(["--warmup-steps", "-1"], "warm-up steps must be >= 0", id="warmup_negative"),
+    pytest.param(["--steps-per-epoch", "0"], "steps per epoch must be a positive integer",
+                 id="steps_per_epoch_zero"),
+    pytest.param(["--steps-per-execution", "0"], "steps per execution must be a positive integer",
+                 id="steps_per_execution_zero"),
+    pytest.param(["--log-steps", "0"], "log steps must be a positive integer", id="log_steps_zero"),
+    pytest.param(["--image-size", "16"], "image size must be >= 32", id="image_too_small"),
+    pytest.param(["--num-classes", "1"], "num_classes must be >= 2", id="one_class"),
+    pytest.param(["--peak-tflops", "0"], "--peak-tflops must be positive", id="peak_zero"),
+    pytest.param(["--epochs", "2", "--train-steps", "4"], "not both", id="epochs_and_train_steps"),
+    pytest.param(["--strategy", "default", "--replicas", "2"], "--replicas applies to --strategy mirrored",
+                 id="replicas_with_default"),
+    pytest.param(["--strategy", "one_device", "--replicas", "2"], "--replicas applies to --strategy mirrored",
+                 id="replicas_with_one_device"),
+    pytest.param(["--strategy", "tpu", "--replicas", "2", "--tpu", "x"], "--replicas applies",
+                 id="replicas_with_tpu"),
+    pytest.param(["--strategy", "mirrored", "--tpu", "my-tpu"], "--tpu needs --strategy tpu",
+                 id="tpu_with_mirrored"),
+    pytest.param(["--strategy", "tpu"], "--strategy tpu needs --tpu", id="tpu_without_address"),
+    pytest.param(["--preset", "tpu-v2-8"], "--strategy tpu needs --tpu", id="tpu_preset_without_address"),
+    pytest.param(["--output", "{tmp}/a_file/run"], "cannot write results to", id="output_under_a_file"),
+    pytest.param(["--output", "/proc/podbench-test/run"], "cannot write results to", id="output_in_proc"),
+    pytest.param(["--output", "{tmp}/old_run"], "already holds a run", id="output_holds_a_run"),
+]
+
+
+def _setup_paths(tmp_path: Path, argv: list[str]) -> list[str]:
+    (tmp_path / "a_file").write_text("not a directory\n")
+    (tmp_path / "old_run").mkdir()
+    (tmp_path / "old_run" / results.STEPS_FILE).write_text('{"step": 0, "time_s": 1.0}\n')
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    return argv if "--output" in argv else [*argv, "--output", str(tmp_path / "run")]
+
+
+@pytest.mark.parametrize("argv, fragment", CHEAP_BAD_INPUTS)
+def test_cheap_bad_input_fails_before_tensorflow(tmp_path, argv, fragment):
+    proc, imported_tf = podbench_probing_tf("run", "--preset", "smoke", *_setup_paths(tmp_path, argv))
+    assert proc.returncode == EXIT_USAGE, proc.stderr[-3000:]
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: "), proc.stderr[-3000:]
+    assert fragment in proc.stderr
+    assert not imported_tf
+    assert not (tmp_path / "run").exists()  # nothing is created for a run that never starts
+
+
+def test_cheap_bad_input_without_preset(tmp_path):
+    # The same check with the plain defaults (224x224), as `podbench run --strategy x` is typed.
+    proc, imported_tf = podbench_probing_tf("run", "--strategy", "bogus")
+    assert (proc.returncode, error_lines(proc.stderr)) == (EXIT_USAGE, proc.stderr.splitlines())
+    assert not imported_tf
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        # BUG (see report): this check needs no device, but runs only after TensorFlow
+        # loads (ResolvedRun, after make_strategy); DESIGN.md wants it before.
+        pytest.param(["--train-steps", "4", "--warmup-steps", "4"], id="warmup_equals_train_steps"),
+        # The default warm-up is one epoch, so one epoch in total measures nothing.
+        pytest.param(["--epochs", "1"], id="one_epoch_is_all_warmup"),
+    ],
+)
+def test_warmup_not_shorter_than_the_run(tmp_path, argv):
+    proc, imported_tf = podbench_probing_tf("run", "--preset", "smoke", *argv,
+                                            "--output", tmp_path / "run")
+    assert proc.returncode == EXIT_USAGE, proc.stderr[-3000:]
+    errors = error_lines(proc.stderr)
+    assert len(errors) == 1 and "warm-up" in errors[0], proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "run").exists()
+    assert not imported_tf, "a warm-up that covers the whole run is knowable before TensorFlow loads"
+
+
+# --- bad input found at startup: TensorFlow is needed to find out ----------------
+
+
+def test_unreachable_tpu_fails_within_a_minute(tmp_path):
+    address = f"grpc://127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    proc = podbench("run", "--preset", "smoke", "--strategy", "tpu", "--tpu", address,
+                    "--output", tmp_path / "run", timeout=3 * TPU_DEADLINE_S)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == EXIT_USAGE, proc.stderr[-3000:]
+    errors = error_lines(proc.stderr)
+    assert len(errors) == 1, proc.stderr[-3000:]
+    assert address in errors[0] and "--tpu" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert elapsed < TPU_DEADLINE_S  # a bound (never hang), not a speed test
+    assert not (tmp_path / "run").exists()
+
+
+# --- Ctrl-C -------------------------------------------------------------------
+
+
+def test_sigint_mid_run_writes_an_interrupted_summary(tmp_path):
+    out = tmp_path / "run"
+    steps_file = out / results.STEPS_FILE
+    proc = subprocess.Popen(
+        [str(PODBENCH), "run", "--preset", "smoke", "--steps-per-epoch", "100", "--train-steps", "400",
+         "--warmup-steps", "2", "--log-steps", "50", "--output", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO,
+        # A shell's background job may start with SIGINT ignored; a terminal's Ctrl-C does not.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not (steps_file.exists() and len(steps_file.read_text().splitlines()) >= 4):
+            assert proc.poll() is None, "run ended before it could be interrupted"
+            assert time.monotonic() < deadline, "no 4 steps logged in 240 s"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+    assert proc.returncode == EXIT_INTERRUPTED, stderr[-3000:]
+    assert "Traceback" not in stderr
+    assert "interrupted" in stdout  # the summary table still prints
+    summary = json.loads((out / results.SUMMARY_FILE).read_text())
+    assert summary["status"] == "interrupted"
+
+    rows = read_step_lines(steps_file)  # every line is valid JSON
+    steps = [row["step"] for row in rows]
+    assert steps[0] == 0 and all(b > a for a, b in zip(steps, steps[1:]))
+    assert len(rows) >= 4 and steps[-1] < 400  # stopped early
+    assert summary["steps_completed"] == steps[-1]
+
+    stats = throughput.summarize(results.read_steps(steps_file), summary["global_batch_size"],
+                                 summary["warmup_steps"], summary["num_replicas"])
+    assert summary["measured_steps"] == stats.measured_steps == steps[-1] - 2 > 0
+    assert summary["images_per_sec"] == stats.images_per_sec
+    assert summary["images_per_sec"] > 0
