@@ -17,6 +17,7 @@ from bench.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 # Order here is the order of the commands in `podbench --help`.
 COMMAND_MODULES = (
     "bench.cli_run",
+    "bench.cli_cost",
 )
 
 

@@ -1,0 +1,205 @@
+"""The price catalog: dated hourly prices with their sources, loaded and checked.
+
+``prices.csv`` beside this module holds Google Cloud prices of late 2018 (the
+comparison's) and of a recent third-party catalog; a user's own file in the
+same format can replace it. Every row says where its price comes from and, in
+``flag``, how far to trust it.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+BUNDLED_PRICES = Path(__file__).with_name("prices.csv")
+COLUMNS = ("hardware", "region", "pricing", "era", "unit", "usd_per_hour", "as_of", "source")
+OPTIONAL_COLUMNS = ("flag",)
+PRICINGS = ("on_demand", "preemptible", "spot")
+UNITS = ("per_gpu", "per_chip", "per_vm", "per_slice")
+_AS_OF = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")  # 2018, 2018-12 or 2018-12-11
+
+
+@dataclass(frozen=True)
+class Price:
+    """One hourly price.
+
+    Attributes:
+      hardware: cloud name: v100, n1-standard-64, v2-512, tpu-v5e, a2-highgpu-8g ...
+      region: where the price applies.
+      pricing: on_demand, preemptible or spot.
+      era: "2018" (the comparison's prices), "current", or a user's label.
+      unit: what one usd_per_hour buys: per_gpu, per_chip, per_vm or per_slice.
+      usd_per_hour: the price.
+      as_of: when it applied (YYYY, YYYY-MM or YYYY-MM-DD).
+      source: where it comes from.
+      flag: caveats ("third-party catalog", "derived by linearity" ...), or "".
+    """
+
+    hardware: str
+    region: str
+    pricing: str
+    era: str
+    unit: str
+    usd_per_hour: float
+    as_of: str
+    source: str
+    flag: str = ""
+
+    def __post_init__(self):
+        for name in COLUMNS:
+            if getattr(self, name) in ("", None):
+                raise ValueError(f"column '{name}': empty")
+        if self.pricing not in PRICINGS:
+            raise ValueError(f"column 'pricing': {self.pricing!r} is not one of {', '.join(PRICINGS)}")
+        if self.unit not in UNITS:
+            raise ValueError(f"column 'unit': {self.unit!r} is not one of {', '.join(UNITS)}")
+        if not math.isfinite(self.usd_per_hour) or self.usd_per_hour <= 0:
+            raise ValueError(f"column 'usd_per_hour': {self.usd_per_hour!r} is not a positive price")
+        if not _AS_OF.match(self.as_of):
+            raise ValueError(f"column 'as_of': {self.as_of!r} is not a date (YYYY, YYYY-MM or YYYY-MM-DD)")
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.hardware, self.region, self.pricing, self.era)
+
+
+@dataclass(frozen=True)
+class PriceBook:
+    """The prices of one file, looked up by hardware, pricing and era."""
+
+    prices: tuple[Price, ...]
+    path: str
+
+    def find(self, hardware: str, pricing: str = "on_demand", era: str | None = None) -> Price | None:
+        """The price of ``hardware``, or None.
+
+        Raises:
+          ValueError: several rows match (e.g. two regions): the file must be narrowed.
+        """
+        hits = [p for p in self.prices
+                if p.hardware == hardware and p.pricing == pricing and (era is None or p.era == era)]
+        if len(hits) > 1:
+            regions = ", ".join(sorted({f"{p.region}/{p.era}" for p in hits}))
+            raise ValueError(f"{self.path}: {hardware} {pricing} has several prices ({regions}); keep one")
+        return hits[0] if hits else None
+
+    def hardware(self, era: str | None = None) -> list[str]:
+        return sorted({p.hardware for p in self.prices if era is None or p.era == era})
+
+
+def _price_from_row(row: dict) -> Price:
+    raw = row["usd_per_hour"]
+    try:
+        usd_per_hour = float(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"column 'usd_per_hour': {raw!r} is not a number") from None
+    cells = {name: (row.get(name) or "").strip() for name in COLUMNS + OPTIONAL_COLUMNS}
+    return Price(**{**cells, "usd_per_hour": usd_per_hour})
+
+
+def load_prices(path: str | Path = BUNDLED_PRICES) -> PriceBook:
+    """Reads and checks a price file.
+
+    Args:
+      path: a CSV with the columns in COLUMNS (and optionally ``flag``).
+
+    Returns:
+      A PriceBook.
+
+    Raises:
+      ValueError: one line naming the file, the row (as an editor counts lines)
+        and the column that is wrong.
+    """
+    path = Path(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ValueError(f"{path}: row 1 (header): missing column(s) {', '.join(missing)}")
+            prices, seen = [], {}
+            for line, row in enumerate(reader, start=2):
+                if None in row or any(v is None for v in row.values()):
+                    raise ValueError(f"{path}: row {line}: expected {len(reader.fieldnames)} cells")
+                try:
+                    price = _price_from_row(row)
+                except ValueError as err:
+                    raise ValueError(f"{path}: row {line}, {err}") from None
+                if price.key in seen:
+                    raise ValueError(f"{path}: row {line}: duplicate of row {seen[price.key]} "
+                                     f"({', '.join(price.key)})")
+                seen[price.key] = line
+                prices.append(price)
+    except OSError as err:
+        raise ValueError(f"cannot read price file {path}: {err.strerror or err}") from None
+    if not prices:
+        raise ValueError(f"{path}: no prices (only a header)")
+    return PriceBook(tuple(prices), str(path))
+
+
+# Host VM for N accelerators, as the reference paired them (8 vCPUs a V100:
+# n1-standard-8/32/64 for 1/4/8) or as the cloud sells them. None: the price
+# of the accelerator includes its host (TPU VMs) or it is a VM itself.
+def _host_vm(hardware: str, count: int) -> str | None:
+    if hardware == "v100":
+        return f"n1-standard-{8 * count}"
+    if re.fullmatch(r"v\d+-\d+", hardware):  # a 2018 TPU slice, driven from an n1-standard-2
+        return "n1-standard-2"
+    return {"a100": f"a2-highgpu-{count}g", "a100-80gb": f"a2-ultragpu-{count}g",
+            "h100": f"a3-highgpu-{count}g"}.get(hardware)
+
+
+@dataclass(frozen=True)
+class Quote:
+    """The hourly price of some hardware, with the rows it was made from.
+
+    Attributes:
+      usd_per_hour: accelerators x count + host VM.
+      parts: the price rows used (accelerator first).
+      note: caveats of the quote itself (e.g. host at on-demand price), or "".
+    """
+
+    usd_per_hour: float
+    parts: tuple[Price, ...]
+    note: str = ""
+
+    @property
+    def as_of(self) -> str:
+        return ", ".join(sorted({p.as_of for p in self.parts}))
+
+    @property
+    def sources(self) -> str:
+        return " | ".join(dict.fromkeys(p.source for p in self.parts))
+
+
+def quote(book: PriceBook, hardware: str, count: int = 1, era: str | None = None,
+          pricing: str = "on_demand") -> Quote:
+    """Hourly price of ``count`` x ``hardware`` and its host VM.
+
+    Raises:
+      ValueError: unknown hardware, no such pricing, or a host VM with no price.
+    """
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    main = book.find(hardware, pricing, era)
+    if main is None:
+        known = ", ".join(book.hardware(era))
+        kind = f"{pricing} " if pricing != "on_demand" else ""
+        raise ValueError(f"no {kind}price for {hardware!r} in {book.path}"
+                         f"{f' ({era} prices)' if era else ''}; known: {known}")
+    if main.unit == "per_slice" and count != 1:
+        raise ValueError(f"{hardware} is priced per slice: use --count 1 (or name a larger slice)")
+    parts, total, note = [main], main.usd_per_hour * count, ""
+    host_name = _host_vm(hardware, count)
+    if host_name is not None:
+        host = book.find(host_name, pricing, era) or book.find(host_name, "on_demand", era)
+        if host is None:
+            raise ValueError(f"no price for the host VM {host_name} of {count} x {hardware} in "
+                             f"{book.path}; give the total with --usd-per-hour")
+        if host.pricing != pricing:
+            note = f"host VM {host_name} at its on-demand price (no {pricing} price in the catalog)"
+        parts.append(host)
+        total += host.usd_per_hour
+    return Quote(total, tuple(parts), note)
