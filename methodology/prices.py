@@ -151,6 +151,23 @@ def _host_vm(hardware: str, count: int) -> str | None:
             "h100": f"a3-highgpu-{count}g"}.get(hardware)
 
 
+# Slice names of TPU v2-v4 count TensorCores, two a chip: v2-8 is 4 chips.
+_CORES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 2}
+
+
+def _slice_as_chips(book: PriceBook, hardware: str, pricing: str, era: str | None) -> "Quote | None":
+    """A slice priced from a per-chip row (today's catalog sells chips, not slices)."""
+    match = re.fullmatch(r"(v\d+)-(\d+)", hardware)
+    if not match or match.group(1) not in _CORES_PER_CHIP:
+        return None
+    chip = book.find(f"tpu-{match.group(1)}", pricing, era)
+    if chip is None or chip.unit != "per_chip":
+        return None
+    chips = int(match.group(2)) // _CORES_PER_CHIP[match.group(1)]
+    return Quote(chip.usd_per_hour * chips, (chip,),
+                 f"{hardware} priced as {chips} chips x tpu-{match.group(1)}; TPU VMs include their host")
+
+
 @dataclass(frozen=True)
 class Quote:
     """The hourly price of some hardware, with the rows it was made from.
@@ -184,6 +201,8 @@ def quote(book: PriceBook, hardware: str, count: int = 1, era: str | None = None
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
     main = book.find(hardware, pricing, era)
+    if main is None and (per_chip := _slice_as_chips(book, hardware, pricing, era)) is not None:
+        return per_chip
     if main is None:
         known = ", ".join(book.hardware(era))
         kind = f"{pricing} " if pricing != "on_demand" else ""
