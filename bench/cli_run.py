@@ -43,7 +43,7 @@ bfloat16 on TPU, float16 + XLA on GPU, float32 without XLA on CPU. The first epo
 is warm-up and is not measured. Presets: {presets}.
 
 examples:
-  podbench run                                  # the default benchmark (~2 min on 2 CPU cores)
+  podbench run                                  # the default benchmark (~1.5 min on 2 CPU cores)
   podbench run --preset smoke                   # 32x32 smoke test (~30 s)
   podbench run --strategy mirrored --replicas 2 --image-size 64
   podbench run --preset v100-x8                 # the reference's 8x V100 settings
