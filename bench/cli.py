@@ -19,6 +19,7 @@ from bench.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 COMMAND_MODULES = (
     "bench.cli_run",
     "bench.cli_cost",
+    "bench.cli_report",
 )
 
 

@@ -27,6 +27,8 @@ def register(sub) -> None:
                     "headline, or filled in by a stated assumption.")
     r.add_argument("--prices", default="2018", metavar="2018|current|FILE", help=_PRICES_HELP)
     r.add_argument("--json", action="store_true", help="rows and headline as JSON")
+    r.add_argument("--chart", nargs="?", const="results/charts", metavar="DIR",
+                   help="also save the reference charts (PNG + SVG) to DIR (default results/charts)")
     r.set_defaults(handler=handle_reproduce)
 
     c = sub.add_parser(
@@ -82,6 +84,15 @@ def _reference_rows(book: prices.PriceBook, era: str | None, pricing: str) -> li
 def handle_reproduce(args: argparse.Namespace) -> int:
     book, era = _book(args.prices)
     rows = _reference_rows(book, era, "on_demand")  # no preemptible Pod slice price was ever published
+    if args.chart:
+        from bench.cli_report import reference_figures  # noqa: PLC0415 (matplotlib only when asked)
+
+        try:
+            written = reference_figures(Path(args.chart), book)
+        except ValueError as err:  # e.g. a user's price file without the 2018 rows
+            raise UsageError(f"cannot draw the reference charts: {err}") from None
+        for path in written:
+            print(f"wrote {path}", file=sys.stderr)
     headline = reference.headline_check(_reference_rows(*_book("2018"), "on_demand"))
     if args.json:
         keep = ("config", "images_per_sec", "train_hours", "cost_usd", "speedup_vs_v100x1",

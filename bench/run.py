@@ -93,7 +93,7 @@ def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: floa
         # From the file, not from memory: the summary is then exactly what
         # steps.jsonl recomputes to, even if Ctrl-C fell between the two.
         records = results.read_steps(run_dir / results.STEPS_FILE) if state.sink else []
-        summary = build_summary(run_id, status, state, records, peak_tflops)
+        summary = build_summary(run_id, status, state, records, peak_tflops, config.model)
         summary["results_dir"] = str(run_dir)
         results.write_json(run_dir / results.SUMMARY_FILE, summary)
     return Outcome(summary, run_dir, EXIT_OK if status == "completed" else EXIT_INTERRUPTED)
@@ -178,7 +178,7 @@ def _fit(model, dataset, state: _Progress, stream: TextIO) -> None:
 
 
 def build_summary(run_id: str, status: str, state: _Progress, records: list,
-                  peak_tflops: float | None) -> dict:
+                  peak_tflops: float | None, model: cfg.ModelConfig) -> dict:
     """summary.json from whatever the run got to and its step records."""
     r, info = state.resolved, state.info
     summary = {"run_id": run_id, "status": status}
@@ -188,6 +188,8 @@ def build_summary(run_id: str, status: str, state: _Progress, records: list,
     summary.update({
         "strategy": info.name,
         "platform": r.platform,
+        "image_size": model.image_size,
+        "num_classes": model.num_classes,
         "num_replicas": r.num_replicas,
         "per_replica_batch_size": r.per_replica_batch_size,
         "global_batch_size": r.global_batch_size,

@@ -19,7 +19,7 @@ from methodology import throughput
 REQUIRED_KEYS = {
     "status", "strategy", "num_replicas", "global_batch_size", "warmup_steps", "measured_steps",
     "images_per_sec", "images_per_sec_per_replica", "step_time_s", "startup_s", "device_kind",
-    "model_flops_per_image",
+    "model_flops_per_image", "image_size", "num_classes",
 }
 # environment.json: TF version, devices, CPU model, replicas, git SHA, host (DESIGN/issue 2).
 ENVIRONMENT_KEYS = {"tensorflow", "tf_keras", "python", "devices", "cpu", "num_replicas",
