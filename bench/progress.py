@@ -1,9 +1,9 @@
 """Progress lines while a run goes: warm-up time, then images/sec ± spread.
 
 Reads the timer's raw records every ``log_steps`` steps; the statistics come
-from methodology/throughput.py. Work per line is bounded (the spread uses the
-last ``SPREAD_INTERVALS`` intervals), so a 100k-step run prints as cheaply as
-a 20-step one.
+from methodology/throughput.py. Work per line is bounded: the warm-up boundary
+is found once, and the spread uses the last ``SPREAD_INTERVALS`` intervals, so
+a 100k-step run prints as cheaply as a 20-step one.
 """
 from __future__ import annotations
 
@@ -18,12 +18,18 @@ from methodology import throughput
 SPREAD_INTERVALS = 100
 
 
-def progress_line(records, global_batch_size: int, warmup_steps: int, train_steps: int) -> str:
-    """One line describing the run so far (pure; records are the timer's)."""
+def progress_line(records, start: int | None, global_batch_size: int, train_steps: int) -> str:
+    """One line describing the run so far (pure).
+
+    Args:
+      records: the timer's records so far.
+      start: index of the record that ends the warm-up, None while warming up.
+      global_batch_size: images a step.
+      train_steps: planned steps, for "step k/N".
+    """
     last = records[-1]
     width = len(str(train_steps))
     head = f"step {last.step:>{width}}/{train_steps}"
-    start = throughput.window_start_index(records, warmup_steps)
     if start is None or last.step == records[start].step:
         return f"{head}  warm-up   {last.time_s - records[0].time_s:8.1f} s elapsed (excluded)"
     first = records[start]
@@ -44,13 +50,17 @@ class ProgressLogger(tf_keras.callbacks.Callback):
                  train_steps: int, log_steps: int, stream: TextIO = sys.stderr):
         super().__init__()
         self._timer = timer
-        self._args = (global_batch_size, warmup_steps, train_steps)
+        self._warmup_steps = warmup_steps
+        self._args = (global_batch_size, train_steps)
         self._log_steps = log_steps
         self._stream = stream
         self._next = log_steps
+        self._start = None  # found once, when the first record at/after the warm-up lands
 
     def on_train_batch_end(self, batch, logs=None):
+        if self._start is None and self._timer.last_step >= self._warmup_steps:
+            self._start = len(self._timer.records) - 1
         if self._timer.last_step >= self._next:
-            print(progress_line(self._timer.records, *self._args), file=self._stream, flush=True)
+            print(progress_line(self._timer.records, self._start, *self._args), file=self._stream, flush=True)
             while self._next <= self._timer.last_step:
                 self._next += self._log_steps
