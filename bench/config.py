@@ -234,41 +234,28 @@ def check_ready(config: RunConfig) -> RunConfig:
     """
     if config.runtime.strategy == "tpu" and not config.runtime.tpu:
         raise ValueError("--strategy tpu needs --tpu NAME, grpc://HOST:PORT or local (on a TPU VM)")
-    lengths = _lengths_known_without_platform(config)
-    if lengths is not None and lengths[0] >= lengths[1]:
+    known = _lengths_known_without_platform(config)
+    if known is not None and known[0] >= known[1]:
+        warmup, total, unit = known
         raise ValueError(
-            f"warm-up ({lengths[0]}) must be shorter than the run ({lengths[1]}): "
-            "raise --epochs/--train-steps or lower --warmup-steps"
+            f"warm-up ({warmup} {unit}{'s' * (warmup != 1)}) must be shorter than the run "
+            f"({total} {unit}{'s' * (total != 1)}): raise --epochs/--train-steps or lower --warmup-steps"
         )
     return config
 
 
-def _lengths_known_without_platform(config: RunConfig) -> tuple["_Count", "_Count"] | None:
-    """(warm-up, run) when the flags alone fix both, so the check needs no TensorFlow.
-
-    Returned as comparable descriptions: both in steps, or both in epochs.
-    """
+def _lengths_known_without_platform(config: RunConfig) -> tuple[int, int, str] | None:
+    """(warm-up, run, unit) when the flags alone fix both, so the check needs no TensorFlow."""
     t, steps_per_epoch = config.train, config.data.steps_per_epoch
     if t.warmup_steps is None and t.train_steps is None and t.epochs is not None:
-        return (_Count(1, "epoch"), _Count(t.epochs, "epoch"))  # default warm-up: one epoch
+        return 1, t.epochs, "epoch"  # the default warm-up is one epoch
     warmup = t.warmup_steps if t.warmup_steps is not None else steps_per_epoch
     total = t.train_steps
     if total is None and t.epochs is not None and steps_per_epoch is not None:
         total = t.epochs * steps_per_epoch
     if warmup is None or total is None:
         return None
-    return (_Count(warmup, "step"), _Count(total, "step"))
-
-
-@dataclass(frozen=True, order=True)
-class _Count:
-    """A number of steps or epochs that compares by number and prints with its unit."""
-
-    value: int
-    unit: str = field(compare=False)
-
-    def __str__(self) -> str:
-        return f"{self.value} {self.unit}{'' if self.value == 1 else 's'}"
+    return warmup, total, "step"
 
 
 def resolve(config: RunConfig, platform: str, num_replicas: int) -> ResolvedRun:
