@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test perf clean
+.PHONY: demo test perf reference clean
 
 $(STAMP): setup.cfg pyproject.toml
 	@$(PYTHON_BIN) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "error: podbench needs Python 3.11 (TensorFlow 2.20 pins); set PYTHON_BIN=/path/to/python3.11")'
@@ -22,6 +22,10 @@ test: $(STAMP)
 perf: $(STAMP)
 	@# --noconftest: the test suite splits the CPU into 2 logical devices; benchmarks run on the plain CPU.
 	$(PY) -m pytest tests/perf -s -p no:cacheprovider --noconftest --override-ini addopts=
+
+# The checked-in reference: the comparison table as JSON and its charts (tests check they are current).
+reference: $(STAMP)
+	$(VENV)/bin/podbench reproduce --json --chart results/charts > results/reference/comparison_2018.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,7 +1,7 @@
 """Tables (bench/report.py) -> matplotlib figures. One function per chart.
 
 Every chart function returns ``(fig, ax)`` and writes nothing: the caller
-saves (bench/cli_report.py). Rows are drawn in the table's order, top to
+saves (bench/report_files.py). Rows are drawn in the table's order, top to
 bottom. Reference rows are blue and hatched unless their figure is published
 (the blog's per-configuration values are not public, so most are derived);
 measured runs are orange, and interrupted ones dotted.

@@ -16,17 +16,47 @@ SECONDS_PER_HOUR = 3600.0
 
 
 def _positive(name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+    # bool is an int to Python, but True images/sec is a caller's mistake, not 1.
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
 
 
+def _not_negative(name: str, value: float) -> None:
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+
+
 def steps_per_sec(images_per_sec: float, global_batch_size: int) -> float:
+    """Training steps a second at a rate of images a second.
+
+    Args:
+      images_per_sec: images a second over all replicas.
+      global_batch_size: images a step over all replicas.
+
+    Returns:
+      images_per_sec / global_batch_size.
+
+    Raises:
+      ValueError: a non-positive or non-finite argument.
+    """
     _positive("images_per_sec", images_per_sec)
     _positive("global_batch_size", global_batch_size)
     return images_per_sec / global_batch_size
 
 
 def images_per_sec(steps_per_sec: float, global_batch_size: int) -> float:
+    """Images a second at a rate of steps a second (the inverse of ``steps_per_sec``).
+
+    Args:
+      steps_per_sec: training steps a second.
+      global_batch_size: images a step over all replicas.
+
+    Returns:
+      steps_per_sec x global_batch_size.
+
+    Raises:
+      ValueError: a non-positive or non-finite argument.
+    """
     _positive("steps_per_sec", steps_per_sec)
     _positive("global_batch_size", global_batch_size)
     return steps_per_sec * global_batch_size
@@ -34,45 +64,105 @@ def images_per_sec(steps_per_sec: float, global_batch_size: int) -> float:
 
 def train_seconds(images_per_sec: float, epochs: float = MEASURED_EPOCHS,
                   images_per_epoch: int = IMAGENET_TRAIN_EXAMPLES) -> float:
-    """Seconds to train ``epochs`` passes over the data at a steady rate."""
+    """Seconds to train ``epochs`` passes over the data at a steady rate.
+
+    Args:
+      images_per_sec: the steady-state rate over all replicas.
+      epochs: passes over the training set (90: the reference's measured epochs).
+      images_per_epoch: training images (ImageNet-1k: 1,281,167).
+
+    Returns:
+      epochs x images_per_epoch / images_per_sec.
+
+    Raises:
+      ValueError: a non-positive or non-finite argument.
+    """
     _positive("images_per_sec", images_per_sec)
     _positive("epochs", epochs)
+    _positive("images_per_epoch", images_per_epoch)
     return epochs * images_per_epoch / images_per_sec
 
 
 def train_hours(images_per_sec: float, epochs: float = MEASURED_EPOCHS,
                 images_per_epoch: int = IMAGENET_TRAIN_EXAMPLES) -> float:
+    """``train_seconds`` in hours; same arguments and errors."""
     return train_seconds(images_per_sec, epochs, images_per_epoch) / SECONDS_PER_HOUR
 
 
 def images_per_sec_for_hours(hours: float, epochs: float = MEASURED_EPOCHS,
                              images_per_epoch: int = IMAGENET_TRAIN_EXAMPLES) -> float:
-    """The steady rate that trains ``epochs`` in ``hours`` (inverse of train_hours)."""
+    """The steady rate that trains ``epochs`` in ``hours`` (the inverse of ``train_hours``).
+
+    Args:
+      hours: training time.
+      epochs: passes over the training set.
+      images_per_epoch: training images.
+
+    Returns:
+      epochs x images_per_epoch / (hours x 3600).
+
+    Raises:
+      ValueError: a non-positive or non-finite argument.
+    """
     _positive("hours", hours)
+    _positive("epochs", epochs)
+    _positive("images_per_epoch", images_per_epoch)
     return epochs * images_per_epoch / (hours * SECONDS_PER_HOUR)
 
 
 def usd_per_hour(accelerator_usd_per_hour: float, count: int = 1, host_usd_per_hour: float = 0.0) -> float:
-    """Hourly price of ``count`` accelerators plus their host VM."""
+    """Hourly price of ``count`` accelerators plus their host VM.
+
+    Args:
+      accelerator_usd_per_hour: price of one accelerator (a GPU, a chip or a whole slice).
+      count: accelerators.
+      host_usd_per_hour: the VM they are attached to (0 when the price includes it).
+
+    Returns:
+      accelerator_usd_per_hour x count + host_usd_per_hour.
+
+    Raises:
+      ValueError: a non-positive price or count, or a negative host price.
+    """
     _positive("accelerator_usd_per_hour", accelerator_usd_per_hour)
     _positive("count", count)
-    if host_usd_per_hour < 0:
-        raise ValueError(f"host_usd_per_hour must be >= 0, got {host_usd_per_hour}")
+    _not_negative("host_usd_per_hour", host_usd_per_hour)
     return accelerator_usd_per_hour * count + host_usd_per_hour
 
 
 def cost_usd(hours: float, usd_per_hour: float) -> float:
-    if hours < 0:
-        raise ValueError(f"hours must be >= 0, got {hours}")
+    """Dollars for ``hours`` at ``usd_per_hour`` (billed exactly, no rounding up to the minute).
+
+    Raises:
+      ValueError: negative hours or a non-positive price.
+    """
+    _not_negative("hours", hours)
     _positive("usd_per_hour", usd_per_hour)
     return hours * usd_per_hour
 
 
 def speedup(baseline_hours: float, hours: float) -> float:
-    """How many times faster than the baseline (> 1: faster)."""
+    """How many times faster than the baseline: baseline_hours / hours (> 1: faster).
+
+    Raises:
+      ValueError: a non-positive duration.
+    """
     _positive("baseline_hours", baseline_hours)
     _positive("hours", hours)
     return baseline_hours / hours
+
+
+def cost_ratio(cost_usd: float, baseline_cost_usd: float) -> float:
+    """Cost relative to the baseline: cost_usd / baseline_cost_usd (< 1: cheaper).
+
+    "About 40% cheaper" is 1 - cost_ratio = 0.4.
+
+    Raises:
+      ValueError: a non-positive cost.
+    """
+    _positive("cost_usd", cost_usd)
+    _positive("baseline_cost_usd", baseline_cost_usd)
+    return cost_usd / baseline_cost_usd
 
 
 @dataclass(frozen=True)
@@ -95,12 +185,29 @@ class Projection:
     usd_per_hour: float | None
     cost_usd: float | None
 
+    @property
+    def steady_hours(self) -> float:
+        """The part of train_hours spent at the steady rate."""
+        return self.train_hours - self.overhead_hours
+
 
 def project(images_per_sec: float, usd_per_hour: float | None = None, epochs: float = MEASURED_EPOCHS,
             overhead_hours: float = 0.0) -> Projection:
-    """Projects a steady rate to training time and cost."""
-    if overhead_hours < 0:
-        raise ValueError(f"overhead_hours must be >= 0, got {overhead_hours}")
+    """Projects a steady rate to training time and cost.
+
+    Args:
+      images_per_sec: the steady-state rate over all replicas.
+      usd_per_hour: the hardware's hourly price, or None (time only).
+      epochs: passes over ImageNet's training set.
+      overhead_hours: fixed time on top of the steady part (start-up, evaluation).
+
+    Returns:
+      A Projection; its cost_usd is None when usd_per_hour is.
+
+    Raises:
+      ValueError: a non-positive rate, epochs or price, or negative overhead.
+    """
+    _not_negative("overhead_hours", overhead_hours)
     hours = train_hours(images_per_sec, epochs) + overhead_hours
     return Projection(
         images_per_sec=images_per_sec,
@@ -113,10 +220,20 @@ def project(images_per_sec: float, usd_per_hour: float | None = None, epochs: fl
 
 
 def median(values: Sequence[float]) -> float:
-    """The blog's aggregate of its 5 runs (the caller's sequence is not changed)."""
+    """The blog's aggregate of its 5 runs: the middle value, or the mean of the two middle ones.
+
+    Args:
+      values: one figure a run (elapsed time, images/sec ...); not changed.
+
+    Returns:
+      The median.
+
+    Raises:
+      ValueError: no values.
+    """
     if not values:
         raise ValueError("median of no runs")
-    ordered = sorted(values)
+    ordered = sorted(values)  # a copy: the caller's list keeps its order
     middle = len(ordered) // 2
     if len(ordered) % 2:
         return ordered[middle]
@@ -125,6 +242,14 @@ def median(values: Sequence[float]) -> float:
 
 def olympic_mean(values: Sequence[float]) -> float:
     """MLPerf's aggregate: drop one fastest and one slowest run, average the rest.
+
+    With ties only one copy of the extreme is dropped: [2, 2, 2, 5, 5] keeps [2, 2, 5].
+
+    Args:
+      values: one figure a run; not changed.
+
+    Returns:
+      The mean of all but the smallest and the largest value.
 
     Raises:
       ValueError: fewer than 3 runs (nothing would be left to average).

@@ -8,6 +8,7 @@ same format can replace it. Every row says where its price comes from and, in
 from __future__ import annotations
 
 import csv
+import datetime
 import math
 import re
 from dataclasses import dataclass
@@ -19,6 +20,18 @@ OPTIONAL_COLUMNS = ("flag",)
 PRICINGS = ("on_demand", "preemptible", "spot")
 UNITS = ("per_gpu", "per_chip", "per_vm", "per_slice")
 _AS_OF = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")  # 2018, 2018-12 or 2018-12-11
+
+
+def _is_date(text: str) -> bool:
+    """YYYY, YYYY-MM or YYYY-MM-DD naming a real month and day (2018-13 is not)."""
+    if not _AS_OF.match(text):
+        return False
+    parts = [int(p) for p in text.split("-")] + [1, 1]
+    try:
+        datetime.date(*parts[:3])
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -57,11 +70,12 @@ class Price:
             raise ValueError(f"column 'unit': {self.unit!r} is not one of {', '.join(UNITS)}")
         if not math.isfinite(self.usd_per_hour) or self.usd_per_hour <= 0:
             raise ValueError(f"column 'usd_per_hour': {self.usd_per_hour!r} is not a positive price")
-        if not _AS_OF.match(self.as_of):
+        if not _is_date(self.as_of):
             raise ValueError(f"column 'as_of': {self.as_of!r} is not a date (YYYY, YYYY-MM or YYYY-MM-DD)")
 
     @property
     def key(self) -> tuple[str, str, str, str]:
+        """What must be unique in a file: a second price for it would be ambiguous."""
         return (self.hardware, self.region, self.pricing, self.era)
 
 
@@ -75,6 +89,14 @@ class PriceBook:
     def find(self, hardware: str, pricing: str = "on_demand", era: str | None = None) -> Price | None:
         """The price of ``hardware``, or None.
 
+        Args:
+          hardware: catalog name (v100, n1-standard-8, v2-512, tpu-v5e ...).
+          pricing: on_demand, preemptible or spot.
+          era: "2018", "current", or None for any (a user's file).
+
+        Returns:
+          The one matching Price, or None when there is none.
+
         Raises:
           ValueError: several rows match (e.g. two regions): the file must be narrowed.
         """
@@ -82,11 +104,19 @@ class PriceBook:
                 if p.hardware == hardware and p.pricing == pricing and (era is None or p.era == era)]
         if len(hits) > 1:
             regions = ", ".join(sorted({f"{p.region}/{p.era}" for p in hits}))
-            raise ValueError(f"{self.path}: {hardware} {pricing} has several prices ({regions}); keep one")
+            fix = "keep one row per hardware and pricing"
+            if len({p.era for p in hits}) > 1:  # e.g. the bundled catalog passed as a file
+                fix += "; for the bundled catalog, pass --prices 2018 or --prices current instead of the file"
+            raise ValueError(f"{self.path}: {hardware} {pricing} has several prices ({regions}); {fix}")
         return hits[0] if hits else None
 
     def hardware(self, era: str | None = None) -> list[str]:
-        return sorted({p.hardware for p in self.prices if era is None or p.era == era})
+        """The names with a price (in ``era``, or in any era when None), in natural order (v2-8 before v2-32)."""
+        return sorted({p.hardware for p in self.prices if era is None or p.era == era}, key=_natural)
+
+
+def _natural(name: str) -> list:
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name)]
 
 
 def _price_from_row(row: dict) -> Price:
@@ -114,39 +144,48 @@ def load_prices(path: str | Path = BUNDLED_PRICES) -> PriceBook:
     """
     path = Path(path)
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise ValueError(f"{path}: row 1 (header): missing column(s) {', '.join(missing)}")
-            prices, seen = [], {}
-            for line, row in enumerate(reader, start=2):
-                if None in row or any(v is None for v in row.values()):
-                    raise ValueError(f"{path}: row {line}: expected {len(reader.fieldnames)} cells")
-                try:
-                    price = _price_from_row(row)
-                except ValueError as err:
-                    raise ValueError(f"{path}: row {line}, {err}") from None
-                if price.key in seen:
-                    raise ValueError(f"{path}: row {line}: duplicate of row {seen[price.key]} "
-                                     f"({', '.join(price.key)})")
-                seen[price.key] = line
-                prices.append(price)
+        # utf-8-sig: a spreadsheet's byte-order mark would otherwise hide the first column.
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            prices = _read_rows(csv.DictReader(handle), path)
     except OSError as err:
         raise ValueError(f"cannot read price file {path}: {err.strerror or err}") from None
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise ValueError(f"{path}: not a UTF-8 CSV file ({err})") from None
     if not prices:
         raise ValueError(f"{path}: no prices (only a header)")
     return PriceBook(tuple(prices), str(path))
 
 
+def _read_rows(reader: csv.DictReader, path: Path) -> list[Price]:
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ValueError(f"{path}: row 1 (header): missing column(s) {', '.join(missing)}")
+    prices, seen = [], {}
+    for row in reader:
+        line = reader.line_num  # the file's own line number, right across blank lines
+        if None in row or any(v is None for v in row.values()):
+            raise ValueError(f"{path}: row {line}: expected {len(reader.fieldnames)} cells")
+        try:
+            price = _price_from_row(row)
+        except ValueError as err:
+            raise ValueError(f"{path}: row {line}, {err}") from None
+        if price.key in seen:
+            raise ValueError(f"{path}: row {line}: duplicate of row {seen[price.key]} ({', '.join(price.key)})")
+        seen[price.key] = line
+        prices.append(price)
+    return prices
+
+
 # Host VM for N accelerators, as the reference paired them (8 vCPUs a V100:
 # n1-standard-8/32/64 for 1/4/8) or as the cloud sells them. None: the price
-# of the accelerator includes its host (TPU VMs) or it is a VM itself.
-def _host_vm(hardware: str, count: int) -> str | None:
+# of the accelerator includes its host, or it is a VM itself.
+def _host_vm(hardware: str, count: int, era: str | None) -> str | None:
     if hardware == "v100":
         return f"n1-standard-{8 * count}"
-    if re.fullmatch(r"v\d+-\d+", hardware):  # a 2018 TPU slice, driven from an n1-standard-2
-        return "n1-standard-2"
+    if re.fullmatch(r"v\d+-\d+", hardware):
+        # 2018 Cloud TPUs were TPU Nodes driven from a separate VM (the reference
+        # used an n1-standard-2); today's TPU VMs include their host.
+        return None if era == "current" else "n1-standard-2"
     return {"a100": f"a2-highgpu-{count}g", "a100-80gb": f"a2-ultragpu-{count}g",
             "h100": f"a3-highgpu-{count}g"}.get(hardware)
 
@@ -195,6 +234,16 @@ def quote(book: PriceBook, hardware: str, count: int = 1, era: str | None = None
           pricing: str = "on_demand") -> Quote:
     """Hourly price of ``count`` x ``hardware`` and its host VM.
 
+    Args:
+      book: the price catalog.
+      hardware: catalog name of the accelerator (v100, a100, tpu-v5e) or slice (v2-512).
+      count: accelerators; a slice is priced whole, so 1.
+      era: "2018", "current", or None (a user's file: any row).
+      pricing: on_demand, preemptible or spot (the host VM falls back to on-demand).
+
+    Returns:
+      A Quote: the total usd_per_hour and the price rows it was made from.
+
     Raises:
       ValueError: unknown hardware, no such pricing, or a host VM with no price.
     """
@@ -204,16 +253,15 @@ def quote(book: PriceBook, hardware: str, count: int = 1, era: str | None = None
     if main is None and (per_chip := _slice_as_chips(book, hardware, pricing, era)) is not None:
         return per_chip
     if main is None:
-        known = ", ".join(book.hardware(era))
-        kind = f"{pricing} " if pricing != "on_demand" else ""
-        raise ValueError(f"no {kind}price for {hardware!r} in {book.path}"
-                         f"{f' ({era} prices)' if era else ''}; known: {known}")
+        raise ValueError(_missing_price(book, hardware, era, pricing))
     if main.unit == "per_slice" and count != 1:
         raise ValueError(f"{hardware} is priced per slice: use --count 1 (or name a larger slice)")
     parts, total, note = [main], main.usd_per_hour * count, ""
-    host_name = _host_vm(hardware, count)
+    host_name = _host_vm(hardware, count, era)
     if host_name is not None:
         host = book.find(host_name, pricing, era) or book.find(host_name, "on_demand", era)
+        if host is None and main.unit == "per_slice" and era is None:
+            return Quote(total, (main,), f"no {host_name} in {book.path}: priced without a driver VM")
         if host is None:
             raise ValueError(f"no price for the host VM {host_name} of {count} x {hardware} in "
                              f"{book.path}; give the total with --usd-per-hour")
@@ -222,3 +270,14 @@ def quote(book: PriceBook, hardware: str, count: int = 1, era: str | None = None
         parts.append(host)
         total += host.usd_per_hour
     return Quote(total, tuple(parts), note)
+
+
+def _missing_price(book: PriceBook, hardware: str, era: str | None, pricing: str) -> str:
+    """Why there is no price: unknown hardware (list the known), or no such pricing (list the kinds)."""
+    where = f"{book.path}{f' ({era} prices)' if era else ''}"
+    slice_match = re.fullmatch(r"(v\d+)-\d+", hardware)
+    names = {hardware, f"tpu-{slice_match.group(1)}"} if slice_match else {hardware}  # slices priced as chips
+    kinds = sorted({p.pricing for p in book.prices if p.hardware in names and (era is None or p.era == era)})
+    if kinds:
+        return f"no {pricing} price for {hardware!r} in {where}; it has: {', '.join(kinds)}"
+    return f"no price for {hardware!r} in {where}; known: {', '.join(book.hardware(era))}"

@@ -17,13 +17,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from methodology import cost
-from methodology.constants import MEASURED_EPOCHS
+from methodology.constants import MEASURED_EPOCHS, TARGET_TOP1_MLPERF_V05
 from methodology.prices import PriceBook, quote
 
 METHODOLOGY_PAGE = ("tensorflow/tpu benchmarks/ResNet-50_v1.5_Performance_Comparison_"
                     "TensorFlow_1.12_GCP.md (2018-12-11)")
 BLOG = ("Google Cloud Blog, Dec 2018: 'Now you can train TensorFlow machine learning models "
         "faster and at lower cost on Cloud TPU Pods'")
+
+# A secondary copy of the headline chart's caption (the chart itself is not public).
+PACKT_CAPTION = ("Packt, Deep Learning with TensorFlow 2 and Keras (2nd ed.), ch. 16, Figure 8: "
+                 "'A Full Cloud TPU v2 Pod is >200x faster than a V100 Nvidia Tesla GPU'")
+NVIDIA_DLE = ("NVIDIA/DeepLearningExamples TensorFlow/Classification/ConvNets/resnet50v1.5/README.md "
+              "(20.06-tf1-py3): 1x V100-16G AMP+XLA 1270 img/s")
 
 PUBLISHED, DERIVED, ASSUMPTION = "published", "derived", "assumption"
 
@@ -56,6 +62,22 @@ class ReferenceConfig:
     end_step: int
     lars_and_label_smoothing: bool = False
 
+    def __post_init__(self):
+        for name in ("count", "replicas", "chips", "global_batch_size", "warmup_steps", "end_step"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{self.name}: {name} must be >= 1, got {getattr(self, name)}")
+        if self.warmup_steps >= self.end_step:
+            raise ValueError(f"{self.name}: warmup_steps {self.warmup_steps} >= end_step {self.end_step}")
+
+    @property
+    def optimizer(self) -> str:
+        """momentum everywhere; LARS for the TPU runs at batch >= 16384 (the methodology page)."""
+        return "lars" if self.lars_and_label_smoothing else "momentum"
+
+    @property
+    def label_smoothing(self) -> float:
+        return 0.1 if self.lars_and_label_smoothing else 0.0
+
 
 CONFIGS: tuple[ReferenceConfig, ...] = (
     # GPU side: tf_cnn_benchmarks, batch 312 a GPU, fp16 + XLA, momentum.
@@ -81,7 +103,58 @@ NVIDIA_V100_AMP_XLA_IMAGES_PER_SEC = 1270
 POD_SAVING_VS_V100X8_CLAIM = 0.40  # "about 40% cheaper"
 
 
+# Short labels for the human table; `source` itself stays one word for programs (charts hatch by it).
+SOURCE_LABELS = {
+    PUBLISHED: "published",
+    DERIVED: "derived from headline",
+    ASSUMPTION: "assumption, not published",
+}
+
+
+@dataclass(frozen=True)
+class ContextResult:
+    """A published time of a similar configuration elsewhere: context, not the blog's figure.
+
+    Attributes:
+      name: e.g. "MLPerf v0.5 cloud_v2.512".
+      config: the reference configuration it resembles (CONFIGS name).
+      minutes: the published (or log-computed) time.
+      accuracy: the accuracy that time is to (a target) or reached.
+      what: what the time includes and how it was aggregated.
+      source: where it comes from.
+    """
+
+    name: str
+    config: str
+    minutes: float
+    accuracy: str
+    what: str
+    source: str
+
+
+_MLPERF_V05 = ("olympic mean of run_stop - run_start: includes evaluation and every epoch to "
+               "74.9%, no warm-up excluded")
+_TO_V05_TARGET = f"to {TARGET_TOP1_MLPERF_V05:.1%} top-1 (MLPerf v0.5 target)"
+_MLPERF_V05_LOGS = "mlcommons/training_results_v0.5 v0.5.0/google/{}/ result logs (computed, facts §6)"
+CONTEXT: tuple[ContextResult, ...] = (
+    ContextResult("MLPerf v0.5 Google cloud_v2.512 (batch 16384)", "TPU v2-512", 11.25, _TO_V05_TARGET,
+                  _MLPERF_V05, _MLPERF_V05_LOGS.format("cloud_v2.512")),
+    ContextResult("MLPerf v0.5 Google cloud_v100x8 (batch 2048)", "8x V100", 137.8, _TO_V05_TARGET,
+                  _MLPERF_V05, _MLPERF_V05_LOGS.format("cloud_v100x8")),
+    ContextResult("MLPerf v0.5 Google cloud_v2.8 (batch 1024)", "TPU v2-8", 301.62, _TO_V05_TARGET,
+                  _MLPERF_V05, _MLPERF_V05_LOGS.format("cloud_v2.8")),
+    ContextResult("DAWNBench Google v2-8, TF 1.11 (batch 1024)", "TPU v2-8", 8.003 * 60, "reached 76.67% top-1 at epoch 90",
+                  "time at epoch 90, including a checkpoint and an evaluation every epoch",
+                  "stanford-futuredata/dawn-bench-entries ImageNet/train/google_resnet50_tpu_tensorflow111.tsv"),
+)
+
+
 def config(name: str) -> ReferenceConfig:
+    """The reference configuration called ``name`` ("8x V100", "TPU v2-512" ...).
+
+    Raises:
+      ValueError: no such configuration; the message lists the known ones.
+    """
     for c in CONFIGS:
         if c.name == name:
             return c
@@ -89,7 +162,11 @@ def config(name: str) -> ReferenceConfig:
 
 
 def throughput_basis() -> dict[str, tuple[float, str, str]]:
-    """Images/sec of each configuration: (value, kind, how it was obtained)."""
+    """Images/sec of each configuration: (value, kind, how it was obtained).
+
+    Returns:
+      {config name: (images_per_sec, PUBLISHED | DERIVED | ASSUMPTION, one-line explanation)}.
+    """
     pod = cost.images_per_sec_for_hours(FULL_POD_MINUTES / 60)
     v100x8 = pod / POD_SPEEDUP_VS_V100X8
     per_chip = pod / config("TPU v2-512").chips
@@ -110,6 +187,17 @@ def reference_rows(book: PriceBook, era: str | None = "2018", pricing: str = "on
                    epochs: float = MEASURED_EPOCHS) -> list[dict]:
     """The comparison table: one row per configuration, in CONFIGS order.
 
+    Args:
+      book: the price catalog.
+      era: "2018" (the comparison's prices), "current", or None for a user's file.
+      pricing: on_demand (the only pricing every configuration has in 2018).
+      epochs: measured epochs (90).
+
+    Returns:
+      Dicts with config, chips, global_batch_size, images_per_sec, train_hours,
+      usd_per_hour, cost_usd, source, source_label, source_detail, price_as_of,
+      price_note, price_parts, speedup_vs_v100x1 and cost_ratio_vs_v100x8.
+
     Raises:
       ValueError: a price the table needs is missing from ``book``.
     """
@@ -122,13 +210,28 @@ def reference_rows(book: PriceBook, era: str | None = "2018", pricing: str = "on
         rows.append({
             "config": c.name, "chips": c.chips, "global_batch_size": c.global_batch_size,
             "images_per_sec": ips, "train_hours": p.train_hours, "usd_per_hour": q.usd_per_hour,
-            "cost_usd": p.cost_usd, "source": kind, "source_detail": how,
-            "price_as_of": q.as_of, "price_note": q.note,
+            "cost_usd": p.cost_usd, "source": kind, "source_label": SOURCE_LABELS[kind], "source_detail": how,
+            "price_as_of": q.as_of, "price_note": q.note, "price_parts": q.parts,
         })
     by_name = {r["config"]: r for r in rows}
     for r in rows:
         r["speedup_vs_v100x1"] = cost.speedup(by_name["1x V100"]["train_hours"], r["train_hours"])
-        r["cost_ratio_vs_v100x8"] = r["cost_usd"] / by_name["8x V100"]["cost_usd"]
+        r["cost_ratio_vs_v100x8"] = cost.cost_ratio(r["cost_usd"], by_name["8x V100"]["cost_usd"])
+    return rows
+
+
+def context_rows() -> list[dict]:
+    """Published times of similar configurations elsewhere (MLPerf v0.5, DAWNBench), and MLPerf's ratio.
+
+    These are time-to-accuracy figures with evaluation included, to other
+    targets: context for the table, never a substitute for the blog's figures.
+    """
+    rows = [{"name": r.name, "config": r.config, "minutes": r.minutes, "accuracy": r.accuracy,
+             "what": r.what, "source": r.source} for r in CONTEXT]
+    mlperf = {r.config: r.minutes for r in CONTEXT if r.name.startswith("MLPerf")}
+    for r in rows:
+        if r["name"].startswith("MLPerf"):
+            r["speedup_of_v2_512"] = cost.speedup(mlperf[r["config"]], mlperf["TPU v2-512"])
     return rows
 
 
@@ -145,7 +248,7 @@ def headline_check(rows: list[dict]) -> dict:
     return {
         "full_pod_minutes": {"published": FULL_POD_MINUTES, "reproduced": pod["train_hours"] * 60,
                              "check": "by construction"},
-        "v100x1_hours": {"published": f"over {V100X1_HOURS_CLAIM}", "reproduced": v1["train_hours"],
+        "v100x1_hours": {"published": f"over {V100X1_HOURS_CLAIM} h", "reproduced": v1["train_hours"],
                          "check": "by construction"},
         "v100x1_images_per_sec": {"published": f"{NVIDIA_V100_AMP_XLA_IMAGES_PER_SEC} (NVIDIA, AMP+XLA)",
                                   "reproduced": v1["images_per_sec"], "check": "independent",
@@ -157,5 +260,6 @@ def headline_check(rows: list[dict]) -> dict:
         "cheaper_than_v100x8": {"published": f"about {POD_SAVING_VS_V100X8_CLAIM:.0%}",
                                 "reproduced": 1 - pod["cost_ratio_vs_v100x8"], "check": "independent",
                                 "holds": abs(1 - pod["cost_ratio_vs_v100x8"] - POD_SAVING_VS_V100X8_CLAIM) < 0.05},
-        "sources": {"headline": BLOG, "configurations": METHODOLOGY_PAGE},
+        "sources": {"headline": BLOG, "configurations": METHODOLOGY_PAGE, "headline_copy": PACKT_CAPTION,
+                    "v100_rate": NVIDIA_DLE},
     }

@@ -1,4 +1,4 @@
-"""bench/cli_cost.py: `podbench reproduce` and `podbench cost`, end to end."""
+"""bench/cli_cost.py: `podbench reproduce` and `podbench cost`, end to end, in-process."""
 import json
 import subprocess
 import sys
@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from bench import results
+from bench import cli_cost
 from bench.cli import main
 
 PODBENCH = Path(sys.executable).parent / "podbench"
+REPO = Path(__file__).resolve().parent.parent
+PRICE_HEADER = "hardware,region,pricing,era,unit,usd_per_hour,as_of,source"
 
 
 def run_cli(capsys, *argv):
@@ -18,13 +20,61 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
-def test_reproduce_table_labels_sources(capsys):
-    code, out, _ = run_cli(capsys, "reproduce")
-    assert code == 0
-    assert "TPU v2-512" in out and "7.9 min" in out and "26.3 h" in out
-    assert "published" in out and "derived" in out and "assumption" in out
+def cost_json(capsys, *argv):
+    code, out, err = run_cli(capsys, "cost", *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def write_run(tmp_path, **summary):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    base = {"run_id": "r1", "status": "completed", "device_kind": "AMD EPYC", "platform": "cpu",
+            "num_replicas": 1, "global_batch_size": 8}
+    (run_dir / "summary.json").write_text(json.dumps({**base, **summary}))
+    return run_dir
+
+
+# --- reproduce -----------------------------------------------------------------------------
+
+def test_reproduce_table(capsys):
+    code, out, err = run_cli(capsys, "reproduce")
+    assert code == 0 and err == ""
+    assert "images/s" in out and "USD/h" in out and "cost USD" in out  # units in the headers
+    assert "7.9 min" in out and "26.3 h" in out and "3.6 h" in out
+    assert "derived from headline" in out and "assumption, not published" in out
     assert "not public" in out
-    assert "38%" in out and "independent check: holds" in out
+
+
+def test_reproduce_labels_every_unpublished_row(capsys):
+    _, out, _ = run_cli(capsys, "reproduce")
+    table = out.split("\n\n")[1].splitlines()[1:]
+    labels = {line.split()[0] + " " + line.split()[1]: line for line in table}
+    assert labels["TPU v2-512"].endswith("published") and "assumption" not in labels["TPU v2-512"]
+    for name in ("4x V100", "TPU v2-8", "TPU v2-32", "TPU v2-128", "TPU v2-256"):
+        assert labels[name].endswith("assumption, not published"), name
+
+
+def test_reproduce_shows_price_dates_and_sources(capsys):
+    _, out, _ = run_cli(capsys, "reproduce")
+    prices_block = out.split("prices (")[1].split("\n\n")[0]
+    assert "as of 2018-12" in prices_block and "as of 2018-09-29" in prices_block
+    assert "source: skypilot-org/skypilot-catalog" in prices_block and "DAWNBench" in prices_block
+    assert "$0.095/h" in prices_block  # not rounded to $0.10
+
+
+def test_reproduce_headline_block(capsys):
+    _, out, _ = run_cli(capsys, "reproduce")
+    headline = out.split("headline claims")[1]
+    assert "here 38%" in headline and "independent check: holds" in headline
+    assert "here 200x" in headline and "here 27x" in headline and "here 7.9 min" in headline
+    assert "DOES NOT HOLD" not in headline
+
+
+def test_reproduce_shows_mlperf_as_context_only(capsys):
+    _, out, _ = run_cli(capsys, "reproduce")
+    context = out.split("context, not the blog's figures")[1].split("headline claims")[0]
+    assert "137.80 min" in context and "74.9%" in context and "12.2x" in context
 
 
 def test_reproduce_json_shape(capsys):
@@ -33,98 +83,224 @@ def test_reproduce_json_shape(capsys):
     assert code == 0 and len(data["rows"]) == 8
     assert {"config", "images_per_sec", "train_hours", "cost_usd", "speedup_vs_v100x1", "source"} <= set(data["rows"][0])
     assert data["headline"]["full_pod_minutes"]["published"] == 7.9
+    assert data["prices"]["era"] == "2018" and data["prices"]["parts"][0]["as_of"]
     pod = next(r for r in data["rows"] if r["config"] == "TPU v2-512")
     assert pod["train_hours"] * 60 == pytest.approx(7.9) and pod["source"] == "published"
+    assert pod["cost_usd"] == pytest.approx(7.9 / 60 * 384.095)
+
+
+def test_checked_in_reference_is_what_reproduce_computes(capsys):
+    """results/reference/comparison_2018.json is `podbench reproduce --json`, kept in the repository
+    so the table can be read without installing anything; `make reference` rewrites it."""
+    checked_in = json.loads((REPO / "results" / "reference" / "comparison_2018.json").read_text())
+    _, out, _ = run_cli(capsys, "reproduce", "--json")
+    live = json.loads(out)
+    for data in (checked_in, live):
+        data["prices"].pop("file")  # an absolute path, different in every clone
+    assert checked_in == live, "results/reference/comparison_2018.json is stale: run `make reference`"
 
 
 def test_reproduce_with_current_prices(capsys):
     code, out, _ = run_cli(capsys, "reproduce", "--prices", "current", "--json")
-    pod = next(r for r in json.loads(out)["rows"] if r["config"] == "TPU v2-512")
-    assert code == 0 and pod["cost_usd"] == pytest.approx(7.9 / 60 * 256 * 1.125, rel=1e-6)
+    data = json.loads(out)
+    pod = next(r for r in data["rows"] if r["config"] == "TPU v2-512")
+    assert code == 0 and pod["cost_usd"] == pytest.approx(7.9 / 60 * 384.0)
+    assert data["headline"]["cheaper_than_v100x8"]["reproduced"] == pytest.approx(0.378, abs=1e-3)  # still 2018
 
+
+def test_reproduce_with_a_file_missing_a_configuration(capsys, tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text(f"{PRICE_HEADER}\nv100,r,on_demand,mine,per_gpu,1.0,2026,contract\n")
+    code, out, err = run_cli(capsys, "reproduce", "--prices", str(path))
+    assert code == 2 and out == "" and "needs every configuration priced" in err
+
+
+# --- cost ----------------------------------------------------------------------------------
 
 def test_cost_of_one_v100_matches_the_reference(capsys):
-    code, out, _ = run_cli(capsys, "cost", "--images-per-sec", "1216.3", "--hardware", "v100", "--json")
-    a = json.loads(out)
-    assert code == 0
+    a = cost_json(capsys, "--images-per-sec", "1216.3", "--hardware", "v100")
     assert a["time_to_target_hours"] == pytest.approx(26.333, rel=1e-3)
     assert a["usd_per_hour"] == pytest.approx(2.86) and a["cost_usd"] == pytest.approx(75.31, abs=0.01)
-    assert a["price_as_of"] and a["price_source"] and a["price_era"] == "2018"
+    assert a["price_as_of"] == "2018-09-29, 2018-12" and "fetch_gcp_accelerators.py" in a["price_source"]
+    assert a["price_era"] == "2018" and a["notes"] == []
     ref = {c["config"]: c for c in a["comparison"]}
-    assert ref["1x V100"]["this_faster_by"] == pytest.approx(1.0, rel=1e-3)
-    assert ref["TPU v2-512"]["this_faster_by"] == pytest.approx(1 / 200, rel=1e-3)
+    assert ref["1x V100"]["speedup_vs_config"] == pytest.approx(1.0, rel=1e-3)
+    assert ref["TPU v2-512"]["speedup_vs_config"] == pytest.approx(1 / 200, rel=1e-3)
+    assert ref["8x V100"]["cost_ratio_vs_config"] == pytest.approx(75.31 / 81.34, abs=1e-3)
 
 
-def test_preemptible_is_cheaper(capsys):
-    _, on_demand, _ = run_cli(capsys, "cost", "--images-per-sec", "1000", "--hardware", "v100", "--count", "8", "--json")
-    _, preempt, _ = run_cli(capsys, "cost", "--images-per-sec", "1000", "--hardware", "v100", "--count", "8",
-                            "--preemptible", "--json")
-    assert json.loads(preempt)["usd_per_hour"] == pytest.approx(8 * 0.74 + 3.04)
-    assert json.loads(preempt)["cost_usd"] < json.loads(on_demand)["cost_usd"]
+def test_cost_of_the_full_pod_reproduces_the_headline(capsys):
+    a = cost_json(capsys, "--images-per-sec", str(90 * 1281167 / (7.9 * 60)), "--hardware", "v2-512")
+    ref = {c["config"]: c for c in a["comparison"]}
+    assert a["time_to_target_hours"] * 60 == pytest.approx(7.9)
+    assert ref["8x V100"]["speedup_vs_config"] == pytest.approx(27)
+    assert 1 - ref["8x V100"]["cost_ratio_vs_config"] == pytest.approx(0.378, abs=1e-3)
 
 
-def test_current_hardware_falls_back_to_current_prices(capsys):
-    code, out, _ = run_cli(capsys, "cost", "--images-per-sec", "10000", "--hardware", "tpu-v5e", "--count", "8", "--json")
-    a = json.loads(out)
-    assert code == 0 and a["price_era"] == "current" and a["usd_per_hour"] == pytest.approx(9.6)
+def test_cost_text(capsys):
+    code, out, _ = run_cli(capsys, "cost", "--images-per-sec", "1216", "--hardware", "v100", "--count", "8")
+    assert code == 0
+    assert "time to target  26.3 h" in out
+    assert "$22.88/h = v100 $2.48 x 8 + n1-standard-64 $3.04  (2018, on-demand)" in out
+    assert "as of 2018-12" in out and "source: " in out
+    assert "7.41x slower" in out  # vs 8x V100 at 9,010 img/s
+
+
+@pytest.mark.parametrize(
+    "argv, usd_per_hour",
+    [
+        pytest.param(["--hardware", "v100", "--count", "8"], 22.88, id="v100x8_on_demand"),
+        pytest.param(["--hardware", "v100", "--count", "8", "--preemptible"], 8 * 0.74 + 3.04, id="v100x8_preemptible"),
+        pytest.param(["--hardware", "v2-8", "--preemptible"], 1.35 + 0.095, id="v2_8_preemptible"),
+        pytest.param(["--hardware", "v100", "--preemptible", "--prices", "current"], 1.09 + 0.38, id="v100_spot"),
+        pytest.param(["--hardware", "v2-512", "--preemptible", "--prices", "current"], 97.92, id="pod_spot"),
+        pytest.param(["--hardware", "tpu-v5e", "--count", "8"], 9.6, id="v5e_defaults_to_current"),
+        pytest.param(["--hardware", "v2-512", "--prices", "current"], 384.0, id="pod_current_no_driver"),
+        pytest.param(["--usd-per-hour", "12.5"], 12.5, id="own_price"),
+    ],
+)
+def test_prices_per_hour(capsys, argv, usd_per_hour):
+    a = cost_json(capsys, "--images-per-sec", "1000", *argv)
+    assert a["usd_per_hour"] == pytest.approx(usd_per_hour)
+    assert a["cost_usd"] == pytest.approx(a["time_to_target_hours"] * usd_per_hour)
+
+
+def test_preemptible_is_cheaper_and_says_the_host_is_on_demand(capsys):
+    on_demand = cost_json(capsys, "--images-per-sec", "1000", "--hardware", "v100", "--count", "8")
+    preempt = cost_json(capsys, "--images-per-sec", "1000", "--hardware", "v100", "--count", "8", "--preemptible")
+    assert preempt["cost_usd"] < on_demand["cost_usd"] and preempt["price_pricing"] == "preemptible"
+    assert any("on-demand price" in n for n in preempt["notes"])
+
+
+def test_current_prices_say_the_comparison_mixes_eras(capsys):
+    a = cost_json(capsys, "--images-per-sec", "10000", "--hardware", "tpu-v5e", "--count", "8")
+    assert a["price_era"] == "current" and any("across eras" in n for n in a["notes"])
 
 
 def test_own_price_and_epochs(capsys):
-    code, out, _ = run_cli(capsys, "cost", "--images-per-sec", "1000", "--usd-per-hour", "10", "--epochs", "45", "--json")
-    a = json.loads(out)
-    assert a["time_to_target_hours"] == pytest.approx(45 * 1281167 / 1000 / 3600)
-    assert a["cost_usd"] == pytest.approx(a["time_to_target_hours"] * 10)
+    a = cost_json(capsys, "--images-per-sec", "1000", "--usd-per-hour", "10", "--epochs", "45")
+    assert a["time_to_target_hours"] == pytest.approx(45 * 1281167 / 1000 / 3600)  # 16.015 h
+    assert a["cost_usd"] == pytest.approx(160.146, abs=1e-3)
+    assert any("mixes epoch counts" in n for n in a["notes"])
+
+
+@pytest.mark.parametrize("target, top1", [("0.76", 0.76), ("0.759", 0.759)])
+def test_target_names_the_claim_but_not_the_time(capsys, target, top1):
+    a = cost_json(capsys, "--images-per-sec", "1216.3", "--target", target)
+    assert a["target_top1"] == top1 and a["time_to_target_hours"] == pytest.approx(26.333, rel=1e-3)
+    _, out, _ = run_cli(capsys, "cost", "--images-per-sec", "1216.3", "--target", target)
+    assert f"to {top1:.1%} top-1" in out and "It names the claim" in out
 
 
 def test_custom_price_file(capsys, tmp_path):
     path = tmp_path / "mine.csv"
-    path.write_text("hardware,region,pricing,era,unit,usd_per_hour,as_of,source\n"
-                    "v100,r,on_demand,mine,per_gpu,1.0,2026,contract\nn1-standard-8,r,on_demand,mine,per_vm,0.5,2026,contract\n")
-    code, out, _ = run_cli(capsys, "cost", "--images-per-sec", "1000", "--hardware", "v100", "--prices", str(path), "--json")
-    assert code == 0 and json.loads(out)["usd_per_hour"] == pytest.approx(1.5)
+    path.write_text(f"{PRICE_HEADER}\nv100,r,on_demand,mine,per_gpu,1.0,2026,contract\n"
+                    "n1-standard-8,r,on_demand,mine,per_vm,0.5,2026,contract\n")
+    a = cost_json(capsys, "--images-per-sec", "1000", "--hardware", "v100", "--prices", str(path))
+    assert a["usd_per_hour"] == pytest.approx(1.5) and a["price_as_of"] == "2026" and a["price_era"] is None
+
+
+def test_malformed_price_file_is_one_line_naming_row_and_column(capsys, tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text(f"{PRICE_HEADER}\nv100,r,on_demand,mine,per_gpu,-1,2026,contract\n")
+    code, out, err = run_cli(capsys, "cost", "--images-per-sec", "1", "--hardware", "v100", "--prices", str(path))
+    assert code == 2 and out == ""
+    assert err == f"error: {path}: row 2, column 'usd_per_hour': -1.0 is not a positive price\n"
 
 
 def test_cost_without_price_gives_time_and_says_how(capsys):
     code, out, _ = run_cli(capsys, "cost", "--images-per-sec", "1.67")
-    assert code == 0 and "cost                n/a: give --hardware" in out and "years" in out
+    assert code == 0 and "cost            n/a: give --hardware NAME" in out and "years" in out
+    assert cost_json(capsys, "--images-per-sec", "1.67")["cost_usd"] is None
 
 
-def _write_run(run_dir, **summary):
-    run_dir.mkdir()
-    results.write_json(run_dir / results.SUMMARY_FILE, {"run_id": "r1", "status": "completed",
-                                                        "device_kind": "AMD EPYC", **summary})
-    return run_dir
-
+# --- cost --run ------------------------------------------------------------------------------
 
 def test_cost_of_a_run(capsys, tmp_path):
-    run = _write_run(tmp_path / "run", images_per_sec=1216.3, global_batch_size=8)
+    run = write_run(tmp_path, images_per_sec=1216.3, platform="gpu", device_kind="Tesla V100")
     code, out, _ = run_cli(capsys, "cost", "--run", str(run), "--hardware", "v100")
-    assert code == 0 and "26.3 h" in out and "run r1, AMD EPYC" in out
+    assert code == 0 and "26.3 h" in out and "run r1: Tesla V100, gpu x 1" in out and "note" not in out
 
 
-def test_interrupted_run_is_marked(capsys, tmp_path):
-    run = _write_run(tmp_path / "run", images_per_sec=2.0, status="interrupted")
+def test_interrupted_run_is_usable_and_marked(capsys, tmp_path):
+    run = write_run(tmp_path, images_per_sec=2.0, status="interrupted")
     code, out, _ = run_cli(capsys, "cost", "--run", str(run))
-    assert code == 0 and "partial measurement" in out
+    assert code == 0 and "cpu x 1; interrupted)" in out and "the run is interrupted" in out
 
+
+@pytest.mark.parametrize(
+    "summary, argv, note",
+    [
+        pytest.param({"platform": "cpu"}, ["--hardware", "v100"], "a what-if", id="cpu_priced_as_gpu"),
+        pytest.param({"platform": "gpu", "device_kind": "Tesla V100"}, ["--hardware", "v2-8"], "a what-if",
+                     id="gpu_priced_as_tpu"),
+        pytest.param({"platform": "gpu", "num_replicas": 1}, ["--hardware", "v100", "--count", "8"],
+                     "1 replica(s) but --count is 8", id="offbyone_replicas_vs_count"),
+    ],
+)
+def test_run_priced_as_other_hardware_is_noted(capsys, tmp_path, summary, argv, note):
+    run = write_run(tmp_path, images_per_sec=100.0, **summary)
+    a = cost_json(capsys, "--run", str(run), *argv)
+    assert any(note in n for n in a["notes"]), a["notes"]
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        pytest.param(None, "cannot read", id="no_summary_yet"),
+        pytest.param('{"images_per', "not valid JSON", id="truncated_json"),
+        pytest.param("[1, 2]", "not a podbench summary", id="json_list"),
+        pytest.param('{"status": "interrupted", "images_per_sec": null}', "no steady-state images_per_sec",
+                     id="null_rate"),
+        pytest.param('{"status": "completed"}', "no steady-state images_per_sec", id="no_rate_key"),
+        pytest.param('{"images_per_sec": "fast"}', "no steady-state images_per_sec", id="string_rate"),
+        pytest.param('{"images_per_sec": 0}', "no steady-state images_per_sec", id="zero_rate"),
+    ],
+)
+def test_bad_run_directories(capsys, tmp_path, content, fragment):
+    (tmp_path / "run").mkdir()
+    if content is not None:
+        (tmp_path / "run" / "summary.json").write_text(content)
+    code, out, err = run_cli(capsys, "cost", "--run", str(tmp_path / "run"))
+    assert code == 2 and out == "" and fragment in err and err.count("\n") == 1
+
+
+# --- bad input: one line, exit 2 ----------------------------------------------------------------
 
 @pytest.mark.parametrize(
     "argv, fragment",
     [
         pytest.param(["cost"], "one of the arguments --run --images-per-sec is required", id="no_rate"),
-        pytest.param(["cost", "--images-per-sec", "0"], "must be positive", id="zero_rate"),
+        pytest.param(["cost", "--images-per-sec", "0"], "must be a positive number", id="zero_rate"),
+        pytest.param(["cost", "--images-per-sec", "nan"], "must be a positive number", id="nan_rate"),
         pytest.param(["cost", "--images-per-sec", "1", "--run", "x"], "not allowed with", id="run_and_rate"),
         pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v100", "--usd-per-hour", "1"], "not allowed with",
                      id="hardware_and_price"),
-        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "tpu-v9"], "priced hardware:", id="unknown_hardware"),
-        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v2-32", "--preemptible"], "no preemptible price",
-                     id="no_preemptible_pod"),
+        pytest.param(["cost", "--images-per-sec", "1", "--usd-per-hour", "-3"], "--usd-per-hour must be",
+                     id="negative_price"),
+        pytest.param(["cost", "--images-per-sec", "1", "--usd-per-hour", "3", "--preemptible"],
+                     "--preemptible applies to --hardware", id="preemptible_with_own_price"),
+        pytest.param(["cost", "--images-per-sec", "1", "--usd-per-hour", "3", "--count", "8"],
+                     "--count applies to --hardware", id="count_with_own_price"),
+        pytest.param(["cost", "--images-per-sec", "1", "--prices", "current"], "--prices applies to --hardware",
+                     id="prices_without_hardware"),
+        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "tpu-v9"], "priced accelerators: a100, a100-80gb, h100, tpu-v2", id="unknown_hardware"),
+        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "tpu-v9", "--prices", "2018"], "known: n1-standard-2, n1-standard-8, n1-standard-16",
+                     id="unknown_hardware_in_2018"),
+        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v2-32", "--preemptible"],
+                     "no preemptible price for 'v2-32'", id="no_preemptible_pod"),
+        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v2-512", "--preemptible"],
+                     "try --prices current", id="preemptible_pod_hint"),
+        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "tpu-v5p", "--preemptible"],
+                     "no spot price for 'tpu-v5p'", id="no_spot_v5p"),
+        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v2-8", "--count", "2"], "per slice",
+                     id="slice_count"),
         pytest.param(["cost", "--images-per-sec", "1", "--hardware", "h100", "--count", "8"], "--usd-per-hour",
                      id="unpriced_host"),
-        pytest.param(["cost", "--images-per-sec", "1", "--count", "0"], "--count", id="zero_count"),
+        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v100", "--count", "0"], "--count", id="zero_count"),
         pytest.param(["cost", "--images-per-sec", "1", "--epochs", "0"], "--epochs", id="zero_epochs"),
         pytest.param(["cost", "--images-per-sec", "1", "--target", "0.8"], "invalid choice", id="unknown_target"),
-        pytest.param(["cost", "--run", "/nonexistent"], "cannot read", id="missing_run"),
+        pytest.param(["cost", "--run", "/nonexistent"], "no run directory /nonexistent", id="missing_run"),
         pytest.param(["reproduce", "--prices", "/nonexistent.csv"], "cannot read price file", id="missing_prices"),
     ],
 )
@@ -134,28 +310,64 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
     assert err.startswith("error: ") and err.count("\n") == 1 and fragment in err
 
 
-def test_run_without_a_steady_rate(capsys, tmp_path):
-    run = _write_run(tmp_path / "run", images_per_sec=None, status="interrupted")
-    code, _, err = run_cli(capsys, "cost", "--run", str(run))
-    assert code == 2 and "no steady-state images_per_sec" in err
+@pytest.mark.parametrize(
+    "ratio, text",
+    [
+        pytest.param(1.004, "the same", id="within_half_a_percent"),
+        pytest.param(1.006, "1.01x faster", id="just_outside"),
+        pytest.param(1 / 3.7, "3.70x slower", id="slower"),
+        pytest.param(9.994, "9.99x faster", id="just_under_ten"),
+        pytest.param(9.996, "10.0x faster", id="offbyone_rounds_up_to_ten"),
+        pytest.param(99.96, "100x faster", id="rounds_up_to_hundred"),
+        pytest.param(12.5, "12.5x faster", id="tens"),
+        pytest.param(1 / 1801.92, "1,802x slower", id="thousands"),
+    ],
+)
+def test_speedup_words(ratio, text):
+    assert cli_cost._times(ratio, "faster", "slower") == text
 
 
-def test_corrupt_summary(capsys, tmp_path):
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "summary.json").write_text('{"images_per')
-    code, _, err = run_cli(capsys, "cost", "--run", str(tmp_path / "run"))
-    assert code == 2 and "not valid JSON" in err
+@pytest.mark.parametrize(
+    "usd_per_hour, text",
+    [(0.095, "$0.095"), (2.48, "$2.48"), (384.0, "$384.00"), (4.20076, "$4.20076"), (1.125, "$1.125"),
+     (0.0475, "$0.0475"), (3.03998, "$3.03998")],
+    ids=["n1_standard_2", "v100", "pod", "h100", "v2_chip", "vcpu", "n1_standard_64_catalog"],
+)
+def test_catalog_prices_are_shown_as_written(usd_per_hour, text):
+    assert cli_cost._usd_rate(usd_per_hour) == text
 
 
-def test_read_only_commands_never_import_tensorflow():
-    probe = ("import sys; from bench.cli import main; import contextlib, io\n"
-             "with contextlib.redirect_stdout(io.StringIO()):\n"
-             "    main(['reproduce']); main(['cost', '--images-per-sec', '1216', '--hardware', 'v100'])\n"
-             "print('tensorflow' in sys.modules)")
+# --- no TensorFlow, fast help -----------------------------------------------------------------------
+
+def test_importing_the_module_never_imports_tensorflow():
+    probe = "import bench.cli_cost, sys; assert 'tensorflow' not in sys.modules"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == "False", done.stderr
+    assert done.returncode == 0, done.stderr
+
+
+def test_read_only_commands_import_neither_tensorflow_nor_plotting():
+    probe = ("import sys, contextlib, io; import bench.cli_cost as c, argparse\n"
+             "p = argparse.ArgumentParser(); c.register(p.add_subparsers())\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    for argv in (['reproduce'], ['cost', '--images-per-sec', '1216', '--hardware', 'v100']):\n"
+             "        a = p.parse_args(argv); a.handler(a)\n"
+             "print(sorted(m for m in ('tensorflow', 'matplotlib', 'pandas') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
 
 
 def test_cost_help_through_the_console_script():
     done = subprocess.run([str(PODBENCH), "cost", "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "--images-per-sec" in done.stdout and "--preemptible" in done.stdout
+    assert "Without --prices" in done.stdout  # the --prices default is explained
+
+
+def test_full_parser_for_cost_help_loads_no_heavy_module():
+    """`podbench cost --help` builds the parser of every command (bench.cli); none of them may
+    load TensorFlow, pandas or matplotlib just to register, or the help takes seconds."""
+    probe = ("import sys, contextlib, io\nfrom bench import cli\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    try:\n        cli.main(['cost', '--help'])\n    except SystemExit:\n        pass\n"
+             "print(sorted(m for m in ('tensorflow', 'matplotlib', 'pandas') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from bench import cli, cli_report, results
+from bench import cli, cli_report, report_files, results
 from bench.errors import EXIT_USAGE
 from test_report import run_id_at, write_many, write_run  # the runner's own writers
 
@@ -69,7 +69,7 @@ def test_report_end_to_end(mixed_report):
     table = pd.read_csv(out / "runs.csv")
     assert list(table["run_id"]) == good_ids
     assert list(table["status"]) == ["completed"] * 3 + ["interrupted"]
-    assert list(table.columns) == list(cli_report.CSV_COLUMNS)
+    assert list(table.columns) == list(report_files.CSV_COLUMNS)
 
 
 def test_report_markdown_embeds_charts_and_explains(mixed_report):
@@ -118,14 +118,6 @@ def test_unwritable_output_is_usage_error(tmp_path, capsys):
     run_dir = write_run(tmp_path / "runs", run_id_at(0))
     assert cli.main(["report", str(run_dir), "--output", str(tmp_path / "file" / "out")]) == EXIT_USAGE
     assert "choose a writable --output" in capsys.readouterr().err
-
-
-def test_reference_figures_are_saved(tmp_path):
-    paths = cli_report.reference_figures(tmp_path / "charts")
-    names = sorted(p.name for p in paths)
-    assert names == sorted(f"reference_{c}.{e}" for c in ("time_to_target", "cost", "speedup")
-                           for e in ("png", "svg"))
-    assert all(p.stat().st_size > 1000 for p in paths)
 
 
 def test_default_input_and_output_without_tensorflow(tmp_path):
