@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 
 from bench import config as cfg
@@ -117,9 +118,13 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"--peak-tflops must be positive, got {args.peak_tflops}")
     run_id = results.new_run_id()
     run_dir = results.prepare_run_dir(config.runtime.output_dir, run_id)
+    print(f"podbench run {run_id}: loading TensorFlow…", file=sys.stderr, flush=True)
+    # TensorFlow's C++ INFO lines (CUDA probes on a machine without GPUs, CPU feature notes)
+    # would interleave with the progress lines; warnings and errors still show, and a
+    # TF_CPP_MIN_LOG_LEVEL the user set wins. It must be set before TensorFlow loads.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     from bench.run import execute  # noqa: PLC0415 (TensorFlow loads here, after the checks)
 
-    print(f"podbench run {run_id}: loading TensorFlow…", file=sys.stderr, flush=True)
     outcome = execute(config, run_id, run_dir, peak_tflops=args.peak_tflops)
     if args.json:
         print(json.dumps(outcome.summary, indent=2))
