@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "bench.cli_run",
     "bench.cli_cost",
     "bench.cli_report",
+    "bench.cli_data",
 )
 
 

@@ -21,6 +21,10 @@ _FIELDS = {
     "image_size": ("model", "image_size"),
     "num_classes": ("model", "num_classes"),
     "data": ("data", "source"),
+    "data_dir": ("data", "data_dir"),
+    "skip_corrupt": ("data", "skip_corrupt"),
+    "cache": ("data", "cache"),
+    "input_bench_batches": ("data", "input_bench_batches"),
     "steps_per_epoch": ("data", "steps_per_epoch"),
     "batch_size": ("train", "per_replica_batch_size"),
     "epochs": ("train", "epochs"),
@@ -49,6 +53,7 @@ examples:
   podbench run --strategy mirrored --replicas 2 --image-size 64
   podbench run --preset v100-x8                 # the reference's 8x V100 settings
   podbench run --preset tpu-v2-8 --tpu my-tpu   # from the TPU's host VM
+  podbench run --data imagenet --data-dir gs://my-bucket/imagenet   # real data (TFRecords)
 """
 
 
@@ -65,9 +70,20 @@ def register(sub) -> None:
     g = p.add_argument_group("model and data")
     g.add_argument("--image-size", type=int, metavar="PX", help="square input size (default 224; >= 32)")
     g.add_argument("--num-classes", type=int, metavar="N", help="classifier width (default 1000)")
-    g.add_argument("--data", metavar="SOURCE", help="input data (default synthetic)")
+    g.add_argument("--data", choices=cfg.DATA_SOURCES,
+                   help="synthetic (default: ImageNet-shaped, no input cost), imagenet (TFRecord shards "
+                        "train-NNNNN-of-NNNNN) or tfds (a prepared imagenet2012)")
+    g.add_argument("--data-dir", metavar="DIR", help="real data: a directory or gs:// URI")
+    g.add_argument("--skip-corrupt", action="store_true", default=None,
+                   help="real data: skip records that fail the checks and count them, instead of stopping")
+    g.add_argument("--cache", action="store_true", default=None,
+                   help="real data: keep the records in memory after the first pass (if they fit)")
+    g.add_argument("--input-bench-batches", type=int, metavar="N",
+                   help="real data: batches timed through the input pipeline alone before training, "
+                        "to tell an input bottleneck (default 20; 0 skips)")
     g.add_argument("--steps-per-epoch", type=int, metavar="N",
-                   help="what counts as an epoch on synthetic data (platform default)")
+                   help="what counts as an epoch (default: one pass over real data; a platform "
+                        "default on synthetic data)")
     g = p.add_argument_group("training")
     g.add_argument("--batch-size", type=int, metavar="N", help="per-replica batch (global = this x replicas)")
     g.add_argument("--epochs", type=int, metavar="N", help="total epochs, the warm-up epoch included")
@@ -137,6 +153,21 @@ def _num(value, fmt: str, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:{fmt}}{unit}"
 
 
+def _input_rows(s: dict) -> list[tuple[str, str]]:
+    """Real data: what the input pipeline alone delivers, skips, and a bottleneck warning."""
+    rows = []
+    if s.get("input_images_per_sec") is not None:
+        rows.append(("input only", f"{s['input_images_per_sec']:,.1f} images/sec from the input pipeline alone"
+                                   " (one host)"))
+    if s.get("skipped_records") is not None:
+        rows.append(("skipped", f"{s['skipped_records']} corrupt record(s) (--skip-corrupt)"))
+    if s.get("input_bound"):
+        rows.append(("WARNING", "input-bound: training ran at the speed the input pipeline alone "
+                                "delivers, so these figures measure the input, not the model; add host "
+                                "CPUs, --cache, or compare with --data synthetic"))
+    return rows
+
+
 def format_summary(s: dict) -> str:
     """The end-of-run table a person reads (pure)."""
     lines = [f"podbench run {s['run_id']}: {s['status']}"]
@@ -163,6 +194,7 @@ def format_summary(s: dict) -> str:
                 f"GFLOP/s ({s['peak_basis']})"),
         ("results", s["results_dir"]),
     ]
+    rows[5:5] = _input_rows(s)
     if s["status"] != "completed":
         rows.insert(0, ("note", f"interrupted after step {s['steps_completed']} of {s['train_steps']}; "
                                 "figures cover the steps measured"))

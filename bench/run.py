@@ -22,8 +22,8 @@ import tensorflow as tf
 import tf_keras
 
 from bench import config as cfg
-from bench import environment, results
-from bench.data import make_dataset
+from bench import environment, preprocess, results
+from bench import data
 from bench.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from bench.progress import ProgressLogger
 from bench.strategy import StrategyInfo, make_strategy
@@ -32,6 +32,10 @@ from methodology import mfu, throughput
 from models.resnet import build_resnet50, forward_macs_per_image, training_flops_per_image
 
 SGD_MOMENTUM = 0.9  # the reference's --optimizer=momentum
+INPUT_BENCH_MAX_WARMUP = 4  # batches: enough for the pipeline's buffers to fill
+# Training within this fraction of what the input pipeline alone delivers is
+# input-bound: the accelerator is waiting for images.
+INPUT_BOUND_FRACTION = 0.8
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,10 @@ class _Progress:
     macs: int | None = None
     sink: results.StepLogWriter | None = None
     setup_s: float | None = None
+    pipeline: data.Pipeline | None = None
+    input_log: list | None = None  # the input-only benchmark's (batches, time) records
+    input_warmup_batches: int = 0
+    error: str | None = None
 
 
 def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: float | None = None,
@@ -60,7 +68,9 @@ def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: floa
     """Runs the benchmark described by ``config`` and writes ``run_dir``.
 
     Raises:
-      UsageError: bad strategy/TPU/combination (the empty run directory is removed).
+      UsageError: bad strategy/TPU/combination (the empty run directory is
+        removed), or bad input data found mid-run (summary.json is written
+        first, with status "failed" and the error).
     """
     state = _Progress()
     status = "interrupted"
@@ -72,23 +82,34 @@ def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: floa
               f"{state.info.name} on {r.platform}, {r.num_replicas} replica(s), global batch "
               f"{r.global_batch_size}, {r.precision}…", file=stream, flush=True)
         model, dataset = _build(config, state)
-        print(f"training {r.train_steps} steps ({r.warmup_steps} warm-up, not measured); "
-              "the first step includes tracing…", file=stream, flush=True)
-        state.setup_s = time.perf_counter() - start_s
-        _fit(model, dataset, state, stream)
+        with _data_errors(config, state, stream):
+            _bench_input(config, state, stream)
+            print(f"training {r.train_steps} steps ({r.warmup_steps} warm-up, not measured); "
+                  "the first step includes tracing…", file=stream, flush=True)
+            state.setup_s = time.perf_counter() - start_s
+            _fit(model, dataset, state, stream)
         status = "completed"
-    except UsageError:
+    except UsageError as err:
         if state.sink is None:
             # Nothing written yet. Remove the directory only if empty: --output
             # may name an existing directory that holds the user's files.
             with contextlib.suppress(OSError):
                 run_dir.rmdir()
-        raise
+            raise
+        status, state.error = "failed", str(err)  # mid-run (bad data): keep what was measured
     except KeyboardInterrupt:
         print("interrupted: summarizing the steps measured so far", file=stream, flush=True)
     finally:
         if state.sink is not None:
             state.sink.close()
+    summary = _write_summary(run_id, status, state, config, run_dir, peak_tflops)
+    if state.error:
+        raise UsageError(f"{state.error} (what was measured is in {run_dir})")
+    return Outcome(summary, run_dir, EXIT_OK if status == "completed" else EXIT_INTERRUPTED)
+
+
+def _write_summary(run_id: str, status: str, state: _Progress, config: cfg.RunConfig, run_dir: Path,
+                   peak_tflops: float | None) -> dict:
     with _sigint_deferred():  # a second Ctrl-C must not tear summary.json
         # From the file, not from memory: the summary is then exactly what
         # steps.jsonl recomputes to, even if Ctrl-C fell between the two.
@@ -96,7 +117,19 @@ def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: floa
         summary = build_summary(run_id, status, state, records, peak_tflops, config.model)
         summary["results_dir"] = str(run_dir)
         results.write_json(run_dir / results.SUMMARY_FILE, summary)
-    return Outcome(summary, run_dir, EXIT_OK if status == "completed" else EXIT_INTERRUPTED)
+    return summary
+
+
+@contextlib.contextmanager
+def _data_errors(config: cfg.RunConfig, state: _Progress, stream: TextIO):
+    """A bad record or shard in real data becomes one line naming it (a UsageError)."""
+    try:
+        yield
+    except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
+        if not config.data.real:
+            raise
+        progress = lambda line: print(line, file=stream, flush=True)  # noqa: E731
+        raise UsageError(data.diagnose(err, state.pipeline, config.model.num_classes, progress)) from None
 
 
 @contextlib.contextmanager
@@ -117,7 +150,9 @@ def _prepare(config: cfg.RunConfig, run_id: str, run_dir: Path, state: _Progress
     try:
         cfg.check_ready(config)
         state.info = make_strategy(rt.strategy, tpu=rt.tpu, replicas=rt.replicas)
-        state.resolved = cfg.resolve(config, state.info.platform, state.info.num_replicas)
+        state.pipeline = data.make_pipeline(input_spec(config, state.info.platform))
+        state.resolved = cfg.resolve(config, state.info.platform, state.info.num_replicas,
+                                     state.pipeline.num_examples)
     except ValueError as err:
         raise UsageError(str(err)) from None
     results.write_json(run_dir / results.CONFIG_FILE, {
@@ -130,14 +165,38 @@ def _prepare(config: cfg.RunConfig, run_id: str, run_dir: Path, state: _Progress
     state.sink = results.StepLogWriter(run_dir / results.STEPS_FILE)
 
 
+def input_spec(config: cfg.RunConfig, platform: str, split: str = "train") -> data.InputSpec:
+    """What the run's input pipeline must produce on ``platform``."""
+    d, m = config.data, config.model
+    return data.InputSpec(
+        source=d.source, data_dir=d.data_dir, split=split, image_size=m.image_size,
+        num_classes=m.num_classes, per_replica_batch_size=cfg.per_replica_batch_size(config, platform),
+        seed=config.train.seed, uint8_images=cfg.uint8_images(config, platform),
+        skip_corrupt=d.skip_corrupt, cache=d.cache)
+
+
+def _bench_input(config: cfg.RunConfig, state: _Progress, stream: TextIO) -> None:
+    """Real data: the input pipeline alone, timed like training, to tell an input bottleneck."""
+    batches = config.data.input_bench_batches
+    if not config.data.real or batches == 0:
+        return
+    state.input_warmup_batches = min(state.resolved.warmup_steps, INPUT_BENCH_MAX_WARMUP)
+    total = state.input_warmup_batches + batches
+    print(f"timing the input pipeline alone: {total} batches ({state.input_warmup_batches} warm-up)…",
+          file=stream, flush=True)
+    state.input_log = data.time_batches(state.pipeline.dataset_fn(None), total)
+
+
 def build_model(config: cfg.RunConfig, r: cfg.ResolvedRun, strategy: tf.distribute.Strategy):
     """ResNet-50 v1.5 with the reference's optimizer and loss, compiled under ``strategy``."""
     tf_keras.utils.set_random_seed(config.train.seed)
     # The policy must be set before the layers exist: they take it on creation.
     tf_keras.mixed_precision.set_global_policy(r.precision)
     m = config.model
+    # Real images reach a GPU as bytes and are normalised on the device.
+    mean_std = (preprocess.MEAN_RGB, preprocess.STDDEV_RGB) if cfg.uint8_images(config, r.platform) else None
     with strategy.scope():
-        model = build_resnet50(m.image_size, m.num_classes, m.weight_decay)
+        model = build_resnet50(m.image_size, m.num_classes, m.weight_decay, input_mean_std=mean_std)
         optimizer = tf_keras.optimizers.SGD(
             learning_rate=cfg.learning_rate(config, r.global_batch_size), momentum=SGD_MOMENTUM
         )
@@ -165,8 +224,7 @@ def _build(config: cfg.RunConfig, state: _Progress):
     r, m = state.resolved, config.model
     model = build_model(config, r, state.info.strategy)
     state.macs = forward_macs_per_image(model)
-    dataset = make_dataset(state.info.strategy, config.data.source, m.image_size, m.num_classes,
-                           r.per_replica_batch_size, config.train.seed)
+    dataset = data.make_dataset(state.info.strategy, state.pipeline)
     return model, dataset
 
 
@@ -202,8 +260,29 @@ def build_summary(run_id: str, status: str, state: _Progress, records: list,
         "setup_s": state.setup_s,
         "device_kind": state.env["device_kind"] if state.env else None,
     })
+    summary.update(_input(state, stats.images_per_sec))
     summary.update(_flops(state, stats.images_per_sec, peak_tflops))
+    if state.error:
+        summary["error"] = state.error
     return summary
+
+
+def _input(state: _Progress, images_per_sec: float | None) -> dict:
+    """The data's side of the summary: source, skipped records, input-only rate, bottleneck."""
+    p = state.pipeline
+    out = {"num_examples": p.num_examples if p else None,
+           "skipped_records": int(p.skipped_records.numpy()) if p and p.skipped_records is not None else None,
+           "input_images_per_sec": None, "input_bound": None}
+    if not state.input_log:
+        return out
+    r = state.resolved
+    # One pipeline element is one replica's batch; a host's pipeline feeds all its replicas.
+    rate = throughput.summarize(state.input_log, r.per_replica_batch_size, state.input_warmup_batches)
+    out["input_images_per_sec"] = rate.images_per_sec
+    if rate.images_per_sec and images_per_sec:
+        per_host = images_per_sec / max(1, p.input_pipelines)
+        out["input_bound"] = per_host >= INPUT_BOUND_FRACTION * rate.images_per_sec
+    return out
 
 
 def _flops(state: _Progress, images_per_sec: float | None, peak_tflops: float | None) -> dict:

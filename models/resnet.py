@@ -10,6 +10,8 @@ parameters at 1000 classes.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import models  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 import tensorflow as tf
@@ -29,6 +31,7 @@ def build_resnet50(
     image_size: int = 224,
     num_classes: int = 1000,
     weight_decay: float = 1e-4,
+    input_mean_std: tuple[Sequence[float], Sequence[float]] | None = None,
 ) -> tf_keras.Model:
     """Builds ResNet-50 v1.5 that outputs float32 logits.
 
@@ -39,10 +42,13 @@ def build_resnet50(
       image_size: square input side in pixels, >= 32.
       num_classes: width of the classifier.
       weight_decay: L2 factor on conv and dense kernels (the reference's 1e-4).
+      input_mean_std: per-channel (mean, std): the model then takes uint8
+        images and normalises them itself, on the device (images cross to an
+        accelerator as bytes, a quarter of float32's traffic).
 
     Returns:
-      A tf_keras functional model, inputs (batch, size, size, 3) float32,
-      outputs (batch, num_classes) float32 logits.
+      A tf_keras functional model, inputs (batch, size, size, 3) float32 (or
+      uint8 with input_mean_std), outputs (batch, num_classes) float32 logits.
 
     Raises:
       ValueError: image_size below 32 or num_classes below 2.
@@ -52,13 +58,19 @@ def build_resnet50(
     if num_classes < 2:
         raise ValueError(f"num_classes must be >= 2, got {num_classes}")
     regularizer = tf_keras.regularizers.L2(weight_decay) if weight_decay else None
-    inputs = tf_keras.Input(shape=(image_size, image_size, 3), name="images")
+    inputs = tf_keras.Input(shape=(image_size, image_size, 3), name="images",
+                            dtype="uint8" if input_mean_std else "float32")
+    images = inputs
+    if input_mean_std:
+        mean, std = (tf.constant(v, tf.float32) for v in input_mean_std)
+        images = tf_keras.layers.Lambda(lambda x: (tf.cast(x, tf.float32) - mean) / std,
+                                        dtype="float32", name="normalize")(inputs)
     backbone = tfm_resnet.ResNet(
         model_id=RESNET50_DEPTH,
         input_specs=tf_keras.layers.InputSpec(shape=[None, image_size, image_size, 3]),
         kernel_regularizer=regularizer,
     )
-    endpoints = backbone(inputs)
+    endpoints = backbone(images)
     features = endpoints[max(endpoints, key=int)]  # the last stage ("5")
     pooled = tf_keras.layers.GlobalAveragePooling2D(name="avg_pool")(features)
     logits = tf_keras.layers.Dense(
@@ -87,7 +99,7 @@ def forward_macs_per_image(model: tf_keras.Model) -> int:
       MACs per image; 4,089,184,256 for ResNet-50 v1.5 at 224x224, 1000 classes.
     """
     _, height, width, channels = model.input_shape
-    spec = tf.TensorSpec([1, height, width, channels], tf.float32)
+    spec = tf.TensorSpec([1, height, width, channels], model.inputs[0].dtype)
     graph = tf.function(lambda x: model(x, training=False)).get_concrete_function(spec).graph
     total = 0
     for op in graph.get_operations():

@@ -88,7 +88,6 @@ def test_smoke_run_prints_the_summary_json(tmp_path):
 CHEAP_BAD_INPUTS = [
     pytest.param(["--strategy", "bogus"], "invalid choice: 'bogus'", id="unknown_strategy"),
     pytest.param(["--preset", "nope"], "unknown preset 'nope'", id="unknown_preset"),
-    pytest.param(["--data", "imagenet"], "unknown data source 'imagenet'", id="unknown_data"),
     pytest.param(["--precision", "float64"], "invalid choice: 'float64'", id="unknown_precision"),
     pytest.param(["--bogus-flag"], "unrecognized arguments", id="unknown_flag"),
     pytest.param(["--batch-size", "four"], "invalid int value", id="batch_not_a_number"),
@@ -126,6 +125,12 @@ CHEAP_BAD_INPUTS = [
     pytest.param(["--output", "{tmp}/a_file/run"], "cannot write results to", id="output_under_a_file"),
     pytest.param(["--output", "/proc/podbench-test/run"], "cannot write results to", id="output_in_proc"),
     pytest.param(["--output", "{tmp}/old_run"], "already holds a run", id="output_holds_a_run"),
+    pytest.param(["--data", "imagenet"], "--data imagenet needs --data-dir", id="imagenet_without_dir"),
+    pytest.param(["--data", "mnist"], "invalid choice: 'mnist'", id="unknown_data_source"),
+    pytest.param(["--data-dir", "{tmp}"], "--data-dir applies to real data", id="data_dir_on_synthetic"),
+    pytest.param(["--skip-corrupt"], "--skip-corrupt applies to real data", id="skip_corrupt_on_synthetic"),
+    pytest.param(["--data", "imagenet", "--data-dir", "{tmp}", "--input-bench-batches", "-1"], ">= 0",
+                 id="input_bench_negative"),
 ]
 
 
@@ -236,3 +241,26 @@ def test_sigint_mid_run_writes_an_interrupted_summary(tmp_path):
     assert summary["measured_steps"] == stats.measured_steps == steps[-1] - 2 > 0
     assert summary["images_per_sec"] == stats.images_per_sec
     assert summary["images_per_sec"] > 0
+
+
+def test_real_data_run_through_the_console_script(tmp_path):
+    """`podbench run --data imagenet` on real JPEG TFRecords, as a user types it."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from imagenet_fixture import write_imagenet_dir
+
+    data_dir = write_imagenet_dir(tmp_path / "imagenet", num_classes=5)
+    proc = podbench("run", "--data", "imagenet", "--data-dir", data_dir, "--image-size", 32, "--num-classes", 5,
+                    "--batch-size", 4, "--train-steps", 6, "--warmup-steps", 2, "--input-bench-batches", 3,
+                    "--output", tmp_path / "run", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["status"] == "completed" and summary["input_images_per_sec"] > 0
+    assert "timing the input pipeline alone" in proc.stderr
+
+
+def test_missing_data_dir_is_one_line(tmp_path):
+    proc = podbench("run", "--preset", "smoke", "--data", "imagenet", "--data-dir", tmp_path / "absent",
+                    "--output", tmp_path / "run")
+    assert proc.returncode == EXIT_USAGE and len(error_lines(proc.stderr)) == 1, proc.stderr[-3000:]
+    assert "no data directory" in error_lines(proc.stderr)[0] and "Traceback" not in proc.stderr
+    assert not (tmp_path / "run").exists()

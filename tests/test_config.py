@@ -76,7 +76,15 @@ def test_float16_on_tpu_is_rejected():
         pytest.param(lambda: cfg.ModelConfig(image_size=31), ">= 32", id="image_too_small"),
         pytest.param(lambda: cfg.ModelConfig(num_classes=1), "num_classes", id="one_class"),
         pytest.param(lambda: cfg.ModelConfig(name="vgg"), "unknown model", id="unknown_model"),
-        pytest.param(lambda: cfg.DataConfig(source="imagenet"), "unknown data source", id="unknown_source"),
+        pytest.param(lambda: cfg.DataConfig(source="mnist"), "unknown data source", id="unknown_source"),
+        pytest.param(lambda: cfg.DataConfig(source="imagenet"), "needs --data-dir", id="imagenet_without_dir"),
+        pytest.param(lambda: cfg.DataConfig(source="tfds", data_dir=""), "needs --data-dir", id="tfds_empty_dir"),
+        pytest.param(lambda: cfg.DataConfig(data_dir="/data"), "--data-dir applies to real data",
+                     id="synthetic_with_dir"),
+        pytest.param(lambda: cfg.DataConfig(skip_corrupt=True), "--skip-corrupt applies", id="synthetic_skip"),
+        pytest.param(lambda: cfg.DataConfig(cache=True), "--cache applies", id="synthetic_cache"),
+        pytest.param(lambda: cfg.DataConfig(source="imagenet", data_dir="d", input_bench_batches=-1), ">= 0",
+                     id="negative_input_bench"),
         pytest.param(lambda: cfg.TrainConfig(per_replica_batch_size=0), "positive", id="zero_batch"),
         pytest.param(lambda: cfg.TrainConfig(warmup_steps=-1), ">= 0", id="negative_warmup"),
         pytest.param(lambda: cfg.TrainConfig(epochs=2, train_steps=5), "not both", id="epochs_and_steps"),
@@ -178,3 +186,39 @@ def test_learning_rate_scales_linearly():
 def test_is_logged_step_with_blocks_of_two_and_epochs_of_five(step, logged):
     r = cfg.ResolvedRun("cpu", 1, 1, 1, 5, 2, 10, 5, 2, "float32", False, 1)
     assert r.is_logged_step(step) is logged
+
+
+@pytest.mark.parametrize(
+    "num_examples, replicas, steps_per_epoch",
+    [
+        pytest.param(1000, 1, 125, id="one_pass_at_batch_8"),
+        pytest.param(1000, 2, 62, id="rounds_down_at_global_16"),
+        pytest.param(8, 1, 1, id="offbyone_exactly_one_batch"),
+        pytest.param(None, 1, 4, id="synthetic_platform_default"),
+    ],
+)
+def test_real_data_epoch_is_one_pass(num_examples, replicas, steps_per_epoch):
+    config = cfg.RunConfig(data=cfg.DataConfig(source="imagenet", data_dir="d") if num_examples else cfg.DataConfig(),
+                           train=cfg.TrainConfig(epochs=2))
+    r = cfg.resolve(config, "cpu", replicas, num_examples)
+    assert r.steps_per_epoch == steps_per_epoch and r.warmup_steps == steps_per_epoch
+
+
+def test_real_data_smaller_than_a_batch_is_rejected():
+    config = cfg.RunConfig(data=cfg.DataConfig(source="imagenet", data_dir="d"))
+    with pytest.raises(ValueError, match="7 records, fewer than one global batch"):
+        cfg.resolve(config, "cpu", 1, 7)
+
+
+@pytest.mark.parametrize(
+    "source, platform, expected",
+    [
+        pytest.param("imagenet", "gpu", True, id="gpu_real_bytes"),
+        pytest.param("imagenet", "cpu", False, id="cpu_no_copy_to_save"),
+        pytest.param("tfds", "tpu", False, id="tpu_feeds_float"),
+        pytest.param("synthetic", "gpu", False, id="synthetic_already_float"),
+    ],
+)
+def test_uint8_images_only_to_a_gpu(source, platform, expected):
+    data = cfg.DataConfig(source=source, data_dir=None if source == "synthetic" else "d")
+    assert cfg.uint8_images(cfg.RunConfig(data=data), platform) is expected

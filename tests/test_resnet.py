@@ -125,3 +125,21 @@ def test_logits_are_float32_under_any_policy(policy, compute_dtype):
 def test_rejects_too_small_input_or_classifier(image_size, num_classes):
     with pytest.raises(ValueError, match=">= 32" if num_classes > 1 else ">= 2"):
         build_resnet50(image_size, num_classes)
+
+
+def test_uint8_input_is_normalised_inside_the_model():
+    """With input_mean_std the model takes bytes (a GPU's cheaper transfer) and gives the same
+    logits as the float model fed host-normalised images: same weights, same numbers."""
+    mean, std = (120.0, 110.0, 100.0), (60.0, 55.0, 50.0)
+    tf_keras.utils.set_random_seed(0)
+    float_model = build_resnet50(32, 10)
+    tf_keras.utils.set_random_seed(0)
+    byte_model = build_resnet50(32, 10, input_mean_std=(mean, std))
+    assert byte_model.inputs[0].dtype == tf.uint8
+    assert byte_model.count_params() == float_model.count_params() == 25_610_152 - 2049 * (1000 - 10)
+    images = tf.random.stateless_uniform((2, 32, 32, 3), seed=[1, 2], maxval=256, dtype=tf.int32)
+    as_bytes = tf.cast(images, tf.uint8)
+    normalised = (tf.cast(images, tf.float32) - tf.constant(mean)) / tf.constant(std)
+    np.testing.assert_allclose(byte_model(as_bytes, training=False).numpy(),
+                               float_model(normalised, training=False).numpy(), rtol=1e-4, atol=1e-5)
+    assert forward_macs_per_image(byte_model) == forward_macs_per_image(float_model)

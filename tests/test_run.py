@@ -225,3 +225,52 @@ def test_usage_error_at_startup_keeps_the_users_files(tmp_path):
     with pytest.raises(UsageError, match="cannot reach the TPU"):
         execute(config, "r2", run_dir, stream=io.StringIO())
     assert (out / "notes.txt").read_text() == "the user's own file\n"
+
+
+# --- real data: JPEG TFRecords written by tests/imagenet_fixture.py ------------------------------
+
+def real_config(output_dir, data_dir, **data_changes):
+    """The smoke preset on real records: 5 classes, 2 warm-up + 4 measured steps, 3 input-bench batches."""
+    config = smoke_config(output_dir, epochs=None, train_steps=6, warmup_steps=2)
+    data = cfg.DataConfig(**{"source": "imagenet", "data_dir": str(data_dir), "input_bench_batches": 3,
+                             **data_changes})
+    return dataclasses.replace(config, data=data, model=dataclasses.replace(config.model, num_classes=5))
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory):
+    from imagenet_fixture import write_imagenet_dir
+
+    root = tmp_path_factory.mktemp("real")
+    return run(real_config(root / "run", write_imagenet_dir(root / "imagenet", num_classes=5)))
+
+
+def test_real_data_run_completes_with_the_input_rate(real_run):
+    outcome, progress = real_run
+    s = outcome.summary
+    assert outcome.exit_code == EXIT_OK and s["status"] == "completed"
+    assert s["measured_steps"] == 4 and s["images_per_sec"] > 0
+    assert s["num_examples"] == 120 and s["skipped_records"] is None
+    assert s["input_images_per_sec"] > 0 and s["input_bound"] in (True, False)
+    assert "timing the input pipeline alone: 5 batches (2 warm-up)" in progress
+
+
+def test_real_data_epoch_is_one_pass_over_the_records(real_run):
+    outcome, _ = real_run
+    resolved = json.loads((outcome.run_dir / results.CONFIG_FILE).read_text())["resolved"]
+    assert resolved["steps_per_epoch"] == 120 // 4
+
+
+def test_bad_record_mid_run_writes_a_failed_summary(tmp_path):
+    from imagenet_fixture import write_bad_record_dir
+
+    data_dir, bad_file, bad_index = write_bad_record_dir(tmp_path / "bad", kind="label_out_of_range")
+    for path in sorted((tmp_path / "bad").iterdir()):  # the same records as the training split
+        path.with_name(path.name.replace("validation", "train")).write_bytes(path.read_bytes())
+    config = real_config(tmp_path / "run", data_dir, input_bench_batches=0)
+    run_dir = results.prepare_run_dir(config.runtime.output_dir, "r3")
+    with pytest.raises(UsageError, match=rf"train-00001-of-00002, record {bad_index}: label outside 1..5"):
+        execute(config, "r3", run_dir, stream=io.StringIO())
+    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text())
+    assert summary["status"] == "failed" and "label outside" in summary["error"]
+    assert (run_dir / results.STEPS_FILE).exists()  # what was measured stays

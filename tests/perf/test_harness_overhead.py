@@ -31,7 +31,7 @@ import pytest
 
 from bench import config as cfg
 from bench import results
-from bench.data import make_dataset
+from bench.data import InputSpec, make_dataset, make_pipeline
 from bench.run import build_model, make_callbacks
 from bench.strategy import make_strategy
 from methodology import throughput
@@ -53,7 +53,7 @@ def setup():
     )
     resolved = cfg.resolve(config, info.platform, info.num_replicas)
     model = build_model(config, resolved, info.strategy)
-    dataset = make_dataset(info.strategy, "synthetic", 224, 1000, BATCH)
+    dataset = make_dataset(info.strategy, make_pipeline(InputSpec("synthetic", 224, 1000, BATCH)))
     model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0)  # trace + first steps, not measured
     return model, dataset, resolved
 

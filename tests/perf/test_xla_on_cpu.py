@@ -14,7 +14,7 @@ import os
 import statistics
 
 from bench import config as cfg
-from bench.data import make_dataset
+from bench.data import InputSpec, make_dataset, make_pipeline
 from bench.run import build_model
 from bench.strategy import make_strategy
 from bench.timer import StepTimer
@@ -45,7 +45,7 @@ def _steady_images_per_sec(model, dataset, epoch: int) -> float:
 
 def test_xla_vs_no_xla_on_cpu():
     info = make_strategy("default")
-    dataset = make_dataset(info.strategy, "synthetic", 224, 1000, BATCH)
+    dataset = make_dataset(info.strategy, make_pipeline(InputSpec("synthetic", 224, 1000, BATCH)))
     models = {xla: _model(info, xla) for xla in (False, True)}
     for model in models.values():  # trace and compile, not measured
         model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0)
