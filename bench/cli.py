@@ -18,9 +18,13 @@ from bench.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 # Order here is the order of the commands in `podbench --help`.
 COMMAND_MODULES = (
     "bench.cli_run",
+    "bench.cli_launch",
+    "bench.cli_sweep",
     "bench.cli_cost",
     "bench.cli_report",
     "bench.cli_data",
+    "bench.cli_eventlog",
+    "bench.cli_aggregate",
 )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bench import results
+from bench import results, storage
 from bench.errors import UsageError
 
 DEFAULT_REPORT_DIR = Path("results") / "report"
@@ -23,7 +23,9 @@ def register(sub) -> None:
                     "REPORT.md. Incomplete or corrupt run directories are skipped and named on stderr.",
     )
     p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR",
-                   help=f"run directories (default: every directory under {results.DEFAULT_RUNS_DIR}/)")
+                   help=f"run directories, or gs://BUCKET/PREFIX holding runs (or one run) uploaded by "
+                        f"`podbench run --results-uri` (default: every directory under "
+                        f"{results.DEFAULT_RUNS_DIR}/)")
     p.add_argument("--output", metavar="DIR", default=None,
                    help=f"where to write the report (default {DEFAULT_REPORT_DIR}/)")
     p.set_defaults(handler=handle)
@@ -40,7 +42,8 @@ def handle(args) -> int:
     """
     from bench import report, report_files  # noqa: PLC0415 (pandas and matplotlib only when reporting)
 
-    run_dirs = [Path(d) for d in args.run_dirs] or report.find_run_dirs(results.DEFAULT_RUNS_DIR)
+    # gs:// arguments are downloaded (JSON files only) to a temporary directory and read from there.
+    run_dirs = storage.local_run_dirs(args.run_dirs) or report.find_run_dirs(results.DEFAULT_RUNS_DIR)
     if not run_dirs:
         raise UsageError(f"no runs to report: none given and none under {results.DEFAULT_RUNS_DIR}/; "
                          "run `podbench run` first or name run directories")

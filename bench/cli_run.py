@@ -13,11 +13,12 @@ import os
 import sys
 
 from bench import config as cfg
-from bench import results
+from bench import cluster, results, storage
 from bench.errors import UsageError
 
 # flag dest -> (sub-config, field)
 _FIELDS = {
+    "depth": ("model", "depth"),
     "image_size": ("model", "image_size"),
     "num_classes": ("model", "num_classes"),
     "data": ("data", "source"),
@@ -25,6 +26,7 @@ _FIELDS = {
     "skip_corrupt": ("data", "skip_corrupt"),
     "cache": ("data", "cache"),
     "input_bench_batches": ("data", "input_bench_batches"),
+    "augment": ("data", "augment"),
     "steps_per_epoch": ("data", "steps_per_epoch"),
     "batch_size": ("train", "per_replica_batch_size"),
     "epochs": ("train", "epochs"),
@@ -35,6 +37,11 @@ _FIELDS = {
     "xla": ("train", "xla"),
     "log_steps": ("train", "log_steps"),
     "seed": ("train", "seed"),
+    "optimizer": ("train", "optimizer"),
+    "label_smoothing": ("train", "label_smoothing"),
+    "target_accuracy": ("train", "target_accuracy"),
+    "eval_every_epochs": ("train", "eval_every_epochs"),
+    "max_epochs": ("train", "epochs"),
     "strategy": ("runtime", "strategy"),
     "tpu": ("runtime", "tpu"),
     "replicas": ("runtime", "replicas"),
@@ -54,6 +61,8 @@ examples:
   podbench run --preset v100-x8                 # the reference's 8x V100 settings
   podbench run --preset tpu-v2-8 --tpu my-tpu   # from the TPU's host VM
   podbench run --data imagenet --data-dir gs://my-bucket/imagenet   # real data (TFRecords)
+  podbench run --data imagenet --data-dir DIR --target-accuracy 0.76 --eval-every-epochs 4 --mllog mlperf.log
+                                                # time to 76% top-1, evaluations excluded
 """
 
 
@@ -69,6 +78,8 @@ def register(sub) -> None:
     p.add_argument("--preset", choices=None, metavar="NAME", help="start from a named preset (see below)")
     g = p.add_argument_group("model and data")
     g.add_argument("--image-size", type=int, metavar="PX", help="square input size (default 224; >= 32)")
+    g.add_argument("--depth", type=int, choices=cfg.DEPTHS, metavar="N",
+                   help="ResNet depth (default 50, the benchmark; shallower proves time-to-accuracy on small data)")
     g.add_argument("--num-classes", type=int, metavar="N", help="classifier width (default 1000)")
     g.add_argument("--data", choices=cfg.DATA_SOURCES,
                    help="synthetic (default: ImageNet-shaped, no input cost), imagenet (TFRecord shards "
@@ -76,6 +87,9 @@ def register(sub) -> None:
     g.add_argument("--data-dir", metavar="DIR", help="real data: a directory or gs:// URI")
     g.add_argument("--skip-corrupt", action="store_true", default=None,
                    help="real data: skip records that fail the checks and count them, instead of stopping")
+    g.add_argument("--no-augment", dest="augment", action="store_false", default=None,
+                   help="real data: train on centre crops, without the reference's random crop and flip "
+                        "(for small datasets a flip changes, such as digits)")
     g.add_argument("--cache", action="store_true", default=None,
                    help="real data: keep the records in memory after the first pass (if they fit)")
     g.add_argument("--input-bench-batches", type=int, metavar="N",
@@ -93,12 +107,28 @@ def register(sub) -> None:
     g.add_argument("--precision", choices=cfg.PRECISIONS, help="compute precision (platform default)")
     g.add_argument("--xla", action=argparse.BooleanOptionalAction, default=None, help="compile the step with XLA")
     g.add_argument("--seed", type=int, help="seed for weights and synthetic data (default 0)")
+    g.add_argument("--optimizer", choices=cfg.OPTIMIZER_CHOICES,
+                   help="auto (default): LARS at global batch >= 16384 as the reference, momentum SGD below")
+    g.add_argument("--label-smoothing", type=float, metavar="X",
+                   help="default: 0.1 at global batch >= 16384 (the reference), 0 below")
+    g = p.add_argument_group("time to accuracy (real data)")
+    g.add_argument("--target-accuracy", type=float, metavar="TOP1",
+                   help="train until validation top-1 reaches this (e.g. 0.76); reports time_to_target_s "
+                        "from the end of the warm-up epoch, evaluations excluded")
+    g.add_argument("--eval-every-epochs", type=int, metavar="N",
+                   help="evaluate on the validation split every N epochs (default 1 with --target-accuracy)")
+    g.add_argument("--max-epochs", type=int, metavar="N",
+                   help="with --target-accuracy: stop after N epochs if the target is not reached (default 91)")
+    g.add_argument("--mllog", metavar="FILE", help="also append an MLPerf-style log (:::MLLOG lines) to FILE")
     g = p.add_argument_group("distribution")
     g.add_argument("--strategy", choices=cfg.STRATEGIES, help="tf.distribute strategy (default auto)")
     g.add_argument("--tpu", metavar="ADDR", help="Cloud TPU name, grpc://HOST:PORT, or local (on a TPU VM)")
     g.add_argument("--replicas", type=int, metavar="N", help="mirrored: devices to use (a CPU is split into N)")
     g = p.add_argument_group("output")
     g.add_argument("--output", metavar="DIR", help="run directory (default results/runs/<run_id>)")
+    g.add_argument("--results-uri", metavar="gs://BUCKET/PREFIX",
+                   help="also upload the run directory to gs://BUCKET/PREFIX/<run_id>/ when the run ends "
+                        "(Application Default Credentials; the bucket is checked before the run)")
     g.add_argument("--log-steps", type=int, metavar="N", help="a progress line every N steps")
     g.add_argument("--peak-tflops", type=float, metavar="X", help="peak TFLOP/s of one replica's device, for MFU")
     g.add_argument("--json", action="store_true", help="print summary.json on stdout (progress stays on stderr)")
@@ -118,6 +148,10 @@ def config_from_args(args: argparse.Namespace) -> cfg.RunConfig:
             value = getattr(args, dest, None)
             if value is not None:
                 parts.setdefault(part, {})[field] = value
+        if args_given(args, "max_epochs") and args_given(args, "epochs"):
+            raise UsageError("give --max-epochs or --epochs, not both")
+        if args_given(args, "max_epochs") and not args_given(args, "target_accuracy"):
+            raise UsageError("--max-epochs caps a run with --target-accuracy; without a target use --epochs")
         if "epochs" in parts.get("train", {}):
             parts["train"].setdefault("train_steps", None)  # --epochs replaces a preset's steps
         if "train_steps" in parts.get("train", {}) and parts["train"]["train_steps"] is not None:
@@ -128,12 +162,23 @@ def config_from_args(args: argparse.Namespace) -> cfg.RunConfig:
         raise UsageError(str(err)) from None
 
 
+def args_given(args: argparse.Namespace, dest: str) -> bool:
+    return getattr(args, dest, None) is not None
+
+
 def handle(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if args.peak_tflops is not None and args.peak_tflops <= 0:
         raise UsageError(f"--peak-tflops must be positive, got {args.peak_tflops}")
-    run_id = results.new_run_id()
-    run_dir = results.prepare_run_dir(config.runtime.output_dir, run_id)
+    if args.mllog:
+        _check_writable(args.mllog)
+    if args.results_uri is not None:
+        storage.check_results_uri(args.results_uri)  # a typo'd bucket fails now, not after the run
+    # `podbench launch` gives its workers one run id. A multi_worker run's non-chief workers
+    # write to a temporary directory, never where the user's results go (the chief writes those).
+    run_id = os.environ.get(cluster.RUN_ID_ENV) or results.new_run_id()
+    scratch = cluster.worker_scratch_dir(config.runtime.strategy)
+    run_dir = results.prepare_run_dir(scratch.name if scratch else config.runtime.output_dir, run_id)
     print(f"podbench run {run_id}: loading TensorFlow…", file=sys.stderr, flush=True)
     # TensorFlow's C++ INFO lines (CUDA probes on a machine without GPUs, CPU feature notes)
     # would interleave with the progress lines; warnings and errors still show, and a
@@ -141,12 +186,31 @@ def handle(args: argparse.Namespace) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     from bench.run import execute  # noqa: PLC0415 (TensorFlow loads here, after the checks)
 
-    outcome = execute(config, run_id, run_dir, peak_tflops=args.peak_tflops)
+    try:
+        outcome = execute(config, run_id, run_dir, peak_tflops=args.peak_tflops,
+                          mllog_path=args.mllog if scratch is None else None)  # the chief's log only
+    except UsageError as err:  # failed mid-run: summary.json says so, and goes up too
+        if args.results_uri and scratch is None and (run_dir / results.SUMMARY_FILE).exists():
+            storage.upload_run(run_dir, args.results_uri, run_id, failure=err)
+        raise
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
     if args.json:
         print(json.dumps(outcome.summary, indent=2))
     else:
         print(format_summary(outcome.summary))
+    if args.results_uri and scratch is None:  # completed or interrupted; a non-chief worker has no results
+        storage.upload_run(run_dir, args.results_uri, run_id)
     return outcome.exit_code
+
+
+def _check_writable(path: str) -> None:
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as err:
+        raise UsageError(f"cannot write the MLPerf log {path} ({err.strerror or err}); choose a writable --mllog FILE") from None
 
 
 def _num(value, fmt: str, unit: str = "") -> str:
@@ -165,6 +229,26 @@ def _input_rows(s: dict) -> list[tuple[str, str]]:
         rows.append(("WARNING", "input-bound: training ran at the speed the input pipeline alone "
                                 "delivers, so these figures measure the input, not the model; add host "
                                 "CPUs, --cache, or compare with --data synthetic"))
+    return rows
+
+
+def _accuracy_rows(s: dict) -> list[tuple[str, str]]:
+    """Runs that evaluate: the accuracy reached and, with a target, the time to it."""
+    if not s.get("eval_curve") and s.get("target_accuracy") is None:
+        return []
+    curve = s.get("eval_curve") or []
+    best = max((e["top_1"] for e in curve), default=None)
+    rows = [("accuracy", f"best top-1 {_num(best, '.4f')} over {len(curve)} evaluation(s) "
+                         f"({s.get('eval_total_s', 0):.1f} s, excluded from all times)")]
+    if s.get("target_accuracy") is None:
+        return rows
+    if s.get("reached_target"):
+        t = s["time_to_target_s"]
+        rows.append(("to target", f"top-1 {s['target_accuracy']:g} after {s['epochs_to_target']} epoch(s): "
+                                  f"{_num(t, '.1f', ' s')} from the end of the warm-up epoch"
+                                  f" ({_num(t and t / 60, '.2f', ' min')}), evaluations excluded"))
+    else:
+        rows.append(("to target", f"top-1 {s['target_accuracy']:g} NOT reached in {s['steps_completed']} steps"))
     return rows
 
 
@@ -195,6 +279,7 @@ def format_summary(s: dict) -> str:
         ("results", s["results_dir"]),
     ]
     rows[5:5] = _input_rows(s)
+    rows[-1:-1] = _accuracy_rows(s)
     if s["status"] != "completed":
         rows.insert(0, ("note", f"interrupted after step {s['steps_completed']} of {s['train_steps']}; "
                                 "figures cover the steps measured"))

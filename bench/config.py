@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from methodology import constants
+from methodology import constants, schedule
 
 MODELS = ("resnet50_v1.5",)
 DATA_SOURCES = ("synthetic", "imagenet", "tfds")
@@ -22,6 +22,10 @@ STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu"
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 PLATFORMS = ("cpu", "gpu", "tpu")
 MIN_IMAGE_SIZE = 32  # five stride-2 stages: 32x32 still leaves a 1x1 final map
+# tf-models-official's ResNet depths: below 50 basic blocks (two 3x3 convs, the stride on
+# the first, a 3x3), from 50 on bottlenecks with the stride on the 3x3 conv (v1.5).
+DEPTHS = (10, 18, 26, 34, 50, 101, 152)
+OPTIMIZER_CHOICES = ("auto",) + schedule.OPTIMIZERS
 
 
 def _positive(name: str, value: int | None) -> None:
@@ -69,18 +73,23 @@ PLATFORM_DEFAULTS = {
 class ModelConfig:
     """Attributes:
       name: model to build; only ResNet-50 v1.5 today.
+      depth: ResNet depth; 50 is the benchmark, shallower ones prove the
+        machinery on small data (time to accuracy on CPU).
       image_size: square input side in pixels (>= 32; 224 is ImageNet's).
       num_classes: classifier width (1000 for ImageNet).
       weight_decay: L2 factor on kernels, as the reference's 1e-4.
     """
 
     name: str = "resnet50_v1.5"
+    depth: int = 50
     image_size: int = 224
     num_classes: int = 1000
     weight_decay: float = 1e-4
 
     def __post_init__(self):
         _choice("model", self.name, MODELS)
+        if self.depth not in DEPTHS:
+            raise ValueError(f"unknown ResNet depth {self.depth}; choose one of: {', '.join(map(str, DEPTHS))}")
         if self.image_size < MIN_IMAGE_SIZE:
             raise ValueError(f"image size must be >= {MIN_IMAGE_SIZE}, got {self.image_size}")
         if self.num_classes < 2:
@@ -102,6 +111,9 @@ class DataConfig:
       input_bench_batches: real data: batches timed through the input pipeline
         alone before training (after as many warm-up batches as the run's
         warm-up steps, at most 4), to tell an input bottleneck; 0 skips it.
+      augment: real data: the reference's random crop and flip on training
+        images; off, training images are centre-cropped like evaluation ones
+        (for small datasets whose classes a flip or a tight crop changes, as digits).
     """
 
     source: str = "synthetic"
@@ -110,6 +122,7 @@ class DataConfig:
     skip_corrupt: bool = False
     cache: bool = False
     input_bench_batches: int = 20
+    augment: bool = True
 
     def __post_init__(self):
         _choice("data source", self.source, DATA_SOURCES)
@@ -120,7 +133,7 @@ class DataConfig:
             raise ValueError(f"--data {self.source} needs --data-dir DIR (a directory or gs:// URI)")
         if self.source == "synthetic":
             for flag, given in (("--data-dir", self.data_dir is not None), ("--skip-corrupt", self.skip_corrupt),
-                                ("--cache", self.cache)):
+                                ("--cache", self.cache), ("--no-augment", not self.augment)):
                 if given:
                     raise ValueError(f"{flag} applies to real data: add --data imagenet or --data tfds")
 
@@ -142,6 +155,11 @@ class TrainConfig:
       log_steps: a progress line every this many steps.
       base_learning_rate: SGD rate per 256 images, scaled linearly with the batch.
       seed: for the synthetic data and initial weights.
+      optimizer: "auto" (LARS at global batch >= 16384, as the reference), "momentum" or "lars".
+      label_smoothing: None: 0.1 at global batch >= 16384 (the reference), else 0.
+      target_accuracy: top-1 to train to; training stops when an evaluation reaches it.
+      eval_every_epochs: evaluate on the validation split every this many epochs
+        (default 1 when training to a target).
     """
 
     per_replica_batch_size: int | None = None
@@ -154,6 +172,10 @@ class TrainConfig:
     log_steps: int | None = None
     base_learning_rate: float = 0.1
     seed: int = 0
+    optimizer: str = "auto"
+    label_smoothing: float | None = None
+    target_accuracy: float | None = None
+    eval_every_epochs: int | None = None
 
     def __post_init__(self):
         for name in ("per_replica_batch_size", "epochs", "train_steps",
@@ -166,6 +188,17 @@ class TrainConfig:
         _choice("precision", self.precision, PRECISIONS)
         if self.base_learning_rate <= 0:
             raise ValueError(f"learning rate must be positive, got {self.base_learning_rate}")
+        _choice("optimizer", self.optimizer, OPTIMIZER_CHOICES)
+        _positive("eval every epochs", self.eval_every_epochs)
+        if self.label_smoothing is not None and not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label smoothing must be in [0, 1), got {self.label_smoothing}")
+        if self.target_accuracy is not None and not 0.0 < self.target_accuracy <= 1.0:
+            raise ValueError(f"target accuracy is a top-1 fraction in (0, 1], got {self.target_accuracy} "
+                             "(76% is 0.76)")
+
+    @property
+    def evaluates(self) -> bool:
+        return self.target_accuracy is not None or self.eval_every_epochs is not None
 
 
 @dataclass(frozen=True)
@@ -220,9 +253,13 @@ class ResolvedRun:
     precision: str
     xla: bool
     log_steps: int
+    optimizer: str = "momentum"
+    label_smoothing: float = 0.0
+    eval_every_epochs: int = 0  # 0: no evaluation
 
     def __post_init__(self):
         _choice("platform", self.platform, PLATFORMS)
+        _choice("optimizer", self.optimizer, schedule.OPTIMIZERS)
         if self.warmup_steps >= self.train_steps:
             raise ValueError(
                 f"warm-up ({self.warmup_steps} steps) must be shorter than the run "
@@ -260,6 +297,9 @@ def check_ready(config: RunConfig) -> RunConfig:
     """
     if config.runtime.strategy == "tpu" and not config.runtime.tpu:
         raise ValueError("--strategy tpu needs --tpu NAME, grpc://HOST:PORT or local (on a TPU VM)")
+    if config.train.evaluates and not config.data.real:
+        raise ValueError("evaluation needs a validation split: add --data imagenet or --data tfds with --data-dir "
+                         "(`podbench data make` writes one from a folder of images)")
     known = _lengths_known_without_platform(config)
     if known is not None and known[0] >= known[1]:
         warmup, total, unit = known
@@ -320,11 +360,14 @@ def resolve(config: RunConfig, platform: str, num_replicas: int, num_examples: i
     else:
         train_steps = (t.epochs or d.epochs) * steps_per_epoch
     warmup = steps_per_epoch if t.warmup_steps is None else t.warmup_steps
+    global_batch = per_replica * num_replicas
+    if t.target_accuracy is not None and t.train_steps is None and t.epochs is None:
+        train_steps = constants.TOTAL_EPOCHS * steps_per_epoch  # to a target: at most the reference's 91 epochs
     return ResolvedRun(
         platform=platform,
         num_replicas=num_replicas,
         per_replica_batch_size=per_replica,
-        global_batch_size=per_replica * num_replicas,
+        global_batch_size=global_batch,
         steps_per_epoch=steps_per_epoch,
         epochs=math.ceil(train_steps / steps_per_epoch),
         train_steps=train_steps,
@@ -333,6 +376,10 @@ def resolve(config: RunConfig, platform: str, num_replicas: int, num_examples: i
         precision=t.precision or d.precision,
         xla=d.xla if t.xla is None else t.xla,
         log_steps=t.log_steps or max(d.log_steps, t.steps_per_execution or 1),
+        optimizer=schedule.default_optimizer(global_batch) if t.optimizer == "auto" else t.optimizer,
+        label_smoothing=(schedule.default_label_smoothing(global_batch) if t.label_smoothing is None
+                         else t.label_smoothing),
+        eval_every_epochs=(t.eval_every_epochs or 1) if t.evaluates else 0,
     )
 
 
@@ -347,8 +394,14 @@ def _real_epoch_steps(num_examples: int | None, global_batch_size: int) -> int |
 
 
 def learning_rate(config: RunConfig, global_batch_size: int) -> float:
-    """Linear scaling rule: base rate per 256 images times the global batch."""
+    """Linear scaling rule: base rate per 256 images times the global batch (momentum's peak)."""
     return config.train.base_learning_rate * global_batch_size / 256
+
+
+def learning_rate_schedule(config: RunConfig, r: ResolvedRun) -> schedule.Schedule:
+    """The reference's schedule over the resolved run (its epochs are the cap when training to a target)."""
+    return schedule.reference_schedule(r.optimizer, r.global_batch_size, r.train_steps / r.steps_per_epoch,
+                                       config.train.base_learning_rate)
 
 
 # --- presets: each changes only what differs from the default -----------------

@@ -56,6 +56,8 @@ class InputSpec:
       skip_corrupt: drop records that fail the checks, and count them, instead of stopping.
       cache: keep the serialized records in memory after the first pass
         (augmentation still differs each epoch); for datasets that fit in RAM.
+      augment: training images get the reference's random crop and flip;
+        without, the evaluation's centre crop (still shuffled and repeated).
     """
 
     source: str
@@ -68,6 +70,7 @@ class InputSpec:
     uint8_images: bool = False
     skip_corrupt: bool = False
     cache: bool = False
+    augment: bool = True
 
     def __post_init__(self):
         if self.source not in SOURCES:
@@ -292,7 +295,7 @@ def _finish(checked: tf.data.Dataset, spec: InputSpec, counter: tf.Variable | No
 
 
 def _image(encoded: tf.Tensor, spec: InputSpec) -> tf.Tensor:
-    image = (preprocess.train_image(encoded, spec.image_size) if spec.training
+    image = (preprocess.train_image(encoded, spec.image_size) if spec.training and spec.augment
              else preprocess.eval_image(encoded, spec.image_size))
     return preprocess.to_uint8(image) if spec.uint8_images else preprocess.normalize(image)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from bench.strategy import StrategyInfo
+from bench.strategy import StrategyInfo, cluster_task
 from methodology import mfu
 
 _REPO = Path(__file__).resolve().parent.parent
@@ -103,4 +103,13 @@ def describe(info: StrategyInfo, cpu: dict | None = None) -> dict:
         "num_replicas": info.num_replicas,
         "devices": list(info.devices),
         "device_kind": device_kind(info, cpu),
+        **_cluster(info),
     }
+
+
+def _cluster(info: StrategyInfo) -> dict:
+    """multi_worker: the training processes in the cluster, and which one wrote this block."""
+    if info.name != "multi_worker":
+        return {}
+    task = cluster_task()
+    return {"num_workers": task.num_workers, "task": task.name}

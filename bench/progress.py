@@ -18,7 +18,8 @@ from methodology import throughput
 SPREAD_INTERVALS = 100
 
 
-def progress_line(records, start: int | None, global_batch_size: int, train_steps: int) -> str:
+def progress_line(records, start: int | None, global_batch_size: int, train_steps: int,
+                  paused_s: float = 0.0) -> str:
     """One line describing the run so far (pure).
 
     Args:
@@ -26,6 +27,8 @@ def progress_line(records, start: int | None, global_batch_size: int, train_step
       start: index of the record that ends the warm-up, None while warming up.
       global_batch_size: images a step.
       train_steps: planned steps, for "step k/N".
+      paused_s: time since the warm-up spent outside training (evaluations),
+        left out of the rate as the summary leaves it out.
     """
     last = records[-1]
     width = len(str(train_steps))
@@ -33,7 +36,7 @@ def progress_line(records, start: int | None, global_batch_size: int, train_step
     if start is None or last.step == records[start].step:
         return f"{head}  warm-up   {last.time_s - records[0].time_s:8.1f} s elapsed (excluded)"
     first = records[start]
-    rate = (last.step - first.step) * global_batch_size / (last.time_s - first.time_s)
+    rate = (last.step - first.step) * global_batch_size / (last.time_s - first.time_s - paused_s)
     recent = records[max(start, len(records) - 1 - SPREAD_INTERVALS):]
     speeds = throughput.interval_images_per_sec(recent, global_batch_size)
     step_s = throughput.median(throughput.interval_step_times_s(recent))
@@ -56,11 +59,16 @@ class ProgressLogger(tf_keras.callbacks.Callback):
         self._stream = stream
         self._next = log_steps
         self._start = None  # found once, when the first record at/after the warm-up lands
+        self.paused_s_after = None  # (time_s) -> seconds paused since then, when the run evaluates
 
     def on_train_batch_end(self, batch, logs=None):
         if self._start is None and self._timer.last_step >= self._warmup_steps:
             self._start = len(self._timer.records) - 1
         if self._timer.last_step >= self._next:
-            print(progress_line(self._timer.records, self._start, *self._args), file=self._stream, flush=True)
+            paused_s = 0.0
+            if self.paused_s_after is not None and self._start is not None:
+                paused_s = self.paused_s_after(self._timer.records[self._start].time_s)
+            print(progress_line(self._timer.records, self._start, *self._args, paused_s=paused_s),
+                  file=self._stream, flush=True)
             while self._next <= self._timer.last_step:
                 self._next += self._log_steps

@@ -1,4 +1,4 @@
-"""A run directory: config.json, environment.json, steps.jsonl, summary.json.
+"""A run directory: config.json, environment.json, steps.jsonl, evals.jsonl, events/, summary.json.
 
 ``steps.jsonl`` is the raw data: one ``{"step": n, "time_s": t}`` line per
 timer record, appended and flushed as the run goes, so a crash or Ctrl-C
@@ -7,6 +7,7 @@ from it (``read_steps`` + methodology.throughput.summarize).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import UsageError
+from methodology.target import EvalRecord
 from methodology.throughput import StepRecord
 
 DEFAULT_RUNS_DIR = Path("results") / "runs"
@@ -23,6 +25,8 @@ CONFIG_FILE = "config.json"
 ENVIRONMENT_FILE = "environment.json"
 STEPS_FILE = "steps.jsonl"
 SUMMARY_FILE = "summary.json"
+EVALS_FILE = "evals.jsonl"  # one line per evaluation (runs that evaluate)
+EVENTS_DIR = "events"  # TensorBoard event files
 
 
 def new_run_id(now: datetime | None = None, suffix: str | None = None) -> str:
@@ -89,3 +93,38 @@ def read_steps(path: Path) -> list[StepRecord]:
                 break
             raise ValueError(f"{path}:{number}: not a step record: {line[:80]!r}") from None
     return records
+
+
+class EvalLogWriter:
+    """Appends evaluation records to evals.jsonl, one flushed line each."""
+
+    def __init__(self, path: Path):
+        self._file = open(path, "a", encoding="utf-8")
+
+    def __call__(self, record: EvalRecord) -> None:
+        self._file.write(json.dumps(dataclasses.asdict(record)) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_evals(path: Path) -> list[EvalRecord]:
+    """Reads evals.jsonl back (empty if the file does not exist); a torn last line is ignored.
+
+    Raises:
+      ValueError: a malformed line other than the last, naming its number.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    evals = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            evals.append(EvalRecord(**json.loads(line)))
+        except (ValueError, TypeError):
+            if number == len(lines):
+                break
+            raise ValueError(f"{path}:{number}: not an evaluation record: {line[:80]!r}") from None
+    return evals

@@ -2,9 +2,11 @@
 
 Order matters for honest results: the run directory exists and is writable
 before TensorFlow starts; config.json and environment.json are written before
-the first step; steps.jsonl grows a flushed line per executed block; and
-summary.json is computed from the same records whether the run completed or
-was interrupted (Ctrl-C), so nothing measured is lost.
+the first step; steps.jsonl grows a flushed line per executed block (and
+evals.jsonl one per evaluation); and summary.json is computed from the same
+records whether the run completed or was interrupted (Ctrl-C), so nothing
+measured is lost. TensorBoard event files (events/) and, on request, an
+MLPerf-style log carry the same run for other tools.
 """
 from __future__ import annotations
 
@@ -19,19 +21,19 @@ from pathlib import Path
 from typing import TextIO
 
 import tensorflow as tf
-import tf_keras
 
 from bench import config as cfg
-from bench import environment, preprocess, results
-from bench import data
+from bench import data, environment, mllog, recipe, results
 from bench.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
+from bench.evaluation import EvalRecorder
+from bench.eventlog import EventWriter
 from bench.progress import ProgressLogger
+from bench.run_logs import EventLogger, MLPerfLogger
 from bench.strategy import StrategyInfo, make_strategy
 from bench.timer import StepTimer, StopAtStep
-from methodology import mfu, throughput
-from models.resnet import build_resnet50, forward_macs_per_image, training_flops_per_image
+from methodology import mfu, target, throughput
+from models.resnet import forward_macs_per_image, training_flops_per_image
 
-SGD_MOMENTUM = 0.9  # the reference's --optimizer=momentum
 INPUT_BENCH_MAX_WARMUP = 4  # batches: enough for the pipeline's buffers to fill
 # Training within this fraction of what the input pipeline alone delivers is
 # input-bound: the accelerator is waiting for images.
@@ -61,11 +63,19 @@ class _Progress:
     input_log: list | None = None  # the input-only benchmark's (batches, time) records
     input_warmup_batches: int = 0
     error: str | None = None
+    eval_pipeline: data.Pipeline | None = None
+    eval_steps: int = 0
+    eval_sink: results.EvalLogWriter | None = None
+    events: EventWriter | None = None
+    mllog: mllog.MLLogger | None = None
+    mlperf: MLPerfLogger | None = None
 
 
 def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: float | None = None,
-            stream: TextIO = sys.stderr) -> Outcome:
+            stream: TextIO = sys.stderr, mllog_path: str | None = None) -> Outcome:
     """Runs the benchmark described by ``config`` and writes ``run_dir``.
+
+    With ``mllog_path`` the run also appends MLPerf-style ``:::MLLOG`` lines there.
 
     Raises:
       UsageError: bad strategy/TPU/combination (the empty run directory is
@@ -76,18 +86,22 @@ def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: floa
     status = "interrupted"
     try:
         start_s = time.perf_counter()
+        if mllog_path:
+            state.mllog = mllog.MLLogger(mllog_path)
+            state.mllog.start(mllog.INIT_START)
         _prepare(config, run_id, run_dir, state)
         r = state.resolved
-        print(f"building ResNet-50 v1.5 ({config.model.image_size}x{config.model.image_size}) under "
+        print(f"building ResNet-{config.model.depth}{' v1.5' * (config.model.depth >= 50)} "
+              f"({config.model.image_size}x{config.model.image_size}) under "
               f"{state.info.name} on {r.platform}, {r.num_replicas} replica(s), global batch "
               f"{r.global_batch_size}, {r.precision}…", file=stream, flush=True)
-        model, dataset = _build(config, state)
+        model, dataset, eval_dataset = _build(config, state)
         with _data_errors(config, state, stream):
             _bench_input(config, state, stream)
-            print(f"training {r.train_steps} steps ({r.warmup_steps} warm-up, not measured); "
-                  "the first step includes tracing…", file=stream, flush=True)
+            print(f"training {r.train_steps} steps ({r.warmup_steps} warm-up, not measured)"
+                  f"{_eval_plan(config, r)}; the first step includes tracing…", file=stream, flush=True)
             state.setup_s = time.perf_counter() - start_s
-            _fit(model, dataset, state, stream)
+            _fit(model, dataset, eval_dataset, config, state, stream)
         status = "completed"
     except UsageError as err:
         if state.sink is None:
@@ -100,21 +114,37 @@ def execute(config: cfg.RunConfig, run_id: str, run_dir: Path, peak_tflops: floa
     except KeyboardInterrupt:
         print("interrupted: summarizing the steps measured so far", file=stream, flush=True)
     finally:
-        if state.sink is not None:
-            state.sink.close()
+        _close_logs(state)
     summary = _write_summary(run_id, status, state, config, run_dir, peak_tflops)
     if state.error:
         raise UsageError(f"{state.error} (what was measured is in {run_dir})")
     return Outcome(summary, run_dir, EXIT_OK if status == "completed" else EXIT_INTERRUPTED)
 
 
+def _close_logs(state: _Progress) -> None:
+    if state.mlperf is not None:
+        state.mlperf.stop()  # run_stop, aborted, if fit never got to its end
+    for log in (state.sink, state.eval_sink, state.events, state.mllog):
+        if log is not None:
+            log.close()
+
+
+def _eval_plan(config: cfg.RunConfig, r: cfg.ResolvedRun) -> str:
+    if not r.eval_every_epochs:
+        return ""
+    goal = f", stopping at top-1 {config.train.target_accuracy:g}" if config.train.target_accuracy else ""
+    return f", evaluating every {r.eval_every_epochs} epoch(s){goal}"
+
+
 def _write_summary(run_id: str, status: str, state: _Progress, config: cfg.RunConfig, run_dir: Path,
                    peak_tflops: float | None) -> dict:
     with _sigint_deferred():  # a second Ctrl-C must not tear summary.json
-        # From the file, not from memory: the summary is then exactly what
-        # steps.jsonl recomputes to, even if Ctrl-C fell between the two.
+        # From the files, not from memory: the summary is then exactly what
+        # steps.jsonl and evals.jsonl recompute to, even if Ctrl-C fell between the two.
         records = results.read_steps(run_dir / results.STEPS_FILE) if state.sink else []
-        summary = build_summary(run_id, status, state, records, peak_tflops, config.model)
+        evals = results.read_evals(run_dir / results.EVALS_FILE)
+        summary = build_summary(run_id, status, state, records, peak_tflops, config.model, evals,
+                                config.train.target_accuracy)
         summary["results_dir"] = str(run_dir)
         results.write_json(run_dir / results.SUMMARY_FILE, summary)
     return summary
@@ -153,6 +183,9 @@ def _prepare(config: cfg.RunConfig, run_id: str, run_dir: Path, state: _Progress
         state.pipeline = data.make_pipeline(input_spec(config, state.info.platform))
         state.resolved = cfg.resolve(config, state.info.platform, state.info.num_replicas,
                                      state.pipeline.num_examples)
+        if state.resolved.eval_every_epochs:
+            state.eval_pipeline = data.make_pipeline(input_spec(config, state.info.platform, "validation"))
+            state.eval_steps = eval_steps(state.eval_pipeline.num_examples, state.resolved.global_batch_size)
     except ValueError as err:
         raise UsageError(str(err)) from None
     results.write_json(run_dir / results.CONFIG_FILE, {
@@ -163,6 +196,42 @@ def _prepare(config: cfg.RunConfig, run_id: str, run_dir: Path, state: _Progress
     state.env = environment.describe(state.info)
     results.write_json(run_dir / results.ENVIRONMENT_FILE, state.env)
     state.sink = results.StepLogWriter(run_dir / results.STEPS_FILE)
+    if state.eval_pipeline is not None:
+        state.eval_sink = results.EvalLogWriter(run_dir / results.EVALS_FILE)
+    state.events = EventWriter(run_dir / results.EVENTS_DIR)
+    if state.mllog is not None:
+        _mllog_config(state.mllog, config, state)
+
+
+def eval_steps(num_examples: int, global_batch_size: int) -> int:
+    """Whole global batches in one pass over the validation split.
+
+    Static shapes drop the remainder, as the reference did
+    (NUM_EVAL_IMAGES // eval_batch_size): 48 of ImageNet's 50,000 images at batch 1024.
+
+    Raises:
+      ValueError: fewer validation records than one global batch.
+    """
+    if num_examples < global_batch_size:
+        raise ValueError(f"the validation split has {num_examples} records, fewer than one global batch "
+                         f"({global_batch_size}): lower --batch-size or add validation data")
+    return num_examples // global_batch_size
+
+
+def _mllog_config(log: mllog.MLLogger, config: cfg.RunConfig, state: _Progress) -> None:
+    """The run's settings as MLPerf logs them, before init_stop."""
+    r = state.resolved
+    schedule = cfg.learning_rate_schedule(config, r)
+    log.event(mllog.SUBMISSION_BENCHMARK, mllog.RESNET)
+    log.event(mllog.GLOBAL_BATCH_SIZE, r.global_batch_size)
+    log.event(mllog.SEED, config.train.seed)
+    log.event(mllog.OPT_NAME, schedule.optimizer)
+    log.event(mllog.OPT_BASE_LEARNING_RATE, schedule.peak_learning_rate)
+    log.event(mllog.OPT_LEARNING_RATE_WARMUP_EPOCHS, schedule.warmup_epochs)
+    if state.pipeline.num_examples is not None:
+        log.event(mllog.TRAIN_SAMPLES, state.pipeline.num_examples)
+    if state.eval_pipeline is not None:
+        log.event(mllog.EVAL_SAMPLES, state.eval_steps * r.global_batch_size)
 
 
 def input_spec(config: cfg.RunConfig, platform: str, split: str = "train") -> data.InputSpec:
@@ -172,7 +241,7 @@ def input_spec(config: cfg.RunConfig, platform: str, split: str = "train") -> da
         source=d.source, data_dir=d.data_dir, split=split, image_size=m.image_size,
         num_classes=m.num_classes, per_replica_batch_size=cfg.per_replica_batch_size(config, platform),
         seed=config.train.seed, uint8_images=cfg.uint8_images(config, platform),
-        skip_corrupt=d.skip_corrupt, cache=d.cache)
+        skip_corrupt=d.skip_corrupt, cache=d.cache, augment=d.augment)
 
 
 def _bench_input(config: cfg.RunConfig, state: _Progress, stream: TextIO) -> None:
@@ -187,29 +256,6 @@ def _bench_input(config: cfg.RunConfig, state: _Progress, stream: TextIO) -> Non
     state.input_log = data.time_batches(state.pipeline.dataset_fn(None), total)
 
 
-def build_model(config: cfg.RunConfig, r: cfg.ResolvedRun, strategy: tf.distribute.Strategy):
-    """ResNet-50 v1.5 with the reference's optimizer and loss, compiled under ``strategy``."""
-    tf_keras.utils.set_random_seed(config.train.seed)
-    # The policy must be set before the layers exist: they take it on creation.
-    tf_keras.mixed_precision.set_global_policy(r.precision)
-    m = config.model
-    # Real images reach a GPU as bytes and are normalised on the device.
-    mean_std = (preprocess.MEAN_RGB, preprocess.STDDEV_RGB) if cfg.uint8_images(config, r.platform) else None
-    with strategy.scope():
-        model = build_resnet50(m.image_size, m.num_classes, m.weight_decay, input_mean_std=mean_std)
-        optimizer = tf_keras.optimizers.SGD(
-            learning_rate=cfg.learning_rate(config, r.global_batch_size), momentum=SGD_MOMENTUM
-        )
-        model.compile(
-            optimizer=optimizer,  # mixed_float16: Keras wraps it in a LossScaleOptimizer
-            loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-            steps_per_execution=r.steps_per_execution,
-            # TPUs always compile with XLA; Keras decides there.
-            jit_compile=None if r.platform == "tpu" else r.xla,
-        )
-    return model
-
-
 def make_callbacks(r: cfg.ResolvedRun, sink=None, stream: TextIO = sys.stderr):
     """The harness's callbacks for one fit: (timer, [timer, progress, stop])."""
     timer = StepTimer(r.steps_per_epoch, sink=sink)
@@ -221,31 +267,58 @@ def make_callbacks(r: cfg.ResolvedRun, sink=None, stream: TextIO = sys.stderr):
 
 
 def _build(config: cfg.RunConfig, state: _Progress):
-    r, m = state.resolved, config.model
-    model = build_model(config, r, state.info.strategy)
+    model = recipe.build_model(config, state.resolved, state.info.strategy)
     state.macs = forward_macs_per_image(model)
     dataset = data.make_dataset(state.info.strategy, state.pipeline)
-    return model, dataset
+    eval_dataset = (data.make_dataset(state.info.strategy, state.eval_pipeline)
+                    if state.eval_pipeline is not None else None)
+    return model, dataset, eval_dataset
 
 
-def _fit(model, dataset, state: _Progress, stream: TextIO) -> None:
+def _fit(model, dataset, eval_dataset, config: cfg.RunConfig, state: _Progress, stream: TextIO) -> None:
     r = state.resolved
-    _, callbacks = make_callbacks(r, state.sink, stream)
-    model.fit(dataset, epochs=r.epochs, steps_per_epoch=r.steps_per_epoch,
-              callbacks=callbacks, verbose=0)
+    timer, callbacks = make_callbacks(r, state.sink, stream)
+    evals = None
+    if eval_dataset is not None:
+        def record(e: target.EvalRecord) -> None:
+            state.eval_sink(e)
+            top_5 = "" if e.top_5 is None else f", top-5 {e.top_5:.4f}"
+            print(f"epoch {e.epoch}: top-1 {e.top_1:.4f}{top_5} (evaluation {e.duration_s:.1f} s, not counted)",
+                  file=stream, flush=True)
+
+        evals = EvalRecorder(timer, config.train.target_accuracy, record)
+        callbacks.append(evals)
+        progress = next(c for c in callbacks if isinstance(c, ProgressLogger))
+        progress.paused_s_after = evals.paused_s_after
+    schedule = cfg.learning_rate_schedule(config, r)
+    callbacks.append(EventLogger(state.events, timer, schedule, r.steps_per_epoch, r.global_batch_size, evals))
+    if state.mllog is not None:
+        state.mlperf = MLPerfLogger(state.mllog, evals, config.train.target_accuracy)
+        callbacks.append(state.mlperf)
+    model.fit(dataset, epochs=r.epochs, steps_per_epoch=r.steps_per_epoch, callbacks=callbacks, verbose=0,
+              validation_data=eval_dataset, validation_steps=state.eval_steps or None,
+              validation_freq=r.eval_every_epochs or 1)
 
 
 def build_summary(run_id: str, status: str, state: _Progress, records: list,
-                  peak_tflops: float | None, model: cfg.ModelConfig) -> dict:
-    """summary.json from whatever the run got to and its step records."""
+                  peak_tflops: float | None, model: cfg.ModelConfig, evals: list | None = None,
+                  target_accuracy: float | None = None) -> dict:
+    """summary.json from whatever the run got to, its step records and its evaluation records.
+
+    Evaluations are not training: their time is taken out of the throughput
+    figures (the step log's clock is stopped during them) and of the time to target.
+    """
     r, info = state.resolved, state.info
     summary = {"run_id": run_id, "status": status}
     if r is None:  # stopped before the configuration was known
         return {**summary, "measured_steps": 0, "images_per_sec": None}
-    stats = throughput.summarize(records, r.global_batch_size, r.warmup_steps, r.num_replicas)
+    evals = evals or []
+    training_clock = throughput.exclude_pauses(records, [(e.start_s, e.end_s) for e in evals])
+    stats = throughput.summarize(training_clock, r.global_batch_size, r.warmup_steps, r.num_replicas)
     summary.update({
         "strategy": info.name,
         "platform": r.platform,
+        "depth": model.depth,
         "image_size": model.image_size,
         "num_classes": model.num_classes,
         "num_replicas": r.num_replicas,
@@ -262,9 +335,26 @@ def build_summary(run_id: str, status: str, state: _Progress, records: list,
     })
     summary.update(_input(state, stats.images_per_sec))
     summary.update(_flops(state, stats.images_per_sec, peak_tflops))
+    if r.eval_every_epochs:
+        summary.update(_accuracy(records, evals, r, target_accuracy))
     if state.error:
         summary["error"] = state.error
     return summary
+
+
+def _accuracy(records: list, evals: list, r: cfg.ResolvedRun, target_accuracy: float | None) -> dict:
+    """Time to target (evaluations excluded), the evaluation time, and the accuracy curve."""
+    curve = [{"epoch": e.epoch, "step": e.step, "top_1": e.top_1, "top_5": e.top_5, "eval_s": e.duration_s}
+             for e in evals]
+    out = {"eval_every_epochs": r.eval_every_epochs, "eval_curve": curve,
+           "eval_total_s": sum(e.duration_s for e in evals), "target_accuracy": target_accuracy}
+    if target_accuracy is None:
+        return out
+    result = target.time_to_target(records, evals, r.warmup_steps, target_accuracy)
+    out.update(reached_target=result.reached_target, time_to_target_s=result.time_to_target_s,
+               epochs_to_target=result.epochs_to_target, step_at_target=result.step_at_target,
+               eval_s=result.eval_s, best_top_1=result.best_top_1)
+    return out
 
 
 def _input(state: _Progress, images_per_sec: float | None) -> dict:

@@ -7,18 +7,22 @@ logical devices, which must happen before TensorFlow's runtime starts.
 """
 from __future__ import annotations
 
-import json
 import os
 import socket
+import threading
+import urllib.error
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import tensorflow as tf
 
 from bench.errors import UsageError
+from bench.cluster import ClusterTask, parse_tf_config
 
 # Bounded waits: a TPU that cannot be reached must fail within a minute, never hang.
 TPU_CONNECT_TIMEOUT_S = 20.0
+# Resolving a TPU name and connecting to its workers, together (TensorFlow's import comes first).
+TPU_CLUSTER_TIMEOUT_S = 40.0
 
 
 @dataclass(frozen=True)
@@ -121,18 +125,25 @@ def split_cpu(num_devices: int) -> None:
 
 
 def _multi_worker(gpus: list) -> StrategyInfo:
-    raw = os.environ.get("TF_CONFIG")
-    if not raw:
-        raise UsageError(
-            "--strategy multi_worker needs TF_CONFIG (the cluster spec) set on every worker"
-        )
-    try:
-        json.loads(raw)["cluster"]["worker"]
-    except (ValueError, KeyError, TypeError):
-        raise UsageError("TF_CONFIG is not a cluster spec with a 'cluster.worker' list") from None
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    """MultiWorkerMirroredStrategy over TF_CONFIG's cluster; replicas count every worker's devices."""
+    cluster_task()  # a missing task or one out of range is one line here, not a hang in TensorFlow
+    # NCCL all-reduces between GPUs; CPUs have only the ring (collectives over gRPC).
+    implementation = tf.distribute.experimental.CommunicationImplementation
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=implementation.NCCL if gpus else implementation.RING)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     platform = "gpu" if gpus else "cpu"
-    return _info(strategy, "multi_worker", platform, tuple(d.name for d in strategy.extended.worker_devices))
+    # This worker's own devices (device strings); num_replicas_in_sync covers the cluster.
+    return _info(strategy, "multi_worker", platform, tuple(strategy.extended.worker_devices))
+
+
+def cluster_task() -> ClusterTask:
+    """This process's place in the multi-worker cluster (``.is_chief``: it writes the results).
+
+    Raises:
+      UsageError: TF_CONFIG unset, malformed, or its task missing or out of range.
+    """
+    return parse_tf_config(os.environ.get("TF_CONFIG"))
 
 
 def probe_address(address: str, timeout_s: float = TPU_CONNECT_TIMEOUT_S) -> None:
@@ -157,8 +168,50 @@ def probe_address(address: str, timeout_s: float = TPU_CONNECT_TIMEOUT_S) -> Non
     except OSError as err:
         raise UsageError(
             f"cannot reach the TPU at {address} ({err.strerror or err}); check --tpu and that "
-            "the TPU is READY (`gcloud compute tpus list`)"
+            "the TPU is READY (`gcloud compute tpus tpu-vm list`)"
         ) from None
+
+
+def _bounded(work, timeout_s: float, what: str):
+    """Returns ``work()``, run in a daemon thread, or gives up after ``timeout_s``.
+
+    TensorFlow waits without bound in two places a wrong --tpu leads to: the
+    name lookup (GCE metadata server, then the Cloud TPU API, over urllib with
+    no timeout) and the cluster connect (gRPC to a port that accepts but is not
+    a TPU worker). An abandoned daemon thread dies with the process, which exits
+    right after the error.
+
+    Raises:
+      UsageError: no answer in time; any error ``work`` raised, in this thread.
+    """
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = work()
+        except BaseException as err:  # noqa: BLE001 (re-raised below, in the caller's thread)
+            outcome["error"] = err
+
+    thread = threading.Thread(target=target, name="podbench-tpu-connect", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise UsageError(
+            f"no answer from TPU {what} within {timeout_s:.0f} s (resolving its name and connecting to its "
+            "workers); check --tpu and that the TPU is READY (`gcloud compute tpus tpu-vm list`)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _connect_tpu(tpu: str):
+    """A named or grpc:// TPU's resolver, connected: a Pod slice is driven by this one process."""
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    master = resolver.master()  # a name: the GCE metadata server and the Cloud TPU API answer
+    if master.startswith("grpc://") and master != tpu:
+        probe_address(master)
+    tf.config.experimental_connect_to_cluster(resolver)
+    return resolver
 
 
 def _tpu_strategy(tpu: str | None) -> StrategyInfo:
@@ -167,20 +220,23 @@ def _tpu_strategy(tpu: str | None) -> StrategyInfo:
     if tpu.startswith("grpc://"):
         probe_address(tpu)
     try:
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
-        if tpu != "local":
-            master = resolver.master()
-            if master.startswith("grpc://") and master != tpu:
-                probe_address(master)
-            tf.config.experimental_connect_to_cluster(resolver)
+        if tpu == "local":  # a TPU VM's own chips: nothing to resolve or connect (as tf-models-official)
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+        else:
+            resolver = _bounded(lambda: _connect_tpu(tpu), TPU_CLUSTER_TIMEOUT_S, repr(tpu))
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except UsageError:
         raise
+    except urllib.error.URLError as err:  # the name lookup asks the GCE metadata server first
+        raise UsageError(
+            f"cannot resolve TPU name {tpu!r}: no Google Cloud metadata server answered ({err.reason}); "
+            "a TPU name resolves only on a Google Cloud VM: on a single-host TPU VM use --tpu local, "
+            "elsewhere grpc://HOST:8470") from None
     except Exception as err:  # resolver/runtime errors come in many types
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UsageError(
-            f"cannot use TPU {tpu!r}: {first_line[:200]}; on a TPU VM use --tpu local, "
-            "elsewhere the TPU's name in this project/zone or grpc://HOST:8470"
+            f"cannot use TPU {tpu!r}: {first_line[:200]}; on a single-host TPU VM use --tpu local, on a "
+            "Pod slice's worker 0 the TPU's name, elsewhere grpc://HOST:8470"
         ) from None
     strategy = tf.distribute.TPUStrategy(resolver)
     devices = tuple(d.name for d in tf.config.list_logical_devices("TPU"))

@@ -17,7 +17,6 @@ import struct
 from typing import Iterator
 
 import google_crc32c
-import tensorflow as tf
 
 HEADER_BYTES, FOOTER_BYTES = 12, 4  # length (8) + its crc (4); the data's crc (4)
 _CRC_MASK_DELTA = 0xA282EAD8
@@ -68,6 +67,8 @@ def frames(path: str, *, read_payloads: bool) -> Iterator[tuple[int, bytes | Non
       FramingError: a truncated file or a checksum mismatch.
       tf.errors.OpError: the file cannot be opened or read.
     """
+    import tensorflow as tf  # noqa: PLC0415 (here: writers such as bench/eventlog.py must not load TensorFlow)
+
     with tf.io.gfile.GFile(path, "rb") as f:
         size_bytes = f.size()  # once: on gs:// every size() is a request
         index, offset = 0, 0

@@ -170,6 +170,34 @@ def interval_images_per_sec(log: Sequence[StepRecord], global_batch_size: int) -
     ]
 
 
+def exclude_pauses(records: Sequence[StepRecord], pauses: Iterable[tuple[float, float]]) -> list[StepRecord]:
+    """The step log on a clock that stops during ``pauses`` (evaluation, checkpoints).
+
+    Each record's time loses the length of every pause that ended at or
+    before it, so intervals that held a pause shrink by exactly its length
+    and the rest are unchanged (bv's ``Chrono.pause``, done afterwards on the
+    raw data rather than inside the timer).
+
+    Args:
+      records: the raw step log.
+      pauses: (start_s, end_s) on the same clock as the records.
+
+    Raises:
+      ValueError: a pause that ends before it starts.
+    """
+    spans = sorted(pauses)
+    for start_s, end_s in spans:
+        if end_s < start_s:
+            raise ValueError(f"pause ends ({end_s}) before it starts ({start_s})")
+    shifted, paused_s, i = [], 0.0, 0
+    for record in records:
+        while i < len(spans) and spans[i][1] <= record.time_s:
+            paused_s += spans[i][1] - spans[i][0]
+            i += 1
+        shifted.append(StepRecord(record.step, record.time_s - paused_s))
+    return shifted
+
+
 def summarize(
     records: Iterable[StepRecord],
     global_batch_size: int,

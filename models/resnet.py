@@ -32,8 +32,9 @@ def build_resnet50(
     num_classes: int = 1000,
     weight_decay: float = 1e-4,
     input_mean_std: tuple[Sequence[float], Sequence[float]] | None = None,
+    depth: int = RESNET50_DEPTH,
 ) -> tf_keras.Model:
-    """Builds ResNet-50 v1.5 that outputs float32 logits.
+    """Builds ResNet-50 v1.5 (or another depth) that outputs float32 logits.
 
     Build it inside ``strategy.scope()`` and after setting the mixed-precision
     policy: the layers take their dtype policy when created.
@@ -45,18 +46,23 @@ def build_resnet50(
       input_mean_std: per-channel (mean, std): the model then takes uint8
         images and normalises them itself, on the device (images cross to an
         accelerator as bytes, a quarter of float32's traffic).
+      depth: a tf-models-official ResNet depth. 50 is the benchmark. Below 50
+        the blocks are basic (two 3x3 convs, the stride on the first 3x3, so
+        v1 and v1.5 coincide); from 50 on, bottlenecks strided on the 3x3.
 
     Returns:
       A tf_keras functional model, inputs (batch, size, size, 3) float32 (or
       uint8 with input_mean_std), outputs (batch, num_classes) float32 logits.
 
     Raises:
-      ValueError: image_size below 32 or num_classes below 2.
+      ValueError: image_size below 32, num_classes below 2 or an unknown depth.
     """
     if image_size < 32:
         raise ValueError(f"image_size must be >= 32, got {image_size}")
     if num_classes < 2:
         raise ValueError(f"num_classes must be >= 2, got {num_classes}")
+    if depth not in tfm_resnet.RESNET_SPECS:
+        raise ValueError(f"unknown ResNet depth {depth}; choose one of {sorted(tfm_resnet.RESNET_SPECS)}")
     regularizer = tf_keras.regularizers.L2(weight_decay) if weight_decay else None
     inputs = tf_keras.Input(shape=(image_size, image_size, 3), name="images",
                             dtype="uint8" if input_mean_std else "float32")
@@ -66,7 +72,7 @@ def build_resnet50(
         images = tf_keras.layers.Lambda(lambda x: (tf.cast(x, tf.float32) - mean) / std,
                                         dtype="float32", name="normalize")(inputs)
     backbone = tfm_resnet.ResNet(
-        model_id=RESNET50_DEPTH,
+        model_id=depth,
         input_specs=tf_keras.layers.InputSpec(shape=[None, image_size, image_size, 3]),
         kernel_regularizer=regularizer,
     )
@@ -82,7 +88,7 @@ def build_resnet50(
     # Under mixed precision the Dense computes in float16/bfloat16; the loss
     # and its softmax must see float32 (as the reference's final layers do).
     outputs = tf_keras.layers.Activation("linear", dtype="float32", name="logits_float32")(logits)
-    return tf_keras.Model(inputs, outputs, name="resnet50_v1_5")
+    return tf_keras.Model(inputs, outputs, name="resnet50_v1_5" if depth == RESNET50_DEPTH else f"resnet{depth}")
 
 
 def forward_macs_per_image(model: tf_keras.Model) -> int:

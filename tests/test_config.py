@@ -222,3 +222,67 @@ def test_real_data_smaller_than_a_batch_is_rejected():
 def test_uint8_images_only_to_a_gpu(source, platform, expected):
     data = cfg.DataConfig(source=source, data_dir=None if source == "synthetic" else "d")
     assert cfg.uint8_images(cfg.RunConfig(data=data), platform) is expected
+
+
+def real_config(**train):
+    return dataclasses.replace(cfg.RunConfig(), data=cfg.DataConfig(source="imagenet", data_dir="/data"),
+                               train=cfg.TrainConfig(**train))
+
+
+def test_training_to_a_target_runs_at_most_the_references_91_epochs_and_evaluates_every_epoch():
+    r = cfg.resolve(real_config(target_accuracy=0.76), "cpu", 1, num_examples=800)
+    assert (r.steps_per_epoch, r.train_steps, r.epochs, r.eval_every_epochs) == (100, 9100, 91, 1)
+
+
+def test_max_epochs_and_eval_cadence_are_the_users():
+    r = cfg.resolve(real_config(target_accuracy=0.76, epochs=8, eval_every_epochs=4), "cpu", 1, num_examples=800)
+    assert (r.train_steps, r.eval_every_epochs) == (800, 4)
+
+
+def test_a_run_without_evaluation_has_no_cadence():
+    assert cfg.resolve(real_config(), "cpu", 1, num_examples=800).eval_every_epochs == 0
+
+
+@pytest.mark.parametrize("replicas, optimizer, smoothing", [
+    pytest.param(127, "momentum", 0.0, id="below_16384"),
+    pytest.param(128, "lars", 0.1, id="at_16384"),
+    pytest.param(256, "lars", 0.1, id="at_32768"),
+])
+def test_lars_and_label_smoothing_from_global_batch_16384(replicas, optimizer, smoothing):
+    r = resolved("tpu", replicas=replicas)  # 128 a core
+    assert (r.global_batch_size >= 16384, r.optimizer, r.label_smoothing) == (optimizer == "lars", optimizer, smoothing)
+
+
+def test_optimizer_and_smoothing_given_win():
+    r = resolved("tpu", replicas=256, optimizer="momentum", label_smoothing=0.0)
+    assert (r.optimizer, r.label_smoothing) == ("momentum", 0.0)
+
+
+def test_schedule_spans_the_runs_epochs():
+    config = real_config(target_accuracy=0.9, epochs=9)
+    r = cfg.resolve(config, "cpu", 1, num_examples=800)
+    s = cfg.learning_rate_schedule(config, r)
+    assert (s.optimizer, s.total_epochs, s.warmup_epochs) == ("momentum", 9, pytest.approx(0.5))
+    assert s.peak_learning_rate == pytest.approx(0.1 * 8 / 256)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    pytest.param(dict(target_accuracy=0.0), "target accuracy", id="target_zero"),
+    pytest.param(dict(target_accuracy=1.5), "target accuracy", id="target_above_one"),
+    pytest.param(dict(optimizer="adam"), "unknown optimizer", id="unknown_optimizer"),
+    pytest.param(dict(label_smoothing=-0.1), "label smoothing", id="negative_smoothing"),
+])
+def test_bad_training_to_target_values(kwargs, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        cfg.TrainConfig(**kwargs)
+
+
+def test_evaluating_synthetic_data_is_refused():
+    config = dataclasses.replace(cfg.RunConfig(), train=cfg.TrainConfig(target_accuracy=0.76))
+    with pytest.raises(ValueError, match="validation split"):
+        cfg.check_ready(config)
+
+
+def test_depth_is_checked():
+    with pytest.raises(ValueError, match="unknown ResNet depth 20"):
+        cfg.ModelConfig(depth=20)

@@ -188,3 +188,111 @@ def test_tpu_local_without_a_tpu_is_a_usage_error(tmp_path):
 def test_tpu_strategy_on_a_real_tpu():
     info = make_strategy("tpu", tpu=os.environ["PODBENCH_TEST_TPU"])
     assert info.platform == "tpu" and info.num_replicas >= 1
+
+
+# --- TPU: resolver errors are one line and bounded; presets; static per-replica input -------------
+
+def _black_hole():
+    """A listening socket that never accepts: connects succeed, nothing ever answers."""
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(8)
+    return hole
+
+
+def test_unknown_tpu_name_outside_google_cloud_is_one_line(tmp_path):
+    # The name lookup asks the GCE metadata server first; here none answers (a closed port).
+    env = {**os.environ, "PATH": f"{PODBENCH.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "GCE_METADATA_HOST": f"127.0.0.1:{free_port()}"}
+    start = time.monotonic()
+    proc = subprocess.run(
+        [str(PODBENCH), "run", "--preset", "smoke", "--strategy", "tpu", "--tpu", "no-such-tpu",
+         "--output", str(tmp_path / "run")],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=120,
+    )
+    assert time.monotonic() - start < 60  # a bound (never hang), not a speed test
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, proc.stderr[-2000:]
+    assert "cannot resolve TPU name 'no-such-tpu'" in errors[0] and "--tpu local" in errors[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_tpu_name_lookup_nobody_answers_is_bounded(monkeypatch):
+    # A metadata server that accepts and never answers: TensorFlow's lookup has no timeout of its own.
+    from bench import strategy
+
+    with _black_hole() as hole:
+        monkeypatch.setenv("GCE_METADATA_HOST", f"127.0.0.1:{hole.getsockname()[1]}")
+        monkeypatch.setattr(strategy, "TPU_CLUSTER_TIMEOUT_S", 2.0)
+        start = time.monotonic()
+        with pytest.raises(UsageError, match=r"no answer from TPU 'my-tpu' within 2 s"):
+            make_strategy("tpu", tpu="my-tpu")
+        assert time.monotonic() - start < 30
+
+
+# In-process, a connect would give this test process's TensorFlow a cluster: a child does it.
+GRPC_BLACK_HOLE = """
+import socket, sys, time
+import models
+from bench import strategy
+from bench.errors import UsageError
+hole = socket.socket(); hole.bind(("127.0.0.1", 0)); hole.listen(8)
+strategy.TPU_CLUSTER_TIMEOUT_S = 3.0
+try:
+    strategy.make_strategy("tpu", tpu=f"grpc://127.0.0.1:{hole.getsockname()[1]}")
+except UsageError as err:
+    print(f"error: {err}")
+    sys.exit(2)
+"""
+
+
+def test_a_grpc_port_that_is_no_tpu_fails_within_the_bound():
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", GRPC_BLACK_HOLE], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert time.monotonic() - start < 60  # TensorFlow's own connect would wait without end
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stdout.startswith("error: no answer from TPU 'grpc://127.0.0.1:")
+
+
+@pytest.mark.parametrize("preset, cores", [("tpu-v2-8", 8), ("tpu-v2-32", 32), ("tpu-v2-512", 512)])
+def test_tpu_presets_resolve_to_the_reference_configuration(preset, cores):
+    from bench import config as cfg
+    from methodology import constants, reference
+
+    ref = next(c for c in reference.CONFIGS if c.name == f"TPU v2-{cores}")
+    config = cfg.from_preset(preset)
+    with pytest.raises(ValueError, match="--tpu"):  # the TPU itself is the user's to name
+        cfg.check_ready(config)
+    r = cfg.resolve(config, "tpu", ref.replicas)
+    assert (r.num_replicas, r.global_batch_size) == (cores, ref.global_batch_size)
+    assert r.per_replica_batch_size * cores == ref.global_batch_size
+    assert (r.precision, r.xla) == ("mixed_bfloat16", True)
+    # A device loop (the reference's iterations_per_loop) whose block ends include the warm-up
+    # epoch's end and the run's end: the host sees both, so the window is the reference's.
+    assert r.steps_per_execution > 1
+    assert r.warmup_steps == r.steps_per_epoch == constants.IMAGENET_TRAIN_EXAMPLES // ref.global_batch_size
+    assert r.is_logged_step(r.warmup_steps) and r.is_logged_step(r.train_steps)
+
+
+@pytest.mark.parametrize("split", ["train", "validation"])
+def test_input_under_a_strategy_has_static_per_replica_shapes(tmp_path, split):
+    # TPUStrategy compiles the step for fixed shapes; distribute_datasets_from_function (the
+    # path a TPU host takes) is the same under MirroredStrategy over the two logical CPUs.
+    from imagenet_fixture import write_imagenet_dir
+
+    from bench.data import InputSpec, make_dataset, make_pipeline
+
+    info = make_strategy("mirrored", replicas=2)
+    pipeline = make_pipeline(InputSpec("imagenet", 32, 5, PER_REPLICA_BATCH, data_dir=str(
+        write_imagenet_dir(tmp_path, num_classes=5, train_per_class=3, validation_per_class=3)), split=split))
+    dataset = make_dataset(info.strategy, pipeline)
+    specs = tf.nest.flatten(dataset.element_spec, expand_composites=True)
+    assert len(specs) == 2 * info.num_replicas
+    assert all(s.shape.is_fully_defined() for s in specs)
+    assert sorted(tuple(s.shape) for s in specs) == [(PER_REPLICA_BATCH,)] * 2 + [(PER_REPLICA_BATCH, 32, 32, 3)] * 2
+    images, labels = next(iter(dataset))
+    for part in info.strategy.experimental_local_results(images):
+        assert part.shape == (PER_REPLICA_BATCH, 32, 32, 3)
+    assert pipeline.input_pipelines == 1  # one host: it reads every shard

@@ -32,7 +32,8 @@ import pytest
 from bench import config as cfg
 from bench import results
 from bench.data import InputSpec, make_dataset, make_pipeline
-from bench.run import build_model, make_callbacks
+from bench.recipe import build_model
+from bench.run import make_callbacks
 from bench.strategy import make_strategy
 from methodology import throughput
 

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from bench import config as cfg
 from bench import data, records
-from bench.run import build_model
+from bench.recipe import build_model
 from bench.strategy import make_strategy
 from bench.timer import StepTimer
 from methodology import throughput

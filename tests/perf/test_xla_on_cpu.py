@@ -15,7 +15,7 @@ import statistics
 
 from bench import config as cfg
 from bench.data import InputSpec, make_dataset, make_pipeline
-from bench.run import build_model
+from bench.recipe import build_model
 from bench.strategy import make_strategy
 from bench.timer import StepTimer
 from methodology import throughput

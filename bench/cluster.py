@@ -1,0 +1,156 @@
+"""A multi-worker cluster as TF_CONFIG describes it, without TensorFlow.
+
+``podbench run --strategy multi_worker`` reads its place in the cluster from
+TF_CONFIG (``parse_tf_config``) before TensorFlow loads, so a bad cluster spec
+costs nothing; ``podbench launch`` writes TF_CONFIG for local workers
+(``make_tf_config``, ``free_ports``). Only the chief writes the user's results
+(``worker_scratch_dir``).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Mapping, Sequence, TextIO
+
+from bench.errors import UsageError
+
+TASK_TYPES = ("chief", "worker")
+LOOPBACK = "127.0.0.1"
+# Set by `podbench launch` so that every worker reports the same run id, and
+# the chief's default run directory is the one the launcher put the logs in.
+RUN_ID_ENV = "PODBENCH_RUN_ID"
+
+@dataclass(frozen=True)
+class ClusterTask:
+    """This process's place in a multi-worker cluster, as TF_CONFIG describes it.
+
+    Attributes:
+      task_type: "chief" or "worker".
+      task_index: index into the cluster's list of that type.
+      workers: the cluster's "worker" addresses (host:port).
+      chief: the cluster's "chief" address, if it has one.
+    """
+
+    task_type: str
+    task_index: int
+    workers: tuple[str, ...]
+    chief: str | None = None
+
+    def __post_init__(self):
+        if self.task_type not in TASK_TYPES:
+            raise ValueError(f"task type {self.task_type!r} is not chief or worker (a parameter server or "
+                             "evaluator does not train under multi_worker)")
+        if not self.workers:
+            raise ValueError("cluster.worker lists no address")
+        for address in self.workers + ((self.chief,) if self.chief is not None else ()):
+            _check_address(address)
+        size = 1 if self.task_type == "chief" else len(self.workers)
+        if self.task_type == "chief" and self.chief is None:
+            raise ValueError("task type is chief but the cluster has no chief")
+        if isinstance(self.task_index, bool) or not isinstance(self.task_index, int) \
+                or not 0 <= self.task_index < size:
+            raise ValueError(f"task {self.task_type} index {self.task_index!r} is out of range: the cluster "
+                             f"has {size} {self.task_type}(s), index 0..{size - 1}")
+
+    @property
+    def num_workers(self) -> int:
+        """Training processes in the cluster (the chief trains too)."""
+        return len(self.workers) + (self.chief is not None)
+
+    @property
+    def is_chief(self) -> bool:
+        """Whether this process writes the results: the chief, or worker 0 in a cluster without one."""
+        return self.task_type == "chief" or (self.chief is None and self.task_index == 0)
+
+    @property
+    def name(self) -> str:
+        return "chief" if self.task_type == "chief" else f"worker {self.task_index}"
+
+
+def _check_address(address: object) -> None:
+    host, _, port = address.rpartition(":") if isinstance(address, str) else ("", "", "")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"cluster address {address!r} is not HOST:PORT")
+
+
+def parse_tf_config(raw: str | None) -> ClusterTask:
+    """This process's task from a TF_CONFIG value (pure; no TensorFlow).
+
+    Args:
+      raw: the TF_CONFIG environment variable's value, or None if unset.
+
+    Returns:
+      A ClusterTask.
+
+    Raises:
+      UsageError: unset, not JSON, not a cluster spec, or a task missing or out of range.
+    """
+    if not raw:
+        raise UsageError("--strategy multi_worker needs TF_CONFIG (the cluster spec) set on every worker; "
+                         "to try it on one machine: podbench launch --workers 2 -- run ...")
+    try:
+        spec = json.loads(raw)
+    except ValueError as err:
+        raise UsageError(f"TF_CONFIG is not JSON ({err})") from None
+    cluster = spec.get("cluster") if isinstance(spec, dict) else None
+    if not isinstance(cluster, dict) or not isinstance(cluster.get("worker"), list):
+        raise UsageError("TF_CONFIG is not a cluster spec with a 'cluster.worker' list")
+    task = spec.get("task")
+    if not isinstance(task, dict) or "type" not in task or "index" not in task:
+        raise UsageError('TF_CONFIG has no task: add "task": {"type": "worker", "index": I} '
+                         "(this process's place in cluster.worker)")
+    chiefs = cluster.get("chief") or []
+    if not isinstance(chiefs, list) or len(chiefs) > 1:
+        raise UsageError("TF_CONFIG's cluster.chief must be a list of one address")
+    try:
+        return ClusterTask(task["type"], task["index"], tuple(cluster["worker"]), chiefs[0] if chiefs else None)
+    except ValueError as err:
+        raise UsageError(f"TF_CONFIG: {err}") from None
+
+
+def make_tf_config(addresses: Sequence[str], index: int) -> str:
+    """TF_CONFIG for worker ``index`` of a chief-less cluster (worker 0 is then the chief)."""
+    return json.dumps({"cluster": {"worker": list(addresses)}, "task": {"type": "worker", "index": index}})
+
+
+def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+    """``count`` distinct ports that were free a moment ago (bound to port 0, then released).
+
+    All sockets are held until every port is chosen, so the ports differ. The
+    ports are free again once this returns: call it just before starting the
+    workers. (A port taken by someone else before a worker binds it makes that
+    worker fail, and the launch with it, naming the worker's log.)
+    """
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for s in sockets:
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in sockets]
+
+
+def worker_scratch_dir(strategy: str, environ: Mapping[str, str] = os.environ,
+                       stream: TextIO = sys.stderr) -> tempfile.TemporaryDirectory | None:
+    """A temporary run directory for a non-chief worker; None for every other run.
+
+    Only the chief writes where the user's results go; the other workers train
+    the same steps and write theirs to a directory removed at the end (as TF's
+    multi-worker guide does with their checkpoints). Also checks TF_CONFIG,
+    before TensorFlow loads.
+
+    Raises:
+      UsageError: multi_worker with a missing or malformed TF_CONFIG.
+    """
+    if strategy != "multi_worker":
+        return None
+    task = parse_tf_config(environ.get("TF_CONFIG"))
+    if task.is_chief:
+        return None
+    scratch = tempfile.TemporaryDirectory(prefix=f"podbench-{task.name.replace(' ', '')}-")
+    print(f"{task.name} of {task.num_workers}: the chief writes the results; this worker's go to "
+          f"{scratch.name} (removed at the end)", file=stream, flush=True)
+    return scratch

@@ -1,0 +1,180 @@
+"""bench/cli_launch.py: `podbench launch` through the console script, with real TensorFlow workers.
+
+The multi-process tests are few on purpose: each worker imports TensorFlow
+(~10 s) and this machine has 2 cores. Two and three workers finish with one
+replica each; a worker SIGKILLed mid-run takes the launch down, naming it.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bench import results
+
+REPO = Path(__file__).resolve().parent.parent
+PODBENCH = Path(sys.executable).parent / "podbench"
+ENV = {**os.environ, "PATH": f"{PODBENCH.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+EXIT_USAGE = 2
+PER_REPLICA_BATCH = 4
+SMALL = ("--image-size", 32, "--num-classes", 10, "--batch-size", PER_REPLICA_BATCH,
+         "--steps-per-epoch", 2, "--epochs", 3)
+DEADLINE_S = 60  # issue 7: a dead worker ends the launch within 60 s, never a hang
+RUN_TIMEOUT_S = 600  # hang guard for whole launches
+
+
+def podbench(*args, cwd=REPO, timeout=RUN_TIMEOUT_S):
+    return subprocess.run([str(PODBENCH), *map(str, args)], capture_output=True, text=True, env=ENV,
+                          cwd=cwd, timeout=timeout)
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error: ")]
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+# --- usage errors: one line, exit code 2, no TensorFlow ----------------------------------------
+
+# Runs podbench's main in-process and says whether TensorFlow was imported.
+TF_PROBE = (
+    "import sys\n"
+    "from bench.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('TENSORFLOW_IMPORTED=%s' % ('tensorflow' in sys.modules))\n"
+    "sys.exit(code)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        pytest.param(["--workers", 2], "nothing to launch", id="no_command"),
+        pytest.param(["--workers", 2, "--"], "nothing to launch", id="nothing_after_dashes"),
+        pytest.param(["--workers", 2, "--", "cost"], "not 'cost'", id="not_run"),
+        pytest.param(["--workers", 2, "--", "run", "--strategy", "mirrored"], "not mirrored", id="other_strategy"),
+        pytest.param(["--workers", 2, "--", "run", "--replicas", 2], "--replicas applies", id="replicas"),
+        pytest.param(["--workers", 2, "--", "run", "--bogus"], "--bogus", id="bad_run_flag"),
+        pytest.param(["--workers", 2, "--", "run", "--warmup-steps", 9, "--train-steps", 4], "warm-up",
+                     id="bad_run_combination"),
+        pytest.param(["--workers", 0, "--", "run"], "--workers must be at least 1", id="no_workers"),
+        pytest.param(["--workers", 2, "--timeout", 0, "--", "run"], "--timeout must be a positive", id="timeout_0"),
+        pytest.param(["--workers", 2, "--timeout", -5, "--", "run"], "--timeout must be a positive",
+                     id="timeout_negative"),
+        pytest.param(["--", "run"], "--workers", id="workers_missing"),
+    ],
+)
+def test_usage_errors_before_any_worker_or_tensorflow(tmp_path, argv, fragment):
+    proc = subprocess.run([sys.executable, "-c", TF_PROBE, "launch", *map(str, argv)], capture_output=True,
+                          text=True, env=ENV, cwd=tmp_path, timeout=60)
+    assert proc.returncode == EXIT_USAGE, proc.stderr[-3000:]
+    errors = error_lines(proc.stderr)
+    assert len(errors) == 1 and fragment in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "TENSORFLOW_IMPORTED=False" in proc.stdout
+    assert not (tmp_path / "results").exists()  # no run directory was made
+
+
+def test_output_that_already_holds_a_run(tmp_path):
+    (tmp_path / results.STEPS_FILE).write_text("")
+    proc = podbench("launch", "--workers", 2, "--", "run", *SMALL, "--output", tmp_path)
+    assert proc.returncode == EXIT_USAGE and "already holds a run" in error_lines(proc.stderr)[0]
+
+
+def test_run_multi_worker_checks_tf_config_before_tensorflow(tmp_path):
+    """`podbench run`'s side: a task out of range is one line, not a hang inside TensorFlow."""
+    env = {**ENV, "TF_CONFIG": json.dumps({"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+                                           "task": {"type": "worker", "index": 2}})}
+    proc = subprocess.run([sys.executable, "-c", TF_PROBE, "run", "--strategy", "multi_worker",
+                           "--output", str(tmp_path / "run")], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode == EXIT_USAGE
+    assert "index 2 is out of range" in error_lines(proc.stderr)[0]
+    assert "TENSORFLOW_IMPORTED=False" in proc.stdout
+
+
+# --- real multi-worker runs (TensorFlow in every worker) ----------------------------------------
+
+def test_two_workers_print_the_chiefs_summary(tmp_path):
+    out = tmp_path / "run"
+    proc = podbench("launch", "--workers", 2, "--", "run", *SMALL, "--output", out, "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)  # the chief's stdout, as `podbench run --json` prints it
+    assert summary == json.loads((out / results.SUMMARY_FILE).read_text())
+    assert summary["status"] == "completed" and summary["strategy"] == "multi_worker"
+    assert summary["num_replicas"] == 2  # one CPU device a worker
+    assert summary["global_batch_size"] == PER_REPLICA_BATCH * 2
+    assert summary["images_per_sec"] > 0
+    env = json.loads((out / results.ENVIRONMENT_FILE).read_text())
+    assert (env["num_workers"], env["task"]) == (2, "worker 0")
+
+    assert "step 6/6" in proc.stderr  # the chief's progress lines stream through
+    worker1 = (out / "workers" / "worker-1.log").read_text()
+    assert "step 6/6" in worker1 and "worker 1 of 2: the chief writes the results" in worker1
+    scratch = [line.split("go to ")[1].split(" (removed")[0] for line in worker1.splitlines()
+               if line.startswith("worker 1 of 2")][0]
+    assert not Path(scratch).exists()  # the non-chief's run directory is gone
+    assert summary["run_id"] in worker1  # one run id for every worker
+
+
+def test_three_workers_in_the_default_run_directory(tmp_path):
+    proc = podbench("launch", "--workers", 3, "--timeout", RUN_TIMEOUT_S, "--", "run", *SMALL, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "strategy multi_worker, 3 replica(s)" in proc.stdout  # the summary table, as `podbench run` prints it
+    assert f"{PER_REPLICA_BATCH} per replica, {PER_REPLICA_BATCH * 3} global" in proc.stdout
+    (run_dir,) = (tmp_path / results.DEFAULT_RUNS_DIR).iterdir()  # the chief's only; none for workers 1, 2
+    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text())
+    assert summary["run_id"] == run_dir.name  # the launcher's run id is the chief's
+    assert summary["num_replicas"] == 3 and summary["global_batch_size"] == PER_REPLICA_BATCH * 3
+    assert sorted(p.name for p in (run_dir / "workers").iterdir()) == [f"worker-{k}.log" for k in range(3)]
+
+
+def test_a_killed_worker_ends_the_launch(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [str(PODBENCH), "launch", "--workers", "2", "--", "run", *map(str, SMALL[:-2]), "--train-steps", "400",
+         "--output", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
+    watchdog = threading.Timer(RUN_TIMEOUT_S, proc.kill)  # a hung launch fails the test, never hangs it
+    watchdog.start()
+    try:
+        pids = _pids_then_first_step(proc)
+        os.kill(pids[1], signal.SIGKILL)
+        killed_s = time.monotonic()
+        stderr = proc.stderr.read()  # to the launcher's end
+        proc.wait()
+        ended_s = time.monotonic() - killed_s
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert ended_s < DEADLINE_S, f"the launch took {ended_s:.0f} s to end after worker 1 was killed"
+    assert proc.returncode == 128 + signal.SIGKILL, stderr[-3000:]
+    (error,) = error_lines(stderr)
+    assert "worker 1 of 2 failed with signal SIGKILL" in error
+    assert str(out / "workers" / "worker-1.log") in error
+    assert "[worker 1] " in stderr  # its last lines, above the error
+    assert not any(alive(pid) for pid in pids)
+
+
+def _pids_then_first_step(proc) -> list[int]:
+    """Reads the launcher's stderr up to the chief's first progress line; returns the worker pids."""
+    pids = None
+    for line in proc.stderr:
+        if "started worker pids" in line:
+            pids = [int(p) for p in line.split("pids ")[1].split(" (")[0].split(", ")]
+        if line.startswith("step ") and pids:
+            return pids
+    raise AssertionError(f"launch ended before the first step (exit code {proc.wait()})")

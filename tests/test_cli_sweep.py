@@ -1,0 +1,155 @@
+"""bench/cli_sweep.py: `podbench sweep` through the console script: one real sweep on 1 and 2
+logical CPU devices, and bad input refused in one line before any run (and before TensorFlow)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bench import sweep
+
+REPO = Path(__file__).resolve().parent.parent
+PODBENCH = Path(sys.executable).parent / "podbench"
+ENV = {**os.environ, "PATH": f"{PODBENCH.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+EXIT_USAGE = 2
+SMALL_RUN = ["--image-size", "32", "--num-classes", "10", "--batch-size", "4", "--steps-per-epoch", "2",
+             "--epochs", "3"]
+# Runs the console script and reports on exit whether TensorFlow was imported
+# (this test process has it loaded already: tests/conftest.py).
+TF_PROBE = (
+    "import atexit, runpy, sys\n"
+    "atexit.register(lambda: sys.stdout.write("
+    "'\\nTENSORFLOW_IMPORTED=%s\\n' % ('tensorflow' in sys.modules)))\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
+
+
+def podbench_probing_tf(*args, timeout=120):
+    """Runs `podbench ARGS`; returns (process, whether it imported TensorFlow)."""
+    proc = subprocess.run([sys.executable, "-c", TF_PROBE, str(PODBENCH), *map(str, args)],
+                          capture_output=True, text=True, env=ENV, cwd=REPO, timeout=timeout)
+    marks = [line for line in proc.stdout.splitlines() if line.startswith("TENSORFLOW_IMPORTED=")]
+    assert len(marks) == 1, proc.stdout
+    return proc, marks[0] == "TENSORFLOW_IMPORTED=True"
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error: ")]
+
+
+# --- one real sweep: 1 and 2 replicas on logical CPU devices -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_sweep(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep") / "s"
+    proc = subprocess.run([str(PODBENCH), "sweep", "--replicas", "2,1", *SMALL_RUN, "--output", str(out)],
+                          capture_output=True, text=True, env=ENV, cwd=REPO, timeout=600)
+    return proc, out
+
+
+def test_sweep_writes_table_json_csv_and_chart(real_sweep):
+    proc, out = real_sweep
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    for name in ("sweep.json", "sweep.csv", "scaling.png", "scaling.svg"):
+        assert (out / name).stat().st_size > 0, name
+    document = json.loads((out / "sweep.json").read_text())
+    assert document["replicas"] == [1, 2]  # sorted
+    table = pd.read_csv(out / "sweep.csv")
+    assert table["replicas"].tolist() == [1, 2]
+    assert table["images_per_sec"].tolist() == pytest.approx([s["images_per_sec"] for s in document["sizes"]])
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[0] == "replicas" and [line.split()[0] for line in lines[1:3]] == ["1", "2"]
+
+
+def test_each_size_ran_as_its_own_mirrored_run(real_sweep):
+    _, out = real_sweep
+    for n in (1, 2):
+        run = json.loads((out / f"replicas-{n}" / "summary.json").read_text())
+        assert (run["strategy"], run["num_replicas"], run["status"]) == ("mirrored", n, "completed")
+        assert (run["per_replica_batch_size"], run["global_batch_size"]) == (4, 4 * n)  # weak scaling
+        assert run["image_size"] == 32 and run["images_per_sec"] > 0
+        assert (out / f"replicas-{n}.log").read_text().startswith("podbench run ")
+
+
+def test_efficiency_is_computed_as_defined(real_sweep):
+    _, out = real_sweep
+    one, two = json.loads((out / "sweep.json").read_text())["sizes"]
+    run_rates = [json.loads((out / f"replicas-{n}" / "summary.json").read_text())["images_per_sec"]
+                 for n in (1, 2)]
+    assert [one["images_per_sec"], two["images_per_sec"]] == pytest.approx(run_rates)
+    assert one["scaling_efficiency"] == pytest.approx(1.0)
+    assert two["scaling_efficiency"] == pytest.approx(run_rates[1] / (2 * run_rates[0]))
+    assert two["ideal_images_per_sec"] == pytest.approx(2 * run_rates[0])
+    assert one["efficiency_base_replicas"] == two["efficiency_base_replicas"] == 1
+
+
+def test_progress_and_the_shared_cpu_are_said(real_sweep):
+    proc, out = real_sweep
+    stderr = proc.stderr.splitlines()
+    assert "[1/2] replicas 1: running…" in stderr and "[2/2] replicas 2: running…" in stderr
+    assert any(line.startswith("[2/2] replicas 2: ") and "images/sec" in line for line in stderr)
+    assert any(line.startswith("    step ") for line in stderr)  # each run's own progress, indented
+    note = "2 replicas shared one physical CPU"
+    assert any(line.startswith(f"note: {note}") for line in proc.stdout.splitlines())
+    assert any(n.startswith(note) for n in json.loads((out / "sweep.json").read_text())["notes"])
+
+
+# --- bad input: one line, exit 2, no run, no TensorFlow -------------------------------------------
+
+BAD_INPUTS = [
+    pytest.param(["--replicas", "1,0"], "'0' is not a positive whole number", id="replicas_zero"),
+    pytest.param(["--replicas", "1,-2"], "'-2' is not a positive", id="replicas_negative"),
+    pytest.param(["--replicas", "1,two"], "'two' is not a positive", id="replicas_word"),
+    pytest.param(["--replicas", "1,2,2"], "2 appears twice", id="replicas_repeated"),
+    pytest.param(["--replicas", "1,,4"], "not a comma list", id="replicas_empty_item"),
+    pytest.param(["--replicas", ""], "not a comma list", id="replicas_empty"),
+    pytest.param([], "the following arguments are required: --replicas", id="replicas_missing"),
+    pytest.param(["--replicas", "1,2", "--replicas", "4"], "--replicas given twice", id="replicas_twice"),
+    pytest.param(["--replicas", "1,2", "--output", "{tmp}/other"], "--output given twice", id="output_twice"),
+    pytest.param(["--replicas", "1,2", "--strategy", "tpu"], "--strategy tpu clashes", id="strategy_tpu"),
+    pytest.param(["--replicas", "1,2", "--strategy", "default"], "--strategy default clashes",
+                 id="strategy_default"),
+    pytest.param(["--replicas", "1,2", "--tpu", "local"], "--tpu does not apply", id="tpu"),
+    pytest.param(["--replicas", "1,2", "--preset", "tpu-v2-8"], "preset tpu-v2-8 is for a TPU", id="tpu_preset"),
+    pytest.param(["--replicas", "1,2", "--preset", "nope"], "unknown preset 'nope'", id="unknown_preset"),
+    pytest.param(["--replicas", "1,2", "--batch-size", "0"], "batch size must be a positive", id="run_flag"),
+    pytest.param(["--replicas", "1,2", "--image-size", "16"], "image size must be >= 32", id="run_flag_2"),
+    pytest.param(["--replicas", "1,2", "--epochs", "1"], "warm-up (1 epoch) must be shorter", id="run_combo"),
+    pytest.param(["--replicas", "1,2", "--bogus"], "unrecognized arguments: --bogus", id="unknown_flag"),
+]
+
+
+@pytest.mark.parametrize("argv, fragment", BAD_INPUTS)
+def test_bad_input_is_one_line_before_anything_runs(tmp_path, argv, fragment):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    out = tmp_path / "sweep"
+    proc, imported_tf = podbench_probing_tf("sweep", "--output", out, *argv)
+    assert proc.returncode == EXIT_USAGE, proc.stderr
+    errors = error_lines(proc.stderr)
+    assert len(errors) == 1 and fragment in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr and "running" not in proc.stderr
+    assert not imported_tf
+    assert not out.exists()
+
+
+def test_a_used_sweep_directory_is_refused(tmp_path):
+    (tmp_path / sweep.SWEEP_JSON).write_text("{}")
+    proc, imported_tf = podbench_probing_tf("sweep", "--replicas", "1", "--output", tmp_path)
+    assert proc.returncode == EXIT_USAGE
+    assert error_lines(proc.stderr) == [f"error: {tmp_path} already holds a sweep; choose a new --output"]
+    assert not imported_tf
+
+
+def test_help_lists_the_run_flags_without_tensorflow():
+    proc, imported_tf = podbench_probing_tf("sweep", "--help")
+    assert proc.returncode == 0
+    for flag in ("--replicas LIST", "--output SWEEP_DIR", "--batch-size", "--image-size", "--precision"):
+        assert flag in proc.stdout, flag
+    assert "keeps going" in proc.stdout or "does not stop the sweep" in proc.stdout
+    assert not imported_tf
