@@ -1,4 +1,5 @@
 """bench/results.py: run ids, the run directory, steps.jsonl round trip."""
+import dataclasses
 import json
 from datetime import datetime, timezone
 
@@ -6,6 +7,7 @@ import pytest
 
 from bench import results
 from bench.errors import UsageError
+from methodology.target import EvalRecord
 from methodology.throughput import StepRecord
 
 
@@ -75,3 +77,39 @@ def test_write_json_is_atomic_and_readable(tmp_path):
     results.write_json(path, {"images_per_sec": 1.5})
     assert json.loads(path.read_text()) == {"images_per_sec": 1.5}
     assert not list(tmp_path.glob("*.tmp"))
+
+
+# --- evals.jsonl ---------------------------------------------------------------------------
+
+def _eval(epoch, top_1):
+    return EvalRecord(epoch=epoch, step=4 * epoch, start_s=10.0 * epoch, end_s=10.0 * epoch + 1.5,
+                      top_1=top_1, top_5=None if epoch == 1 else 0.99)
+
+
+def test_evals_round_trip(tmp_path):
+    path = tmp_path / results.EVALS_FILE
+    writer = results.EvalLogWriter(path)
+    written = [_eval(1, 0.5), _eval(2, 0.75)]
+    for record in written:
+        writer(record)
+    writer.close()
+    assert results.read_evals(path) == written
+
+
+def test_no_evals_file_is_no_evaluations(tmp_path):
+    assert results.read_evals(tmp_path / results.EVALS_FILE) == []
+
+
+def test_a_torn_last_eval_line_is_ignored(tmp_path):
+    path = tmp_path / results.EVALS_FILE
+    results.EvalLogWriter(path)(_eval(1, 0.5))
+    with open(path, "a") as f:
+        f.write('{"epoch": 2, "step": 8, "sta')
+    assert results.read_evals(path) == [_eval(1, 0.5)]
+
+
+def test_a_malformed_eval_line_in_the_middle_is_named(tmp_path):
+    path = tmp_path / results.EVALS_FILE
+    path.write_text('{"epoch": 1}\n' + json.dumps(dataclasses.asdict(_eval(2, 0.7))) + "\n")
+    with pytest.raises(ValueError, match=r"evals.jsonl:1: not an evaluation record"):
+        results.read_evals(path)

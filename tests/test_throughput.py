@@ -4,6 +4,8 @@ import math
 import numpy as np
 import pytest
 
+from methodology import throughput
+
 from methodology.throughput import (
     StepRecord, interval_images_per_sec, interval_step_times_s, jitter, percentile,
     standard_error, summarize, validate_log, window_start_index,
@@ -140,3 +142,33 @@ def test_interval_helpers():
     assert window_start_index(records, 3) == 2
     with pytest.raises(ValueError):
         window_start_index(records, -1)
+
+
+# --- exclude_pauses: the clock stopped during evaluations ----------------------------------
+
+LOG = [StepRecord(0, 0.0), StepRecord(2, 10.0), StepRecord(4, 20.0), StepRecord(6, 30.0)]
+
+
+@pytest.mark.parametrize("pauses, times", [
+    pytest.param([], [0.0, 10.0, 20.0, 30.0], id="none"),
+    pytest.param([(12.0, 15.0)], [0.0, 10.0, 17.0, 27.0], id="inside_one_interval"),
+    pytest.param([(10.0, 13.0), (21.0, 22.0)], [0.0, 10.0, 17.0, 26.0], id="two"),
+    pytest.param([(21.0, 22.0), (10.0, 13.0)], [0.0, 10.0, 17.0, 26.0], id="unsorted"),
+    pytest.param([(-5.0, -1.0)], [-4.0, 6.0, 16.0, 26.0], id="before_the_first_record"),
+    pytest.param([(31.0, 40.0)], [0.0, 10.0, 20.0, 30.0], id="after_the_last_record"),
+])
+def test_exclude_pauses(pauses, times):
+    shifted = throughput.exclude_pauses(LOG, pauses)
+    assert [r.step for r in shifted] == [0, 2, 4, 6]
+    assert [r.time_s for r in shifted] == pytest.approx(times)
+
+
+def test_exclude_pauses_then_summarize_leaves_the_pause_out():
+    shifted = throughput.exclude_pauses(LOG, [(20.0, 25.0)])
+    # window: step 2 (10 s) to step 6 (30 - 5 = 25 s)
+    assert throughput.summarize(shifted, 8, warmup_steps=2).images_per_sec == pytest.approx(4 * 8 / 15.0)
+
+
+def test_a_pause_that_ends_before_it_starts():
+    with pytest.raises(ValueError, match="before it starts"):
+        throughput.exclude_pauses(LOG, [(5.0, 4.0)])
