@@ -14,7 +14,7 @@ import secrets
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from bench.errors import UsageError
 from methodology.target import EvalRecord
@@ -62,51 +62,65 @@ def write_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-class StepLogWriter:
-    """Appends timer records to steps.jsonl, one flushed line each."""
+class JsonLinesWriter:
+    """Appends records to a JSON-lines file, one flushed line each (a crash loses nothing written).
 
-    def __init__(self, path: Path):
+    Args:
+      path: the file, appended to.
+      encode: record -> one line of JSON, without the newline.
+    """
+
+    def __init__(self, path: Path, encode: Callable[[Any], str]):
         self._file = open(path, "a", encoding="utf-8")
+        self._encode = encode
 
-    def __call__(self, record: StepRecord) -> None:
-        self._file.write(f'{{"step": {record.step}, "time_s": {record.time_s!r}}}\n')
+    def __call__(self, record) -> None:
+        self._file.write(self._encode(record) + "\n")
         self._file.flush()
 
     def close(self) -> None:
         self._file.close()
 
 
-def read_steps(path: Path) -> list[StepRecord]:
-    """Reads steps.jsonl back; a torn last line (killed mid-write) is ignored.
+def _read_json_lines(path: Path, decode: Callable[[Any], Any], what: str) -> list:
+    """Decodes every line; a torn last line (killed mid-write) is ignored.
 
     Raises:
       ValueError: a malformed line other than the last, naming its number.
     """
     lines = Path(path).read_text(encoding="utf-8").splitlines()
-    records = []
+    out = []
     for number, line in enumerate(lines, start=1):
         try:
-            row = json.loads(line)
-            records.append(StepRecord(int(row["step"]), float(row["time_s"])))
+            out.append(decode(json.loads(line)))
         except (ValueError, KeyError, TypeError):
             if number == len(lines):
                 break
-            raise ValueError(f"{path}:{number}: not a step record: {line[:80]!r}") from None
-    return records
+            raise ValueError(f"{path}:{number}: not {what}: {line[:80]!r}") from None
+    return out
 
 
-class EvalLogWriter:
-    """Appends evaluation records to evals.jsonl, one flushed line each."""
+class StepLogWriter(JsonLinesWriter):
+    """steps.jsonl's writer. Lines are formatted by hand: it runs every step, and json.dumps costs more."""
 
     def __init__(self, path: Path):
-        self._file = open(path, "a", encoding="utf-8")
+        super().__init__(path, lambda r: f'{{"step": {r.step}, "time_s": {r.time_s!r}}}')
 
-    def __call__(self, record: EvalRecord) -> None:
-        self._file.write(json.dumps(dataclasses.asdict(record)) + "\n")
-        self._file.flush()
 
-    def close(self) -> None:
-        self._file.close()
+def read_steps(path: Path) -> list[StepRecord]:
+    """Reads steps.jsonl back; a torn last line is ignored.
+
+    Raises:
+      ValueError: a malformed line other than the last, naming its number.
+    """
+    return _read_json_lines(path, lambda row: StepRecord(int(row["step"]), float(row["time_s"])), "a step record")
+
+
+class EvalLogWriter(JsonLinesWriter):
+    """evals.jsonl's writer."""
+
+    def __init__(self, path: Path):
+        super().__init__(path, lambda r: json.dumps(dataclasses.asdict(r)))
 
 
 def read_evals(path: Path) -> list[EvalRecord]:
@@ -115,16 +129,6 @@ def read_evals(path: Path) -> list[EvalRecord]:
     Raises:
       ValueError: a malformed line other than the last, naming its number.
     """
-    path = Path(path)
-    if not path.exists():
+    if not Path(path).exists():
         return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    evals = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            evals.append(EvalRecord(**json.loads(line)))
-        except (ValueError, TypeError):
-            if number == len(lines):
-                break
-            raise ValueError(f"{path}:{number}: not an evaluation record: {line[:80]!r}") from None
-    return evals
+    return _read_json_lines(path, lambda row: EvalRecord(**row), "an evaluation record")

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -16,10 +15,8 @@ from pathlib import Path
 import pytest
 
 from bench import results
+from console import ENV, PODBENCH, REPO, error_lines, podbench_probing_tf
 
-REPO = Path(__file__).resolve().parent.parent
-PODBENCH = Path(sys.executable).parent / "podbench"
-ENV = {**os.environ, "PATH": f"{PODBENCH.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 EXIT_USAGE = 2
 PER_REPLICA_BATCH = 4
 SMALL = ("--image-size", 32, "--num-classes", 10, "--batch-size", PER_REPLICA_BATCH,
@@ -33,10 +30,6 @@ def podbench(*args, cwd=REPO, timeout=RUN_TIMEOUT_S):
                           cwd=cwd, timeout=timeout)
 
 
-def error_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("error: ")]
-
-
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -47,14 +40,6 @@ def alive(pid: int) -> bool:
 
 # --- usage errors: one line, exit code 2, no TensorFlow ----------------------------------------
 
-# Runs podbench's main in-process and says whether TensorFlow was imported.
-TF_PROBE = (
-    "import sys\n"
-    "from bench.cli import main\n"
-    "code = main(sys.argv[1:])\n"
-    "print('TENSORFLOW_IMPORTED=%s' % ('tensorflow' in sys.modules))\n"
-    "sys.exit(code)\n"
-)
 
 
 @pytest.mark.parametrize(
@@ -76,13 +61,12 @@ TF_PROBE = (
     ],
 )
 def test_usage_errors_before_any_worker_or_tensorflow(tmp_path, argv, fragment):
-    proc = subprocess.run([sys.executable, "-c", TF_PROBE, "launch", *map(str, argv)], capture_output=True,
-                          text=True, env=ENV, cwd=tmp_path, timeout=60)
+    proc, imported_tf = podbench_probing_tf("launch", *argv, cwd=tmp_path, timeout=60)
     assert proc.returncode == EXIT_USAGE, proc.stderr[-3000:]
     errors = error_lines(proc.stderr)
     assert len(errors) == 1 and fragment in errors[0], proc.stderr
     assert "Traceback" not in proc.stderr
-    assert "TENSORFLOW_IMPORTED=False" in proc.stdout
+    assert not imported_tf
     assert not (tmp_path / "results").exists()  # no run directory was made
 
 
@@ -96,12 +80,11 @@ def test_run_multi_worker_checks_tf_config_before_tensorflow(tmp_path):
     """`podbench run`'s side: a task out of range is one line, not a hang inside TensorFlow."""
     env = {**ENV, "TF_CONFIG": json.dumps({"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
                                            "task": {"type": "worker", "index": 2}})}
-    proc = subprocess.run([sys.executable, "-c", TF_PROBE, "run", "--strategy", "multi_worker",
-                           "--output", str(tmp_path / "run")], capture_output=True, text=True, env=env,
-                          timeout=60)
+    proc, imported_tf = podbench_probing_tf("run", "--strategy", "multi_worker", "--output", tmp_path / "run",
+                                            env=env, timeout=60)
     assert proc.returncode == EXIT_USAGE
     assert "index 2 is out of range" in error_lines(proc.stderr)[0]
-    assert "TENSORFLOW_IMPORTED=False" in proc.stdout
+    assert not imported_tf
 
 
 # --- real multi-worker runs (TensorFlow in every worker) ----------------------------------------

@@ -6,7 +6,6 @@ already has TensorFlow loaded (tests/conftest.py), so "was TensorFlow imported"
 is asked of a child running the console script (TF_PROBE below).
 """
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -17,41 +16,18 @@ from pathlib import Path
 import pytest
 
 from bench import results
+from console import ENV, PODBENCH, REPO, error_lines, podbench_probing_tf
 from methodology import throughput
 
-REPO = Path(__file__).resolve().parent.parent
-PODBENCH = Path(sys.executable).parent / "podbench"
-ENV = {**os.environ, "PATH": f"{PODBENCH.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 TPU_DEADLINE_S = 60  # issue 2: an unreachable TPU fails within 60 s, never hangs
 
-# Runs the console script file itself and reports, on exit, whether TensorFlow was imported.
-TF_PROBE = (
-    "import atexit, runpy, sys\n"
-    "atexit.register(lambda: sys.stdout.write("
-    "'\\nTENSORFLOW_IMPORTED=%s\\n' % ('tensorflow' in sys.modules)))\n"
-    "sys.argv = sys.argv[1:]\n"
-    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
-)
 
 
 def podbench(*args, timeout=300, **kwargs):
     return subprocess.run([str(PODBENCH), *map(str, args)], capture_output=True, text=True,
                           env=ENV, cwd=REPO, timeout=timeout, **kwargs)
-
-
-def podbench_probing_tf(*args, timeout=300):
-    """Runs the console script; returns (process, whether it imported TensorFlow)."""
-    proc = subprocess.run([sys.executable, "-c", TF_PROBE, str(PODBENCH), *map(str, args)],
-                          capture_output=True, text=True, env=ENV, cwd=REPO, timeout=timeout)
-    marks = [line for line in proc.stdout.splitlines() if line.startswith("TENSORFLOW_IMPORTED=")]
-    assert len(marks) == 1, proc.stdout
-    return proc, marks[0] == "TENSORFLOW_IMPORTED=True"
-
-
-def error_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("error: ")]
 
 
 def free_port() -> int:

@@ -1,45 +1,17 @@
 """bench/cli_sweep.py: `podbench sweep` through the console script: one real sweep on 1 and 2
 logical CPU devices, and bad input refused in one line before any run (and before TensorFlow)."""
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from bench import sweep
+from console import ENV, PODBENCH, REPO, error_lines, podbench_probing_tf
 
-REPO = Path(__file__).resolve().parent.parent
-PODBENCH = Path(sys.executable).parent / "podbench"
-ENV = {**os.environ, "PATH": f"{PODBENCH.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 EXIT_USAGE = 2
 SMALL_RUN = ["--image-size", "32", "--num-classes", "10", "--batch-size", "4", "--steps-per-epoch", "2",
              "--epochs", "3"]
-# Runs the console script and reports on exit whether TensorFlow was imported
-# (this test process has it loaded already: tests/conftest.py).
-TF_PROBE = (
-    "import atexit, runpy, sys\n"
-    "atexit.register(lambda: sys.stdout.write("
-    "'\\nTENSORFLOW_IMPORTED=%s\\n' % ('tensorflow' in sys.modules)))\n"
-    "sys.argv = sys.argv[1:]\n"
-    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
-)
-
-
-def podbench_probing_tf(*args, timeout=120):
-    """Runs `podbench ARGS`; returns (process, whether it imported TensorFlow)."""
-    proc = subprocess.run([sys.executable, "-c", TF_PROBE, str(PODBENCH), *map(str, args)],
-                          capture_output=True, text=True, env=ENV, cwd=REPO, timeout=timeout)
-    marks = [line for line in proc.stdout.splitlines() if line.startswith("TENSORFLOW_IMPORTED=")]
-    assert len(marks) == 1, proc.stdout
-    return proc, marks[0] == "TENSORFLOW_IMPORTED=True"
-
-
-def error_lines(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if line.startswith("error: ")]
-
 
 # --- one real sweep: 1 and 2 replicas on logical CPU devices -----------------------------------
 
