@@ -81,6 +81,11 @@ def lookup_peak(device: str, precision: str) -> Peak | None:
     return PEAKS.get((device.lower(), precision_class(precision)))
 
 
+def training_flops_per_image(forward_macs: int) -> int:
+    """FLOPs to train on one image: 2 FLOPs a multiply-add, backward ~2x forward (3 x 2 x MACs)."""
+    return 3 * 2 * forward_macs
+
+
 def mfu(images_per_sec: float, training_flops_per_image: float, peak_flops_per_device: float,
         num_devices: int) -> float:
     """Achieved training FLOP/s as a fraction of the devices' combined peak."""

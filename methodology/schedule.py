@@ -1,6 +1,6 @@
 """The reference's training recipe as numbers: learning rate by epoch, optimizer and label smoothing by batch.
 
-Pure functions, no TensorFlow: bench/recipe.py computes the same schedule in
+Pure functions, no TensorFlow: bench/train/recipe.py computes the same schedule in
 TensorFlow ops for training, and the tests check the two agree, so the rate
 written to the event files (from here) is the rate the optimizer used.
 
@@ -23,6 +23,7 @@ still fall at 1/3, 2/3 and 8/9 of it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 BASE_LEARNING_RATE_PER_256 = 0.1
@@ -36,6 +37,11 @@ LABEL_SMOOTHING_LARGE_BATCH = 0.1
 LARS_PEAKS = ((16_384, 10.0, 5.0), (32_768, 25.0, 5.0), (None, 32.0, 14.0))
 LARS_POWER = 2.0
 OPTIMIZERS = ("momentum", "lars")
+# A short run's boundaries are products of floats (30 x 2/90) that can land one ulp
+# past the step they mean (342/513 for the v100-x8 preset's 2 epochs of 513 steps):
+# a boundary counts as reached within this relative tolerance, in the pure schedule
+# and in the graph alike (bench/train/recipe.py compares whole steps from first_step).
+BOUNDARY_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,20 @@ def reference_schedule(optimizer: str, global_batch_size: int, total_epochs: flo
                     total_epochs, tuple((epoch * scale, mult) for epoch, mult in MOMENTUM_DECAYS))
 
 
+def reached(epoch: float, boundary: float) -> bool:
+    """Whether ``epoch`` is at or past ``boundary``, within BOUNDARY_TOLERANCE."""
+    return epoch >= boundary - BOUNDARY_TOLERANCE * max(1.0, abs(boundary))
+
+
+def first_step(boundary: float, steps_per_epoch: int) -> int:
+    """The first whole step whose epoch (step / steps_per_epoch) has ``reached`` ``boundary``."""
+    step = max(0, math.ceil((boundary - BOUNDARY_TOLERANCE * max(1.0, abs(boundary))) * steps_per_epoch))
+    # ceil on a product can itself land one past: step back while the previous step qualifies.
+    while step > 0 and reached((step - 1) / steps_per_epoch, boundary):
+        step -= 1
+    return step
+
+
 def learning_rate(schedule: Schedule, epoch: float) -> float:
     """The rate at (fractional) ``epoch`` = steps done / steps per epoch.
 
@@ -113,13 +133,13 @@ def learning_rate(schedule: Schedule, epoch: float) -> float:
     with progress the fraction of the post-warm-up epochs done.
     """
     s = schedule
-    if epoch < s.warmup_epochs:
+    if not reached(epoch, s.warmup_epochs):
         return s.peak_learning_rate * epoch / s.warmup_epochs
     if s.optimizer == "lars":
         progress = min(1.0, (epoch - s.warmup_epochs) / (s.total_epochs - s.warmup_epochs))
         return s.peak_learning_rate * (1.0 - progress) ** LARS_POWER
     multiplier = 1.0
     for start, mult in s.decays:
-        if epoch >= start:
+        if reached(epoch, start):
             multiplier = mult
     return s.peak_learning_rate * multiplier

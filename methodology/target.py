@@ -1,8 +1,8 @@
 """Time to a target accuracy from a run's raw records. Pure functions.
 
 A run that trains to a target logs two kinds of raw data on one host clock:
-the step log (bench/timer.py: ``(step, time_s)`` after every block) and one
-evaluation record per evaluation (bench/evaluation.py: when it started and
+the step log (bench/train/timer.py: ``(step, time_s)`` after every block) and one
+evaluation record per evaluation (bench/train/evaluation.py: when it started and
 ended, after which step, and the accuracies). From those:
 
 - the window starts at the end of the warm-up (the first logged step at or

@@ -1,6 +1,6 @@
 """Step log -> warm-up exclusion -> steady-state throughput. Pure functions.
 
-The runner records raw ``(step, time_s)`` pairs only (see bench/timer.py): one
+The runner records raw ``(step, time_s)`` pairs only (see bench/train/timer.py): one
 record when training begins (step 0) and one after every executed block of
 steps, where ``step`` is the number of steps completed so far and ``time_s`` a
 monotonic host clock read after the block's results were available. Everything

@@ -6,7 +6,7 @@ last event of that tag. read_training_time.py reads one event file only; here
 every file counts, so restarted runs can be timed, restarts reported apart,
 and the evaluation time our runs log can be taken out.
 
-Pure: events in, numbers out. Reading event files is bench/eventlog.py's job.
+Pure: events in, numbers out. Reading event files is bench/results/eventfile.py's job.
 """
 from __future__ import annotations
 

@@ -118,8 +118,3 @@ def forward_macs_per_image(model: tf_keras.Model) -> int:
             cols = op.outputs[0].shape.as_list()[1]
             total += rows * inner * cols
     return total
-
-
-def training_flops_per_image(forward_macs: int) -> int:
-    """FLOPs to train on one image: 2 FLOPs a MAC, backward ~2x forward."""
-    return 3 * 2 * forward_macs

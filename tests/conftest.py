@@ -1,24 +1,35 @@
-"""Shared test set-up: two logical CPUs for MirroredStrategy, float32 policy after each test.
+"""Shared test set-up, loading TensorFlow only for the tests that use it.
 
-The CPU must be split before TensorFlow's runtime starts, i.e. before any test
-module creates a tensor; pytest imports this file first, so it happens here.
+Tests of pure modules (methodology/, report tables, read-only commands) import
+no TensorFlow, so `pytest tests/test_methodology_cost.py` runs in a second. When
+a test module does import TensorFlow, the CPU is split into two logical
+devices (for MirroredStrategy) once every module is collected and before any
+test runs: the split must precede TensorFlow's runtime start, which no test
+module triggers at import time.
 """
+import sys
+
 import models  # noqa: F401  (sets TF_USE_LEGACY_KERAS=1 before TensorFlow loads)
 
 import pytest
-import tensorflow as tf
-import tf_keras
 
 NUM_LOGICAL_CPUS = 2
 
-tf.config.set_logical_device_configuration(
-    tf.config.list_physical_devices("CPU")[0],
-    [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS,
-)
+
+def pytest_collection_modifyitems(session, config, items):
+    tf = sys.modules.get("tensorflow")
+    if tf is None:
+        return
+    tf.config.set_logical_device_configuration(
+        tf.config.list_physical_devices("CPU")[0],
+        [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS,
+    )
 
 
 @pytest.fixture(autouse=True)
 def float32_policy():
     """Tests that set a mixed-precision policy must not leak it into the next test."""
     yield
-    tf_keras.mixed_precision.set_global_policy("float32")
+    tf_keras = sys.modules.get("tf_keras")
+    if tf_keras is not None:
+        tf_keras.mixed_precision.set_global_policy("float32")

@@ -1,17 +1,23 @@
-"""Running the installed `podbench` console script in a child process, for the CLI tests.
+"""Helpers the tests share: `podbench` in a child process, in-process CLI calls, free ports, live pids,
+chart text boxes.
 
-The test process already has TensorFlow loaded (tests/conftest.py), so "did
-this command import TensorFlow" is asked of a child: TF_PROBE runs the console
-script file itself and reports on exit whether TensorFlow was imported.
+The test process may have TensorFlow loaded, so "did this command import
+TensorFlow" is asked of a child: TF_PROBE runs the console script file itself
+and reports on exit whether TensorFlow was imported. Where only the message
+matters, ``podbench_in_process`` calls ``bench.cli.main`` directly, with the
+TensorFlow-loading step of `podbench run` replaced by a failure (so a bad input
+that slipped past the checks fails the test instead of training).
 """
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PODBENCH = Path(sys.executable).parent / "podbench"
-ENV = {**os.environ, "PATH": f"{PODBENCH.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+ENV = {**os.environ, "PATH": f"{PODBENCH.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+       "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
 
 TF_PROBE = (
     "import atexit, runpy, sys\n"
@@ -20,6 +26,12 @@ TF_PROBE = (
     "sys.argv = sys.argv[1:]\n"
     "runpy.run_path(sys.argv[0], run_name='__main__')\n"
 )
+
+
+def podbench(*args, timeout=300, cwd=REPO, env=None, **kwargs) -> subprocess.CompletedProcess:
+    """Runs the installed `podbench ARGS` console script; output captured as text."""
+    return subprocess.run([str(PODBENCH), *map(str, args)], capture_output=True, text=True,
+                          env=env or ENV, cwd=cwd, timeout=timeout, **kwargs)
 
 
 def podbench_probing_tf(*args, timeout=300, cwd=REPO, env=None):
@@ -31,5 +43,67 @@ def podbench_probing_tf(*args, timeout=300, cwd=REPO, env=None):
     return proc, marks[0] == "TENSORFLOW_IMPORTED=True"
 
 
+class TrainingWouldStart(AssertionError):
+    """Raised in place of loading TensorFlow: the command got past every check."""
+
+
+def podbench_in_process(monkeypatch, capsys, *args) -> tuple[int, str, str]:
+    """`podbench ARGS` through bench.cli.main in this process: (exit code, stdout, stderr).
+
+    Whatever would train (`podbench run`'s TensorFlow step, a sweep's or a launch's
+    child processes) raises TrainingWouldStart instead, so a bad input that slipped
+    past the checks fails loudly rather than training.
+    """
+    from bench.cli import main, run  # noqa: PLC0415
+    from bench.cluster import launch, sweep  # noqa: PLC0415
+
+    def refuse(*args, **kwargs):
+        raise TrainingWouldStart("the checks passed and training would start now")
+
+    monkeypatch.setattr(run, "load_runner", refuse)
+    monkeypatch.setattr(sweep, "run_sweep", refuse)
+    monkeypatch.setattr(launch, "run_workers", refuse)
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    """A read-only command through bench.cli.main in this process: (exit code, stdout, stderr)."""
+    from bench.cli import main  # noqa: PLC0415
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error: ")]
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting to be reaped is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def overlaps(boxes) -> bool:
+    """Whether any two bounding boxes (a chart's texts, display coordinates) intersect."""
+    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def text_boxes(fig, texts):
+    """The bounding boxes of a figure's non-empty texts, as a saved file has them."""
+    fig.canvas.draw()  # runs the constrained layout
+    renderer = fig.canvas.get_renderer()
+    return [t.get_window_extent(renderer) for t in texts if t.get_text()]

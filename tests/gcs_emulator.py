@@ -18,15 +18,10 @@ import socket
 from dataclasses import dataclass
 
 import pytest
+from console import free_port
 
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 
-
-def free_port() -> int:
-    """A loopback port nobody listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass(frozen=True)

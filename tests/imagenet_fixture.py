@@ -1,7 +1,7 @@
 """Small ImageNet-layout TFRecord datasets with real JPEG bytes, for the tests.
 
 Everything here writes real data in the exact on-disk format of
-bench/records.py (``encode_example`` + ``write_shards``); nothing is mocked.
+bench/data/records.py (``encode_example`` + ``write_shards``); nothing is mocked.
 The API is shared by the records, data, run and CLI tests: keep it stable.
 
 Good data:
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from bench import records
+from bench.data import records
 
 # (height, width): non-square both ways, smaller than a 32x32 model input, and larger.
 SIZES = ((40, 30), (30, 40), (64, 48), (33, 57), (20, 25), (120, 90))
@@ -163,7 +163,7 @@ def flip_byte(path: str, offset: int) -> None:
 def record_offsets(path: str) -> list[int]:
     """The byte offset at which each record's frame starts (its 12-byte header: length, crc).
 
-    Read independently of bench/records.py, so the tests do not check it against itself.
+    Read independently of bench/data/records.py, so the tests do not check it against itself.
     """
     data, offsets, offset = Path(path).read_bytes(), [], 0
     while offset + 12 <= len(data):

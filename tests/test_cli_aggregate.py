@@ -14,11 +14,6 @@ from bench.errors import EXIT_USAGE
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def aggregate_command_only(monkeypatch):
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ("bench.cli_aggregate",))
-
-
 def write_run(root: Path, run_id: str, **summary) -> Path:
     run_dir = root / run_id
     run_dir.mkdir(parents=True)
@@ -98,9 +93,9 @@ def test_throughput_runs_aggregate_images_per_sec(tmp_path, capsys):
     (lambda d: d.mkdir(), "{d} has no summary.json: not a run directory, or the run is still going"),
     (lambda d: (d.mkdir(), (d / "summary.json").write_text("{oops")), "{d}/summary.json is not valid JSON"),
     (lambda d: (d.mkdir(), (d / "summary.json").write_text("[1, 2]")), "{d}/summary.json holds a list"),
-    (lambda d: (d.mkdir(), (d / "summary.json").write_text('{"run_id": "x", "images_per_sec": null}')),
+    (lambda d: (d.mkdir(), (d / "summary.json").write_text('{"run_id": "x", "status": "completed", "images_per_sec": null}')),
      "none of the 2 runs has time to target or images_per_sec to aggregate"),
-    (lambda d: (d.mkdir(), (d / "summary.json").write_text('{"run_id": "x", "time_to_target_s": -3}')),
+    (lambda d: (d.mkdir(), (d / "summary.json").write_text('{"run_id": "x", "status": "completed", "time_to_target_s": -3}')),
      "a summary.json holds a bad number: run x: time_to_target_s must be"),
 ], ids=["no_summary", "bad_json", "not_an_object", "nothing_to_aggregate", "negative_time"])
 def test_errors_are_one_line(tmp_path, capsys, make, message):

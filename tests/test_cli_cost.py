@@ -1,23 +1,13 @@
-"""bench/cli_cost.py: `podbench reproduce` and `podbench cost`, end to end, in-process."""
+"""bench/cli/cost.py: `podbench cost`, end to end, in-process."""
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from bench import cli_cost
+from bench.cli import cost as cli_cost
 from bench.cli import main
+from console import run_cli
 
-PODBENCH = Path(sys.executable).parent / "podbench"
-REPO = Path(__file__).resolve().parent.parent
 PRICE_HEADER = "hardware,region,pricing,era,unit,usd_per_hour,as_of,source"
-
-
-def run_cli(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def cost_json(capsys, *argv):
@@ -33,86 +23,6 @@ def write_run(tmp_path, **summary):
             "num_replicas": 1, "global_batch_size": 8}
     (run_dir / "summary.json").write_text(json.dumps({**base, **summary}))
     return run_dir
-
-
-# --- reproduce -----------------------------------------------------------------------------
-
-def test_reproduce_table(capsys):
-    code, out, err = run_cli(capsys, "reproduce")
-    assert code == 0 and err == ""
-    assert "images/s" in out and "USD/h" in out and "cost USD" in out  # units in the headers
-    assert "7.9 min" in out and "26.3 h" in out and "3.6 h" in out
-    assert "derived from headline" in out and "assumption, not published" in out
-    assert "not public" in out
-
-
-def test_reproduce_labels_every_unpublished_row(capsys):
-    _, out, _ = run_cli(capsys, "reproduce")
-    table = out.split("\n\n")[1].splitlines()[1:]
-    labels = {line.split()[0] + " " + line.split()[1]: line for line in table}
-    assert labels["TPU v2-512"].endswith("published") and "assumption" not in labels["TPU v2-512"]
-    for name in ("4x V100", "TPU v2-8", "TPU v2-32", "TPU v2-128", "TPU v2-256"):
-        assert labels[name].endswith("assumption, not published"), name
-
-
-def test_reproduce_shows_price_dates_and_sources(capsys):
-    _, out, _ = run_cli(capsys, "reproduce")
-    prices_block = out.split("prices (")[1].split("\n\n")[0]
-    assert "as of 2018-12" in prices_block and "as of 2018-09-29" in prices_block
-    assert "source: skypilot-org/skypilot-catalog" in prices_block and "DAWNBench" in prices_block
-    assert "$0.095/h" in prices_block  # not rounded to $0.10
-
-
-def test_reproduce_headline_block(capsys):
-    _, out, _ = run_cli(capsys, "reproduce")
-    headline = out.split("headline claims")[1]
-    assert "here 38%" in headline and "independent check: holds" in headline
-    assert "here 200x" in headline and "here 27x" in headline and "here 7.9 min" in headline
-    assert "DOES NOT HOLD" not in headline
-
-
-def test_reproduce_shows_mlperf_as_context_only(capsys):
-    _, out, _ = run_cli(capsys, "reproduce")
-    context = out.split("context, not the blog's figures")[1].split("headline claims")[0]
-    assert "137.80 min" in context and "74.9%" in context and "12.2x" in context
-
-
-def test_reproduce_json_shape(capsys):
-    code, out, _ = run_cli(capsys, "reproduce", "--json")
-    data = json.loads(out)
-    assert code == 0 and len(data["rows"]) == 8
-    assert {"config", "images_per_sec", "train_hours", "cost_usd", "speedup_vs_v100x1", "source"} <= set(data["rows"][0])
-    assert data["headline"]["full_pod_minutes"]["published"] == 7.9
-    assert data["prices"]["era"] == "2018" and data["prices"]["parts"][0]["as_of"]
-    pod = next(r for r in data["rows"] if r["config"] == "TPU v2-512")
-    assert pod["train_hours"] * 60 == pytest.approx(7.9) and pod["source"] == "published"
-    assert pod["cost_usd"] == pytest.approx(7.9 / 60 * 384.095)
-
-
-def test_checked_in_reference_is_what_reproduce_computes(capsys):
-    """results/reference/comparison_2018.json is `podbench reproduce --json`, kept in the repository
-    so the table can be read without installing anything; `make reference` rewrites it."""
-    checked_in = json.loads((REPO / "results" / "reference" / "comparison_2018.json").read_text())
-    _, out, _ = run_cli(capsys, "reproduce", "--json")
-    live = json.loads(out)
-    for data in (checked_in, live):
-        data["prices"].pop("file")  # an absolute path, different in every clone
-    assert checked_in == live, "results/reference/comparison_2018.json is stale: run `make reference`"
-
-
-def test_reproduce_with_current_prices(capsys):
-    code, out, _ = run_cli(capsys, "reproduce", "--prices", "current", "--json")
-    data = json.loads(out)
-    pod = next(r for r in data["rows"] if r["config"] == "TPU v2-512")
-    assert code == 0 and pod["cost_usd"] == pytest.approx(7.9 / 60 * 384.0)
-    assert data["headline"]["cheaper_than_v100x8"]["reproduced"] == pytest.approx(0.378, abs=1e-3)  # still 2018
-
-
-def test_reproduce_with_a_file_missing_a_configuration(capsys, tmp_path):
-    path = tmp_path / "mine.csv"
-    path.write_text(f"{PRICE_HEADER}\nv100,r,on_demand,mine,per_gpu,1.0,2026,contract\n")
-    code, out, err = run_cli(capsys, "reproduce", "--prices", str(path))
-    assert code == 2 and out == "" and "needs every configuration priced" in err
 
 
 # --- cost ----------------------------------------------------------------------------------
@@ -247,14 +157,20 @@ def test_run_priced_as_other_hardware_is_noted(capsys, tmp_path, summary, argv, 
 @pytest.mark.parametrize(
     "content, fragment",
     [
-        pytest.param(None, "cannot read", id="no_summary_yet"),
+        pytest.param(None, "has no summary.json", id="no_summary_yet"),
         pytest.param('{"images_per', "not valid JSON", id="truncated_json"),
-        pytest.param("[1, 2]", "not a podbench summary", id="json_list"),
-        pytest.param('{"status": "interrupted", "images_per_sec": null}', "no steady-state images_per_sec",
-                     id="null_rate"),
-        pytest.param('{"status": "completed"}', "no steady-state images_per_sec", id="no_rate_key"),
-        pytest.param('{"images_per_sec": "fast"}', "no steady-state images_per_sec", id="string_rate"),
-        pytest.param('{"images_per_sec": 0}', "no steady-state images_per_sec", id="zero_rate"),
+        pytest.param("[1, 2]", "not a run summary", id="json_list"),
+        pytest.param('{"status": "completed"}', "lacks run_id", id="not_a_podbench_summary"),
+        pytest.param('{"run_id": "r", "status": "interrupted", "platform": "cpu", "images_per_sec": null}',
+                     "no steady-state images_per_sec", id="null_rate"),
+        pytest.param('{"run_id": "r", "status": "completed", "platform": "cpu"}', "no steady-state images_per_sec",
+                     id="no_rate_key"),
+        pytest.param('{"run_id": "r", "status": "completed", "images_per_sec": "fast"}',
+                     "malformed images_per_sec", id="string_rate"),
+        pytest.param('{"run_id": "r", "status": "completed", "platform": "cpu", "images_per_sec": 0}',
+                     "no steady-state images_per_sec", id="zero_rate"),
+        pytest.param('{"run_id": "r", "status": "completed", "platform": "cpu", "images_per_sec": NaN}',
+                     "not valid JSON", id="bare_nan"),
     ],
 )
 def test_bad_run_directories(capsys, tmp_path, content, fragment):
@@ -301,7 +217,6 @@ def test_bad_run_directories(capsys, tmp_path, content, fragment):
         pytest.param(["cost", "--images-per-sec", "1", "--epochs", "0"], "--epochs", id="zero_epochs"),
         pytest.param(["cost", "--images-per-sec", "1", "--target", "0.8"], "invalid choice", id="unknown_target"),
         pytest.param(["cost", "--run", "/nonexistent"], "no run directory /nonexistent", id="missing_run"),
-        pytest.param(["reproduce", "--prices", "/nonexistent.csv"], "cannot read price file", id="missing_prices"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
@@ -327,47 +242,9 @@ def test_speedup_words(ratio, text):
     assert cli_cost._times(ratio, "faster", "slower") == text
 
 
-@pytest.mark.parametrize(
-    "usd_per_hour, text",
-    [(0.095, "$0.095"), (2.48, "$2.48"), (384.0, "$384.00"), (4.20076, "$4.20076"), (1.125, "$1.125"),
-     (0.0475, "$0.0475"), (3.03998, "$3.03998")],
-    ids=["n1_standard_2", "v100", "pod", "h100", "v2_chip", "vcpu", "n1_standard_64_catalog"],
-)
-def test_catalog_prices_are_shown_as_written(usd_per_hour, text):
-    assert cli_cost._usd_rate(usd_per_hour) == text
-
-
-# --- no TensorFlow, fast help -----------------------------------------------------------------------
-
-def test_importing_the_module_never_imports_tensorflow():
-    probe = "import bench.cli_cost, sys; assert 'tensorflow' not in sys.modules"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-
-
-def test_read_only_commands_import_neither_tensorflow_nor_plotting():
-    probe = ("import sys, contextlib, io; import bench.cli_cost as c, argparse\n"
-             "p = argparse.ArgumentParser(); c.register(p.add_subparsers())\n"
-             "with contextlib.redirect_stdout(io.StringIO()):\n"
-             "    for argv in (['reproduce'], ['cost', '--images-per-sec', '1216', '--hardware', 'v100']):\n"
-             "        a = p.parse_args(argv); a.handler(a)\n"
-             "print(sorted(m for m in ('tensorflow', 'matplotlib', 'pandas') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == "[]", done.stderr
-
-
-def test_cost_help_through_the_console_script():
-    done = subprocess.run([str(PODBENCH), "cost", "--help"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and "--images-per-sec" in done.stdout and "--preemptible" in done.stdout
-    assert "Without --prices" in done.stdout  # the --prices default is explained
-
-
-def test_full_parser_for_cost_help_loads_no_heavy_module():
-    """`podbench cost --help` builds the parser of every command (bench.cli); none of them may
-    load TensorFlow, pandas or matplotlib just to register, or the help takes seconds."""
-    probe = ("import sys, contextlib, io\nfrom bench import cli\n"
-             "with contextlib.redirect_stdout(io.StringIO()):\n"
-             "    try:\n        cli.main(['cost', '--help'])\n    except SystemExit:\n        pass\n"
-             "print(sorted(m for m in ('tensorflow', 'matplotlib', 'pandas') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == "[]", done.stderr
+def test_cost_help_explains_the_prices_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["cost", "--help"])
+    out = capsys.readouterr().out
+    assert "--images-per-sec" in out and "--preemptible" in out
+    assert "Without --prices" in out  # the --prices default is explained

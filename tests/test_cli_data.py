@@ -1,4 +1,4 @@
-"""bench/cli_data.py: `podbench data bench|inspect|make` through the console script, on real
+"""bench/cli/data.py: `podbench data bench|inspect|make` through the console script, on real
 JPEG-encoded TFRecords written by tests/imagenet_fixture.py."""
 import json
 import os
@@ -9,15 +9,11 @@ from pathlib import Path
 import pytest
 
 from imagenet_fixture import write_imagenet_dir
+from console import podbench
 
 REPO = Path(__file__).resolve().parent.parent
 PODBENCH = Path(sys.executable).parent / "podbench"
 EXIT_USAGE = 2
-
-
-def podbench(*args, timeout=300):
-    return subprocess.run([str(PODBENCH), *map(str, args)], capture_output=True, text=True, cwd=REPO,
-                          timeout=timeout, env={**os.environ})
 
 
 def one_error_line(proc) -> str:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from bench import cli, eventlog
+from bench import cli
+from bench.results import eventfile as eventlog
 from bench.errors import EXIT_USAGE
 
 REPO = Path(__file__).resolve().parent.parent
@@ -17,20 +18,14 @@ JSON_KEYS = {"elapsed_s", "elapsed_excluding_eval_s", "eval_s", "start_step", "e
              "restart_gaps_s", "tag"}
 
 
-@pytest.fixture(autouse=True)
-def eventlog_command_only(monkeypatch):
-    # Only this command's parser: the others' modules are not under test here.
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ("bench.cli_eventlog",))
-
-
 def restarted_run(logdir: Path) -> tuple[str, str]:
     """Steps 1..100 at wall 1000 + step, an eval of 4 s ending at 1050.5; killed; restarted
     from step 81 at wall 1200 (+1 s a step) up to step 200. Returns the two files."""
-    with eventlog.EventWriter(logdir, clock=lambda: 1000.0) as first:
+    with eventlog.EventFileWriter(logdir, clock=lambda: 1000.0) as first:
         for step in range(1, 101):
             first.scalars({"loss": 5 - step / 50, "learning_rate": 0.1}, step, wall_time=1000.0 + step)
         first.scalar(eventlog.EVAL_DURATION_TAG, 4.0, 50, wall_time=1050.5)
-    with eventlog.EventWriter(logdir, clock=lambda: 1200.0) as second:
+    with eventlog.EventFileWriter(logdir, clock=lambda: 1200.0) as second:
         for step in range(81, 201):
             second.scalar("loss", 5 - step / 50, step, wall_time=1200.0 + step - 81)
     return first.path, second.path
@@ -70,7 +65,7 @@ def test_json_output(tmp_path, capsys):
 
 
 def test_tf_cnn_benchmarks_tag_and_end_step(tmp_path, capsys):
-    with eventlog.EventWriter(tmp_path) as writer:
+    with eventlog.EventFileWriter(tmp_path) as writer:
         for step in range(0, 31):
             writer.scalars({"base_loss": 7.0, "total_loss": 7.5}, step, wall_time=500.0 + 0.5 * step)
     assert run_cli("--logdir", str(tmp_path), "--tag", "base_loss", "--warmup-steps", "5", "--end-step", "25",

@@ -1,4 +1,4 @@
-"""bench/cli_launch.py: `podbench launch` through the console script, with real TensorFlow workers.
+"""bench/cli/launch.py: `podbench launch` through the console script, with real TensorFlow workers.
 
 The multi-process tests are few on purpose: each worker imports TensorFlow
 (~10 s) and this machine has 2 cores. Two and three workers finish with one
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import results
-from console import ENV, PODBENCH, REPO, error_lines, podbench_probing_tf
+from bench.results import rundir as results
+from console import ENV, PODBENCH, REPO, alive, error_lines, podbench_in_process, podbench_probing_tf
+from console import podbench as podbench_child
 
 EXIT_USAGE = 2
 PER_REPLICA_BATCH = 4
@@ -26,16 +27,7 @@ RUN_TIMEOUT_S = 600  # hang guard for whole launches
 
 
 def podbench(*args, cwd=REPO, timeout=RUN_TIMEOUT_S):
-    return subprocess.run([str(PODBENCH), *map(str, args)], capture_output=True, text=True, env=ENV,
-                          cwd=cwd, timeout=timeout)
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
+    return podbench_child(*args, cwd=cwd, timeout=timeout)
 
 
 # --- usage errors: one line, exit code 2, no TensorFlow ----------------------------------------
@@ -60,11 +52,20 @@ def alive(pid: int) -> bool:
         pytest.param(["--", "run"], "--workers", id="workers_missing"),
     ],
 )
-def test_usage_errors_before_any_worker_or_tensorflow(tmp_path, argv, fragment):
+def test_usage_errors_before_any_worker(tmp_path, monkeypatch, capsys, argv, fragment):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = podbench_in_process(monkeypatch, capsys, "launch", *argv)
+    assert (code, out) == (EXIT_USAGE, ""), err
+    assert err.count("\n") == 1 and err.startswith("error: ") and fragment in err, err
+    assert not (tmp_path / "results").exists()  # no run directory was made
+
+
+@pytest.mark.parametrize("argv", [["--workers", 2, "--", "cost"], ["--workers", 0, "--", "run"]],
+                         ids=["not_run", "no_workers"])
+def test_usage_errors_before_tensorflow(tmp_path, argv):
     proc, imported_tf = podbench_probing_tf("launch", *argv, cwd=tmp_path, timeout=60)
     assert proc.returncode == EXIT_USAGE, proc.stderr[-3000:]
-    errors = error_lines(proc.stderr)
-    assert len(errors) == 1 and fragment in errors[0], proc.stderr
+    assert proc.returncode == EXIT_USAGE and len(error_lines(proc.stderr)) == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert not imported_tf
     assert not (tmp_path / "results").exists()  # no run directory was made
@@ -89,38 +90,30 @@ def test_run_multi_worker_checks_tf_config_before_tensorflow(tmp_path):
 
 # --- real multi-worker runs (TensorFlow in every worker) ----------------------------------------
 
-def test_two_workers_print_the_chiefs_summary(tmp_path):
-    out = tmp_path / "run"
-    proc = podbench("launch", "--workers", 2, "--", "run", *SMALL, "--output", out, "--json")
+def test_three_workers_print_the_chiefs_summary_in_the_default_run_directory(tmp_path):
+    # One launch checks both what is printed and what is written: each worker loads TensorFlow (~10 s).
+    proc = podbench("launch", "--workers", 3, "--timeout", RUN_TIMEOUT_S, "--", "run", *SMALL, "--json",
+                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    (run_dir,) = (tmp_path / results.DEFAULT_RUNS_DIR).iterdir()  # the chief's only; none for workers 1, 2
     summary = json.loads(proc.stdout)  # the chief's stdout, as `podbench run --json` prints it
-    assert summary == json.loads((out / results.SUMMARY_FILE).read_text())
+    assert summary == json.loads((run_dir / results.SUMMARY_FILE).read_text())
+    assert summary["run_id"] == run_dir.name  # the launcher's run id is the chief's
     assert summary["status"] == "completed" and summary["strategy"] == "multi_worker"
-    assert summary["num_replicas"] == 2  # one CPU device a worker
-    assert summary["global_batch_size"] == PER_REPLICA_BATCH * 2
+    assert summary["num_replicas"] == 3  # one CPU device a worker
+    assert summary["global_batch_size"] == PER_REPLICA_BATCH * 3
     assert summary["images_per_sec"] > 0
-    env = json.loads((out / results.ENVIRONMENT_FILE).read_text())
-    assert (env["num_workers"], env["task"]) == (2, "worker 0")
+    env = json.loads((run_dir / results.ENVIRONMENT_FILE).read_text())
+    assert (env["num_workers"], env["task"]) == (3, "worker 0")
+    assert sorted(p.name for p in (run_dir / "workers").iterdir()) == [f"worker-{k}.log" for k in range(3)]
 
     assert "step 6/6" in proc.stderr  # the chief's progress lines stream through
-    worker1 = (out / "workers" / "worker-1.log").read_text()
-    assert "step 6/6" in worker1 and "worker 1 of 2: the chief writes the results" in worker1
+    worker1 = (run_dir / "workers" / "worker-1.log").read_text()
+    assert "step 6/6" in worker1 and "worker 1 of 3: the chief writes the results" in worker1
     scratch = [line.split("go to ")[1].split(" (removed")[0] for line in worker1.splitlines()
-               if line.startswith("worker 1 of 2")][0]
+               if line.startswith("worker 1 of 3")][0]
     assert not Path(scratch).exists()  # the non-chief's run directory is gone
     assert summary["run_id"] in worker1  # one run id for every worker
-
-
-def test_three_workers_in_the_default_run_directory(tmp_path):
-    proc = podbench("launch", "--workers", 3, "--timeout", RUN_TIMEOUT_S, "--", "run", *SMALL, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "strategy multi_worker, 3 replica(s)" in proc.stdout  # the summary table, as `podbench run` prints it
-    assert f"{PER_REPLICA_BATCH} per replica, {PER_REPLICA_BATCH * 3} global" in proc.stdout
-    (run_dir,) = (tmp_path / results.DEFAULT_RUNS_DIR).iterdir()  # the chief's only; none for workers 1, 2
-    summary = json.loads((run_dir / results.SUMMARY_FILE).read_text())
-    assert summary["run_id"] == run_dir.name  # the launcher's run id is the chief's
-    assert summary["num_replicas"] == 3 and summary["global_batch_size"] == PER_REPLICA_BATCH * 3
-    assert sorted(p.name for p in (run_dir / "workers").iterdir()) == [f"worker-{k}.log" for k in range(3)]
 
 
 def test_a_killed_worker_ends_the_launch(tmp_path):

@@ -11,17 +11,18 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from bench import cli, cli_report, report_files, results
+from bench import cli
+from bench.cli import report as cli_report
+from bench.report import files as report_files
+from bench.results import rundir as results
 from bench.errors import EXIT_USAGE
-from test_report import run_id_at, write_many, write_run  # the runner's own writers
+from run_fixture import run_id_at, write_many, write_run  # the runner's own writers
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
-def report_command_only(monkeypatch):
-    # Until bench.cli lists bench.cli_report, register it alone (no TF-importing modules either).
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ("bench.cli_report",))
+def close_figures():
     yield
     plt.close("all")
 
@@ -44,7 +45,6 @@ def mixed_report(tmp_path_factory):
     dirs = mixed_runs(root / "runs")
     out = root / "report"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cli, "COMMAND_MODULES", ("bench.cli_report",))
         stderr = io.StringIO()
         patch.setattr(sys, "stderr", stderr)
         code = cli.main(["report", *map(str, dirs.values()), "--output", str(out)])
@@ -55,9 +55,10 @@ def test_report_end_to_end(mixed_report):
     code, err, dirs, out = mixed_report
     assert code == 0
     assert sorted(err) == sorted([
-        f"skipped {dirs['no_summary']}: no summary.json (run still going, or killed before it finished)",
-        f"skipped {dirs['corrupt']}: summary.json is not valid JSON (line 1: Expecting property name "
-        "enclosed in double quotes)",
+        f"skipped {dirs['no_summary']}: no summary.json (run still going, or killed: `podbench summarize` "
+        "rebuilds it)",
+        f"skipped {dirs['corrupt']}: summary.json is not valid JSON (Expecting property name enclosed in "
+        "double quotes: line 1 column 2 (char 1))",
     ])
     good_ids = [run_id_at(i) for i in range(3)] + ["20261122T120000Z-intr00"]
     expected = ["runs.csv", "REPORT.md"] + [
@@ -122,14 +123,13 @@ def test_unwritable_output_is_usage_error(tmp_path, capsys):
 
 def test_default_input_and_output_without_tensorflow(tmp_path):
     """`podbench report` with no arguments, in a fresh interpreter: it reads every run under
-    results/runs/, writes results/report/, and never loads TensorFlow (this test process
-    already has it, from tests/conftest.py, so sys.modules is checked in the child)."""
+    results/runs/, writes results/report/, and never loads TensorFlow (sys.modules is checked
+    in the child)."""
     write_many(tmp_path / results.DEFAULT_RUNS_DIR, 1)
     (tmp_path / results.DEFAULT_RUNS_DIR / "stray-file.txt").write_text("not a run")
     code = (
         "import sys\n"
         "from bench import cli\n"
-        "cli.COMMAND_MODULES = ('bench.cli_report',)\n"
         "rc = cli.main(['report'])\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'tf_keras', 'keras'))\n"
         "print(rc, loaded)\n"

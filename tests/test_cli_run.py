@@ -1,4 +1,4 @@
-"""bench/cli_run.py: `podbench run` through the installed console script, in subprocesses.
+"""bench/cli/run.py: `podbench run` through the installed console script, in subprocesses.
 
 Bad input must end with exit code 2 and one ``error: ...`` line on stderr, and
 the cheap mistakes must be caught before TensorFlow is imported. This process
@@ -7,7 +7,6 @@ is asked of a child running the console script (TF_PROBE below).
 """
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,26 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from bench import results
-from console import ENV, PODBENCH, REPO, error_lines, podbench_probing_tf
+from bench.results import jsonl
+from bench.results import rundir as results
+from console import ENV, PODBENCH, REPO, error_lines, free_port, podbench, podbench_in_process, podbench_probing_tf
 from methodology import throughput
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 TPU_DEADLINE_S = 60  # issue 2: an unreachable TPU fails within 60 s, never hangs
 
-
-
-def podbench(*args, timeout=300, **kwargs):
-    return subprocess.run([str(PODBENCH), *map(str, args)], capture_output=True, text=True,
-                          env=ENV, cwd=REPO, timeout=timeout, **kwargs)
-
-
-def free_port() -> int:
-    """A localhost port nobody listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def read_step_lines(path: Path) -> list[dict]:
@@ -86,7 +74,7 @@ CHEAP_BAD_INPUTS = [
     pytest.param(["--log-steps", "0"], "log steps must be a positive integer", id="log_steps_zero"),
     pytest.param(["--image-size", "16"], "image size must be >= 32", id="image_too_small"),
     pytest.param(["--num-classes", "1"], "num_classes must be >= 2", id="one_class"),
-    pytest.param(["--peak-tflops", "0"], "--peak-tflops must be positive", id="peak_zero"),
+    pytest.param(["--peak-tflops", "0"], "--peak-tflops must be a positive number", id="peak_zero"),
     pytest.param(["--epochs", "2", "--train-steps", "4"], "not both", id="epochs_and_train_steps"),
     pytest.param(["--strategy", "default", "--replicas", "2"], "--replicas applies to --strategy mirrored",
                  id="replicas_with_default"),
@@ -132,6 +120,20 @@ def _setup_paths(tmp_path: Path, argv: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("argv, fragment", CHEAP_BAD_INPUTS)
+def test_cheap_bad_input_is_one_line(tmp_path, monkeypatch, capsys, argv, fragment):
+    code, out, err = podbench_in_process(monkeypatch, capsys, "run", "--preset", "smoke",
+                                         *_setup_paths(tmp_path, argv))
+    assert (code, out) == (EXIT_USAGE, ""), err
+    assert err.count("\n") == 1 and err.startswith("error: ") and fragment in err, err
+    assert not (tmp_path / "run").exists()  # nothing is created for a run that never starts
+
+
+# A few of the same, as a child through the console script: they fail before TensorFlow loads.
+BEFORE_TENSORFLOW = ("unknown_strategy", "batch_zero", "output_under_a_file", "target_on_synthetic",
+                     "results_uri_not_gs", "tpu_preset_without_address")
+
+
+@pytest.mark.parametrize("argv, fragment", [p for p in CHEAP_BAD_INPUTS if p.id in BEFORE_TENSORFLOW])
 def test_cheap_bad_input_fails_before_tensorflow(tmp_path, argv, fragment):
     proc, imported_tf = podbench_probing_tf("run", "--preset", "smoke", *_setup_paths(tmp_path, argv))
     assert proc.returncode == EXIT_USAGE, proc.stderr[-3000:]
@@ -151,8 +153,6 @@ def test_cheap_bad_input_without_preset(tmp_path):
 @pytest.mark.parametrize(
     "argv",
     [
-        # BUG (see report): this check needs no device, but runs only after TensorFlow
-        # loads (ResolvedRun, after make_strategy); DESIGN.md wants it before.
         pytest.param(["--train-steps", "4", "--warmup-steps", "4"], id="warmup_equals_train_steps"),
         # The default warm-up is one epoch, so one epoch in total measures nothing.
         pytest.param(["--epochs", "1"], id="one_epoch_is_all_warmup"),
@@ -225,7 +225,7 @@ def test_sigint_mid_run_writes_an_interrupted_summary(tmp_path):
     assert len(rows) >= 4 and steps[-1] < 400  # stopped early
     assert summary["steps_completed"] == steps[-1]
 
-    stats = throughput.summarize(results.read_steps(steps_file), summary["global_batch_size"],
+    stats = throughput.summarize(jsonl.read_steps(steps_file), summary["global_batch_size"],
                                  summary["warmup_steps"], summary["num_replicas"])
     assert summary["measured_steps"] == stats.measured_steps == steps[-1] - 2 > 0
     assert summary["images_per_sec"] == stats.images_per_sec

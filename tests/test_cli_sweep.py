@@ -6,8 +6,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from bench import sweep
-from console import ENV, PODBENCH, REPO, error_lines, podbench_probing_tf
+from bench.cluster import sweep
+from console import ENV, PODBENCH, REPO, error_lines, podbench_in_process, podbench_probing_tf
 
 EXIT_USAGE = 2
 SMALL_RUN = ["--image-size", "32", "--num-classes", "10", "--batch-size", "4", "--steps-per-epoch", "2",
@@ -98,8 +98,17 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize("argv, fragment", BAD_INPUTS)
-def test_bad_input_is_one_line_before_anything_runs(tmp_path, argv, fragment):
+def test_bad_input_is_one_line_before_anything_runs(tmp_path, monkeypatch, capsys, argv, fragment):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    out = tmp_path / "sweep"
+    code, stdout, stderr = podbench_in_process(monkeypatch, capsys, "sweep", "--output", out, *argv)
+    assert (code, stdout) == (EXIT_USAGE, ""), stderr
+    assert stderr.count("\n") == 1 and stderr.startswith("error: ") and fragment in stderr, stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, fragment", [p for p in BAD_INPUTS if p.id in ("replicas_zero", "run_combo")])
+def test_bad_input_fails_before_tensorflow(tmp_path, argv, fragment):
     out = tmp_path / "sweep"
     proc, imported_tf = podbench_probing_tf("sweep", "--output", out, *argv)
     assert proc.returncode == EXIT_USAGE, proc.stderr

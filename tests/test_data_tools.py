@@ -1,10 +1,11 @@
-"""bench/data_tools.py: `podbench data make` (folder of JPEGs -> shards) and `inspect`."""
+"""bench/data/tools.py: `podbench data make` (folder of JPEGs -> shards) and `inspect`."""
 from pathlib import Path
 
 import pytest
 import tensorflow as tf
 
-from bench import data_tools, records
+from bench.data import records
+from bench.data import tools as data_tools
 from bench.errors import UsageError
 from imagenet_fixture import flip_byte, jpeg_bytes, write_imagenet_dir
 

@@ -1,12 +1,13 @@
-"""bench/report_files.py: the files `podbench report` writes, and the reference-only charts."""
+"""bench/report/files.py: the files `podbench report` writes, and the reference-only charts."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from bench import report, report_files
-from test_report import write_many, write_run  # the runner's own writers
+from bench.report import files as report_files
+from bench.report import tables as report
+from run_fixture import write_many, write_run  # the runner's own writers
 
 
 @pytest.fixture(autouse=True)

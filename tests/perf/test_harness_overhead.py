@@ -6,8 +6,8 @@ of the same length in ABBA order (so slow drift of a shared machine hits both
 sides alike):
 
   A  bare tf_keras ``model.fit``, no callbacks;
-  B  the same fit with podbench's own callbacks (``bench.run.make_callbacks``:
-     timer writing steps.jsonl, progress lines, stop-at-step).
+  B  the same fit with podbench's own callbacks (``bench.train.callbacks.make_callbacks``:
+     timer writing steps.jsonl, progress lines, stop-at-step, TensorBoard event files).
 
 Both sides are timed by ``time.perf_counter()`` around ``fit``; the overhead
 ratio is B's images/sec over A's (goal >= 0.98). For B, the timer's own
@@ -19,7 +19,6 @@ Knobs (environment): PODBENCH_PERF_BATCH (default 8), PODBENCH_PERF_STEPS
 """
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
@@ -30,11 +29,13 @@ from pathlib import Path
 import pytest
 
 from bench import config as cfg
-from bench import results
-from bench.data import InputSpec, make_dataset, make_pipeline
-from bench.recipe import build_model
-from bench.run import make_callbacks
-from bench.strategy import make_strategy
+from bench.data.pipeline import make_dataset, make_pipeline
+from bench.data.spec import DataCounts
+from bench.resolve import resolve
+from bench.results.runfiles import RunFiles
+from bench.train.callbacks import make_callbacks
+from bench.train.recipe import build_model
+from bench.train.strategy import make_strategy
 from methodology import throughput
 
 BATCH = int(os.environ.get("PODBENCH_PERF_BATCH", "8"))
@@ -47,16 +48,13 @@ TIMER_TOLERANCE = 0.01
 @pytest.fixture(scope="module")
 def setup():
     info = make_strategy("default")
-    config = dataclasses.replace(
-        cfg.RunConfig(),
-        data=cfg.DataConfig(steps_per_epoch=STEPS),
-        train=cfg.TrainConfig(per_replica_batch_size=BATCH, train_steps=10**6, warmup_steps=0),
-    )
-    resolved = cfg.resolve(config, info.platform, info.num_replicas)
-    model = build_model(config, resolved, info.strategy)
-    dataset = make_dataset(info.strategy, make_pipeline(InputSpec("synthetic", 224, 1000, BATCH)))
+    config = cfg.replace(cfg.RunConfig(), data=dict(steps_per_epoch=STEPS),
+                         train=dict(per_replica_batch_size=BATCH, train_steps=10**6, warmup_steps=0))
+    resolved = resolve(config, info.platform, info.num_replicas)
+    model = build_model(config.model, resolved, config.train.seed, info.strategy)
+    dataset = make_dataset(info.strategy, make_pipeline(resolved.train_input, DataCounts()))
     model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0)  # trace + first steps, not measured
-    return model, dataset, resolved
+    return model, dataset, config, resolved
 
 
 def _timed_fit(model, dataset, epoch: int, callbacks=None) -> float:
@@ -66,11 +64,13 @@ def _timed_fit(model, dataset, epoch: int, callbacks=None) -> float:
     return time.perf_counter() - start_s
 
 
-def _harness_fit(model, dataset, resolved, epoch: int, tmp: Path):
-    writer = results.StepLogWriter(tmp / f"steps-{epoch}.jsonl")
-    timer, callbacks = make_callbacks(resolved, sink=writer, stream=io.StringIO())
-    elapsed_s = _timed_fit(model, dataset, epoch, callbacks)
-    writer.close()
+def _harness_fit(model, dataset, config, resolved, epoch: int, tmp: Path):
+    run_dir = tmp / f"fit-{epoch}"
+    run_dir.mkdir()
+    with RunFiles(run_dir, f"fit-{epoch}", config, resolved) as files:
+        timer, callbacks = make_callbacks(resolved, files, None, stream=io.StringIO())
+        elapsed_s = _timed_fit(model, dataset, epoch, callbacks)
+        files.end("completed")
     # The timer's window over the same steps: from its fit-start record to the last step.
     stats = throughput.summarize(timer.records, BATCH, warmup_steps=timer.records[0].step)
     assert stats.measured_steps == STEPS
@@ -78,7 +78,7 @@ def _harness_fit(model, dataset, resolved, epoch: int, tmp: Path):
 
 
 def test_harness_overhead_and_timer_agreement(setup, tmp_path):
-    model, dataset, resolved = setup
+    model, dataset, config, resolved = setup
     bare_ips, harness_ips, timer_ratio = [], [], []
     epoch = 1
     for round_index in range(ROUNDS):
@@ -87,7 +87,7 @@ def test_harness_overhead_and_timer_agreement(setup, tmp_path):
             if side == "bare":
                 bare_ips.append(STEPS * BATCH / _timed_fit(model, dataset, epoch))
             else:
-                elapsed_s, timer_ips = _harness_fit(model, dataset, resolved, epoch, tmp_path)
+                elapsed_s, timer_ips = _harness_fit(model, dataset, config, resolved, epoch, tmp_path)
                 outside_ips = STEPS * BATCH / elapsed_s
                 harness_ips.append(outside_ips)
                 timer_ratio.append(timer_ips / outside_ips)

@@ -11,7 +11,6 @@ PODBENCH_PERF_IMAGES (default 512), PODBENCH_PERF_BATCH (default 32 input,
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import statistics
@@ -20,10 +19,13 @@ import numpy as np
 import tensorflow as tf
 
 from bench import config as cfg
-from bench import data, records
-from bench.recipe import build_model
-from bench.strategy import make_strategy
-from bench.timer import StepTimer
+from bench.data import pipeline as data
+from bench.data import records
+from bench.data.spec import DataCounts, InputSpec
+from bench.resolve import resolve
+from bench.train.recipe import build_model
+from bench.train.strategy import make_strategy
+from bench.train.timer import StepTimerCallback
 from methodology import throughput
 
 IMAGES = int(os.environ.get("PODBENCH_PERF_IMAGES", "512"))
@@ -59,13 +61,14 @@ def _write_dataset(root) -> tuple[str, float]:
 
 
 def _input_images_per_sec(data_dir: str) -> float:
-    spec = data.InputSpec("imagenet", 224, 1000, INPUT_BATCH, data_dir=data_dir)
-    log = data.time_batches(data.make_pipeline(spec).dataset_fn(None), INPUT_WARMUP + INPUT_BATCHES)
+    spec = InputSpec("imagenet", 224, 1000, INPUT_BATCH, data_dir=data_dir)
+    pipeline = data.make_pipeline(spec, data.count_examples("imagenet", data_dir, 1000))
+    log = data.time_input(pipeline, INPUT_WARMUP + INPUT_BATCHES, 1000)
     return throughput.summarize(log, INPUT_BATCH, INPUT_WARMUP).images_per_sec
 
 
 def _model_images_per_sec(model, dataset, epoch: int) -> float:
-    timer = StepTimer(MODEL_STEPS)
+    timer = StepTimerCallback(MODEL_STEPS)
     model.fit(dataset, initial_epoch=epoch, epochs=epoch + 1, steps_per_epoch=MODEL_STEPS,
               callbacks=[timer], verbose=0)
     # Exclude the fit's first step: a fresh fit may retrace.
@@ -75,11 +78,11 @@ def _model_images_per_sec(model, dataset, epoch: int) -> float:
 def test_input_pipeline_vs_model_on_synthetic(tmp_path):
     data_dir, mean_kb = _write_dataset(tmp_path / "imagenet-like")
     info = make_strategy("default")
-    config = dataclasses.replace(
-        cfg.RunConfig(), data=cfg.DataConfig(steps_per_epoch=MODEL_STEPS),
-        train=cfg.TrainConfig(per_replica_batch_size=MODEL_BATCH, train_steps=10**6, warmup_steps=0))
-    model = build_model(config, cfg.resolve(config, info.platform, 1), info.strategy)
-    synthetic = data.make_dataset(info.strategy, data.make_pipeline(data.InputSpec("synthetic", 224, 1000, MODEL_BATCH)))
+    config = cfg.replace(cfg.RunConfig(), data=dict(steps_per_epoch=MODEL_STEPS),
+                         train=dict(per_replica_batch_size=MODEL_BATCH, train_steps=10**6, warmup_steps=0))
+    model = build_model(config.model, resolve(config, info.platform, 1), config.train.seed, info.strategy)
+    synthetic = data.make_dataset(info.strategy, data.make_pipeline(InputSpec("synthetic", 224, 1000, MODEL_BATCH),
+                                                                    DataCounts()))
     model.fit(synthetic, epochs=1, steps_per_epoch=2, verbose=0)  # trace, not measured
     speeds = {"input": [], "model": []}
     epoch = 1

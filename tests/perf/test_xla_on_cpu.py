@@ -8,16 +8,17 @@ PODBENCH_PERF_STEPS (default 6), PODBENCH_PERF_ROUNDS (default 1).
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import statistics
 
 from bench import config as cfg
-from bench.data import InputSpec, make_dataset, make_pipeline
-from bench.recipe import build_model
-from bench.strategy import make_strategy
-from bench.timer import StepTimer
+from bench.data.pipeline import make_dataset, make_pipeline
+from bench.data.spec import DataCounts, InputSpec
+from bench.resolve import resolve
+from bench.train.recipe import build_model
+from bench.train.strategy import make_strategy
+from bench.train.timer import StepTimerCallback
 from methodology import throughput
 
 BATCH = int(os.environ.get("PODBENCH_PERF_BATCH", "8"))
@@ -26,17 +27,13 @@ ROUNDS = int(os.environ.get("PODBENCH_PERF_ROUNDS", "1"))
 
 
 def _model(info, xla: bool):
-    config = dataclasses.replace(
-        cfg.RunConfig(),
-        data=cfg.DataConfig(steps_per_epoch=STEPS),
-        train=cfg.TrainConfig(per_replica_batch_size=BATCH, train_steps=10**6, warmup_steps=0, xla=xla),
-    )
-    model = build_model(config, cfg.resolve(config, info.platform, 1), info.strategy)
-    return model
+    config = cfg.replace(cfg.RunConfig(), data=dict(steps_per_epoch=STEPS),
+                         train=dict(per_replica_batch_size=BATCH, train_steps=10**6, warmup_steps=0, xla=xla))
+    return build_model(config.model, resolve(config, info.platform, 1), config.train.seed, info.strategy)
 
 
 def _steady_images_per_sec(model, dataset, epoch: int) -> float:
-    timer = StepTimer(STEPS)
+    timer = StepTimerCallback(STEPS)
     model.fit(dataset, initial_epoch=epoch, epochs=epoch + 1, steps_per_epoch=STEPS,
               callbacks=[timer], verbose=0)
     # Exclude the fit's first step: a fresh fit may retrace.
@@ -45,7 +42,7 @@ def _steady_images_per_sec(model, dataset, epoch: int) -> float:
 
 def test_xla_vs_no_xla_on_cpu():
     info = make_strategy("default")
-    dataset = make_dataset(info.strategy, make_pipeline(InputSpec("synthetic", 224, 1000, BATCH)))
+    dataset = make_dataset(info.strategy, make_pipeline(InputSpec("synthetic", 224, 1000, BATCH), DataCounts()))
     models = {xla: _model(info, xla) for xla in (False, True)}
     for model in models.values():  # trace and compile, not measured
         model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0)

@@ -1,0 +1,61 @@
+"""What the read-only commands share: the price catalog as chosen by --prices, aligned text tables,
+price rows as a person reads them. Standard library and methodology/ only.
+"""
+from __future__ import annotations
+
+from bench.errors import UsageError
+from methodology import prices, reference
+
+PRICES_HELP = ("price catalog: 2018 (the comparison's), current (a recent third-party catalog), or "
+               "FILE.csv of your own in the format of methodology/prices.csv")
+ERAS = ("2018", "current")
+
+
+def price_book(choice: str) -> tuple[prices.PriceBook, str | None]:
+    """(price book, era) for --prices; a user's file has no era filter."""
+    try:
+        if choice in ERAS:
+            return prices.load_prices(), choice
+        return prices.load_prices(choice), None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def reference_rows(book: prices.PriceBook, era: str | None) -> list[dict]:
+    try:
+        return reference.reference_rows(book, era, "on_demand")  # no 2018 preemptible Pod slice price exists
+    except ValueError as err:
+        raise UsageError(f"{err} (the reference table needs every configuration priced)") from None
+
+
+def text_table(rows: list, header: tuple, cells) -> str:
+    """An aligned text table: first and last columns left-aligned, numbers right-aligned."""
+    body = [tuple(str(c) for c in cells(r)) for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    fmt = "  ".join(f"{{:<{w}}}" if i in (0, len(header) - 1) else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return "\n".join(fmt.format(*line).rstrip() for line in [header, *body])
+
+
+def usd_rate(usd_per_hour: float) -> str:
+    """A catalog price as written, to the cent or finer: $0.095, $2.48, $4.20076, $384.00."""
+    whole, fraction = f"{usd_per_hour:,.5f}".split(".")
+    return f"${whole}.{fraction.rstrip('0').ljust(2, '0')}"
+
+
+def price_lines(parts) -> list[str]:
+    """Two lines a price row: name, price, unit, pricing, date and caveat; then its source."""
+    unit = {"per_gpu": "a GPU", "per_chip": "a chip", "per_vm": "the VM", "per_slice": "the slice"}
+    lines = []
+    for p in dict.fromkeys(parts):
+        caveat = f"  caveat: {p.flag}" if p.flag else ""
+        lines.append(f"  {p.hardware:<15} {usd_rate(p.usd_per_hour) + '/h ' + unit.get(p.unit, ''):<20} "
+                     f"{p.pricing:<11} {p.region:<12} as of {p.as_of:<10}{caveat}")
+        lines.append(f"  {'':<15} source: {p.source}")
+    return lines
+
+
+def part_json(p: prices.Price) -> dict:
+    return {"hardware": p.hardware, "region": p.region, "pricing": p.pricing, "era": p.era, "unit": p.unit,
+            "usd_per_hour": p.usd_per_hour, "as_of": p.as_of, "source": p.source, "flag": p.flag}
+
+

@@ -1,0 +1,252 @@
+"""`podbench cost`: time to target and dollars for a measured (or given) rate, beside the reference.
+
+Read-only: methodology/, bench.errors, bench.humanize and the standard library,
+never TensorFlow (nor pandas or matplotlib), so it answers in well under a second.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+from pathlib import Path
+
+from bench.cli import common
+from bench.errors import UsageError
+from bench.humanize import format_hours, format_rate, format_usd
+from bench.results.summary import Summary, read_summary
+from methodology import constants, cost, prices, reference
+
+
+def register(sub) -> None:
+    """Adds the `cost` command to ``sub`` (argparse subparsers)."""
+    c = sub.add_parser(
+        "cost", help="time to target and dollars for a measured (or given) images/sec",
+        description="How long, and how much, to train ResNet-50 to the target on this hardware:\n"
+                    "a steady-state rate projected over 90 epochs of ImageNet, priced per hour,\n"
+                    "and compared with every reference configuration of the Dec 2018 comparison.",
+        epilog="examples:\n"
+               "  podbench cost --run results/runs/<run_id> --hardware v100 --count 8\n"
+               "  podbench cost --images-per-sec 1216 --hardware v100 --count 1\n"
+               "  podbench cost --images-per-sec 243000 --hardware v2-512\n"
+               "  podbench cost --images-per-sec 30000 --hardware tpu-v5e --count 8\n"
+               "  podbench cost --images-per-sec 5000 --usd-per-hour 12.5\n"
+               "\nWithout --prices, hardware priced in 2018 (v100, v2-8 ... v2-512) uses the 2018\n"
+               "prices, so it lines up with the reference; anything newer uses the current catalog.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = c.add_mutually_exclusive_group(required=True)
+    src.add_argument("--run", metavar="RUN_DIR", help="a podbench run directory (reads its summary.json)")
+    src.add_argument("--images-per-sec", type=float, metavar="X", help="a steady-state rate, all replicas")
+    price = c.add_mutually_exclusive_group()
+    price.add_argument("--hardware", metavar="NAME",
+                       help="priced hardware: v100, v2-8 ... v2-512, tpu-v5e, tpu-v6e, a100, h100 ... "
+                            "(its host VM is added)")
+    price.add_argument("--usd-per-hour", type=float, metavar="X", help="your own hourly price, host included")
+    c.add_argument("--count", type=int, metavar="N", help="accelerators of --hardware (default 1)")
+    c.add_argument("--prices", metavar="2018|current|FILE.csv", help=common.PRICES_HELP)
+    c.add_argument("--preemptible", action="store_true",
+                   help="the preemptible (2018) or spot (current) price of --hardware")
+    c.add_argument("--epochs", type=float, default=constants.MEASURED_EPOCHS, metavar="N",
+                   help=f"epochs to the target (default {constants.MEASURED_EPOCHS}, the reference's)")
+    c.add_argument("--target", default="0.76", choices=list(constants.TARGETS),
+                   help="the claim the time is named after: 0.76 (the blog, default) or 0.759 (MLPerf); "
+                        "it does not change the projection, --epochs does")
+    c.add_argument("--json", action="store_true", help="the answer as JSON")
+    c.set_defaults(handler=handle)
+
+
+def _check_cost_flags(args: argparse.Namespace) -> None:
+    """Numbers in range, and no flag that the others make meaningless."""
+    for flag, value in (("--images-per-sec", args.images_per_sec), ("--usd-per-hour", args.usd_per_hour),
+                        ("--epochs", args.epochs)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UsageError(f"{flag} must be a positive number, got {value}")
+    if args.count is not None and args.count < 1:
+        raise UsageError(f"--count must be >= 1, got {args.count}")
+    if args.hardware is None:
+        for flag, given in (("--count", args.count is not None), ("--prices", args.prices is not None),
+                            ("--preemptible", args.preemptible)):
+            if given:
+                raise UsageError(f"{flag} applies to --hardware's catalog price; add --hardware NAME "
+                                 "(with --usd-per-hour, give the final hourly price itself)")
+
+
+def _rate_from_run(run: str) -> tuple[float, Summary]:
+    """(images_per_sec, summary) of a run directory.
+
+    Raises:
+      UsageError: no run directory, no readable summary, or no steady-state rate in it.
+    """
+    if not Path(run).is_dir():
+        raise UsageError(f"no run directory {run}; give one of results/runs/<run_id> (or --images-per-sec X)")
+    try:
+        summary = read_summary(run)
+    except (FileNotFoundError, ValueError) as err:
+        raise UsageError(str(err)) from None
+    if not summary.measured:
+        raise UsageError(f"{run} has no steady-state images_per_sec (status {summary.status}, "
+                         f"{summary.measured_steps} steps measured after the warm-up); rerun with more steps "
+                         "than the warm-up")
+    return float(summary.images_per_sec), summary
+
+
+def _run_description(summary: Summary) -> str:
+    what = f"run {summary.run_id}: {summary.device_kind or '?'}, {summary.platform} x {summary.num_replicas}"
+    if summary.status != "completed":
+        what += f"; {summary.status}"
+    return what
+
+
+def _default_era(hardware: str) -> str:
+    """2018 for hardware the comparison priced (so it lines up with the reference), else current."""
+    return "2018" if hardware in prices.load_prices().hardware("2018") else "current"
+
+
+def _pricings(preemptible: bool, era: str | None) -> tuple[str, ...]:
+    if not preemptible:
+        return ("on_demand",)
+    return {"2018": ("preemptible",), "current": ("spot",)}.get(era, ("preemptible", "spot"))
+
+
+def _quote(args: argparse.Namespace) -> tuple[prices.Quote, str | None, str] | None:
+    """(quote, era, pricing) for --hardware / --usd-per-hour; None when no price is asked for."""
+    if args.usd_per_hour is not None:
+        given = prices.Price("your hardware", "-", "on_demand", "given", "per_vm", args.usd_per_hour,
+                             datetime.date.today().isoformat(), "--usd-per-hour")
+        return prices.Quote(args.usd_per_hour, (given,)), None, "on_demand"
+    if args.hardware is None:
+        return None
+    book, era = common.price_book(args.prices or _default_era(args.hardware))
+    error = ""
+    for pricing in _pricings(args.preemptible, era):
+        try:
+            return prices.quote(book, args.hardware, args.count or 1, era, pricing), era, pricing
+        except ValueError as err:
+            error = error or str(err)
+    if args.preemptible and "it has:" in error:
+        error += "; drop --preemptible" + ("" if era == "current" else " or try --prices current (spot prices)")
+    elif "known:" in error and args.prices is None:
+        error = f"no price for {args.hardware!r}; {_known_hardware()} (or give --usd-per-hour X)"
+    raise UsageError(error)
+
+
+def _known_hardware() -> str:
+    """The bundled catalog's names, accelerators first: what --hardware accepts."""
+    book = prices.load_prices()
+    vms = {p.hardware for p in book.prices if p.unit == "per_vm"}
+    names = book.hardware()
+    return (f"priced accelerators: {', '.join(n for n in names if n not in vms)}; "
+            f"VMs: {', '.join(n for n in names if n in vms)}")
+
+
+def handle(args: argparse.Namespace) -> int:
+    _check_cost_flags(args)
+    summary = None
+    if args.run:
+        ips, summary = _rate_from_run(args.run)
+    else:
+        ips = args.images_per_sec
+    priced = _quote(args)
+    q, era, pricing = priced if priced else (None, None, None)
+    answer = _cost_answer(args, ips, summary, q, era, pricing)
+    print(json.dumps(answer, indent=2) if args.json else _cost_text(answer, args))
+    return 0
+
+
+def _platform_of(hardware: str) -> str | None:
+    if hardware.startswith("tpu-") or hardware[:1] == "v" and "-" in hardware and hardware[1].isdigit():
+        return "tpu"
+    return "gpu" if hardware in ("v100", "a100", "a100-80gb", "h100") else None
+
+
+def _cost_notes(args: argparse.Namespace, summary: Summary | None, q: prices.Quote | None, era: str | None) -> list[str]:
+    """What the reader must know to trust the figures: partial runs, what-ifs, mixed eras."""
+    notes = []
+    if summary is not None and summary.status != "completed":
+        notes.append(f"the run is {summary.status}: its rate covers only the steps it completed after the warm-up")
+    if summary is not None and args.hardware:
+        platform, replicas = summary.platform, summary.num_replicas
+        expected = _platform_of(args.hardware)
+        if expected and platform and platform != expected:
+            notes.append(f"measured on {platform} ({summary.device_kind or '?'}) but priced as "
+                         f"{args.hardware}: a what-if that assumes {args.hardware} runs at this rate")
+        elif expected == "gpu" and isinstance(replicas, int) and replicas != (args.count or 1):
+            notes.append(f"the run used {replicas} replica(s) but --count is {args.count or 1}: the price and "
+                         "the rate are for different machines")
+    if q is not None and q.note:
+        notes.append(q.note)
+    if era == "current":
+        notes.append("your price is from the current catalog, the reference costs are at 2018 prices: "
+                     "the cost ratios compare across eras")
+    if args.epochs != constants.MEASURED_EPOCHS:
+        notes.append(f"{args.epochs:g} epochs here vs the reference's {constants.MEASURED_EPOCHS}: the "
+                     "comparison mixes epoch counts")
+    return notes
+
+
+def _cost_answer(args, ips: float, summary: Summary | None, q: prices.Quote | None, era, pricing) -> dict:
+    projection = cost.project(ips, q.usd_per_hour if q else None, args.epochs)
+    comparison = [{
+        "config": r["config"], "source": r["source"], "train_hours": r["train_hours"], "cost_usd": r["cost_usd"],
+        "speedup_vs_config": cost.speedup(r["train_hours"], projection.train_hours),
+        "cost_ratio_vs_config": cost.cost_ratio(projection.cost_usd, r["cost_usd"]) if q else None,
+    } for r in common.reference_rows(prices.load_prices(), "2018")]
+    return {
+        "images_per_sec": ips,
+        "images_per_sec_from": _run_description(summary) if summary else "given with --images-per-sec",
+        "run_id": summary.run_id if summary else None,
+        "run_status": summary.status if summary else None,
+        "epochs": args.epochs, "target_top1": constants.TARGETS[args.target],
+        "target_claim": constants.TARGET_SOURCES[args.target],
+        "time_to_target_hours": projection.train_hours,
+        "usd_per_hour": q.usd_per_hour if q else None, "cost_usd": projection.cost_usd,
+        "price_as_of": q.as_of if q else None, "price_source": q.sources if q else None,
+        "price_era": era, "price_pricing": pricing,
+        "price_parts": [common.part_json(p) for p in q.parts] if q else [],
+        "notes": _cost_notes(args, summary, q, era),
+        "comparison_prices": "2018 on_demand", "comparison": comparison,
+    }
+
+
+def _cost_text(a: dict, args: argparse.Namespace) -> str:
+    lines = [f"ResNet-50 v1.5 to {a['target_top1']:.1%} top-1 on this hardware", "",
+             f"rate            {format_rate(a['images_per_sec'])} img/s ({a['images_per_sec_from']})",
+             f"time to target  {format_hours(a['time_to_target_hours'])}  ({a['epochs']:g} epochs x "
+             f"{constants.IMAGENET_TRAIN_EXAMPLES:,} images at that steady rate: a projection; start-up and "
+             "evaluation not included)"]
+    if a["usd_per_hour"] is None:
+        lines.append("cost            n/a: give --hardware NAME [--count N] for a catalog price "
+                     "(see `podbench cost --help`), or --usd-per-hour X")
+    else:
+        count = args.count or 1
+        parts = " + ".join(f"{p['hardware']} {format_usd(p['usd_per_hour'])}" + (f" x {count}" if i == 0 and count > 1 else "")
+                           for i, p in enumerate(a["price_parts"]))
+        kind = {"on_demand": "on-demand"}.get(a["price_pricing"], a["price_pricing"])
+        lines.append(f"price           {format_usd(a['usd_per_hour'])}/h = {parts}"
+                     + (f"  ({a['price_era'] or 'your file'}, {kind})" if args.hardware else ""))
+        lines.append(f"cost            {format_usd(a['cost_usd'])}")
+        if args.hardware:
+            lines.append("price rows:")
+            lines += common.price_lines([prices.Price(**p) for p in a["price_parts"]])
+    lines.append(f"target          {a['target_claim']}. It names the claim; the projection is the same "
+                 "(--epochs changes it)")
+    lines += [f"note            {n}" for n in a["notes"]]
+    lines += ["", "vs the reference configurations (2018 on-demand prices; how each reference rate was "
+                  "obtained: `podbench reproduce`):"]
+    lines.append(common.text_table(a["comparison"], ("config", "train time", "cost USD", "this is", "this costs",
+                                          "reference images/s"),
+                        lambda c: (c["config"], format_hours(c["train_hours"]), format_usd(c["cost_usd"]),
+                                   _times(c["speedup_vs_config"], "faster", "slower"),
+                                   "n/a" if c["cost_ratio_vs_config"] is None else f"{c['cost_ratio_vs_config']:.2f}x",
+                                   reference.SOURCE_LABELS[c["source"]])))
+    return "\n".join(lines)
+
+
+def _times(ratio: float, more: str, less: str) -> str:
+    """"3.70x slower", "12.5x faster", "1,802x slower"; "the same" within 0.5%."""
+    if abs(ratio - 1) < 0.005:
+        return "the same"
+    times = ratio if ratio > 1 else 1 / ratio
+    # Three significant figures, decided after rounding: 9.996 is "10.0x", not "10.00x".
+    digits = 2 if times < 9.995 else 1 if times < 99.95 else 0
+    return f"{times:,.{digits}f}x {more if ratio > 1 else less}"

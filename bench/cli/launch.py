@@ -1,0 +1,142 @@
+"""`podbench launch`: N local workers of `podbench run --strategy multi_worker`, on loopback.
+
+The way to try a multi-worker run on one machine: each worker is a process
+with its own TF_CONFIG (generated here, free ports on 127.0.0.1), worker 0 is
+the chief. The chief's progress and summary appear as `podbench run` prints
+them; every worker's output is kept in <run dir>/workers/worker-K.log. The run
+flags are checked before any worker starts, so a typo costs no TensorFlow
+start-up. No TensorFlow is loaded in this process.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import deque
+from pathlib import Path
+
+from bench import config as cfg
+from bench.cluster import launch, tf_config
+from bench.results import rundir
+from bench.errors import UsageError
+
+WORKERS_DIR = "workers"
+FAILED_LOG_TAIL_LINES = 15  # of a failed worker's log, shown above the error line
+
+_EPILOG = """\
+Everything after `--` is a `podbench run` command; its flags apply to every worker
+(`--strategy multi_worker` is added when not given). Worker 0 is the chief: it writes
+the run directory and its progress and summary are shown here. Each worker uses one
+device (on a CPU, the whole CPU), so replicas = workers and the global batch is
+per-replica batch x workers. If any worker fails, the others are stopped (SIGTERM,
+then SIGKILL after a few seconds) and the launch fails naming the worker and its log.
+
+examples:
+  podbench launch --workers 2 -- run --preset smoke
+  podbench launch --workers 3 --timeout 600 -- run --image-size 64 --batch-size 4 --output /tmp/mw
+"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "launch", help="run a multi-worker benchmark as N local processes (try multi_worker on one machine)",
+        description="Start N workers of `podbench run --strategy multi_worker` on this machine, on loopback "
+                    "ports, with a generated TF_CONFIG each; wait for all; exit with the chief's code.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--workers", type=int, required=True, metavar="N", help="worker processes to start (>= 1)")
+    p.add_argument("--timeout", type=float, metavar="S",
+                   help="stop every worker after S seconds and fail (default: no limit)")
+    p.add_argument("run_command", nargs=argparse.REMAINDER, metavar="-- run ...",
+                   help="the `podbench run` command every worker runs")
+    p.set_defaults(handler=handle)
+
+
+def checked_run_command(command: list[str]) -> tuple[list[str], cfg.RunConfig]:
+    """The `run ...` command after `--`, with `--strategy multi_worker` added, and its config.
+
+    Raises:
+      UsageError: nothing after `--`, not a run command, another strategy, or a bad run flag.
+    """
+    from bench import cli  # noqa: PLC0415 (bench.cli imports this module)
+    from bench.cli.run_flags import config_from_args  # noqa: PLC0415
+
+    command = command[1:] if command[:1] == ["--"] else command
+    if not command:
+        raise UsageError("nothing to launch: give the run command after `--`, "
+                         "e.g. podbench launch --workers 2 -- run --preset smoke")
+    if command[0] != "run":
+        raise UsageError(f"podbench launch starts `podbench run` workers, not {command[0]!r}: "
+                         "write `-- run FLAGS...`")
+    parsed = cli.build_parser().parse_args(command)
+    if parsed.strategy not in (None, "multi_worker"):
+        raise UsageError(f"podbench launch runs --strategy multi_worker, not {parsed.strategy}: "
+                         "drop --strategy from the run command")
+    if parsed.strategy is None:
+        command = [*command, "--strategy", "multi_worker"]
+        parsed.strategy = "multi_worker"
+    # Every flag combination is checked here, before any worker starts.
+    return command, config_from_args(parsed)
+
+
+def worker_specs(command: list[str], addresses: list[str], run_id: str, log_dir: Path,
+                 environ: dict[str, str]) -> list[launch.WorkerSpec]:
+    """One spec per address: the same run command, its own TF_CONFIG, its own log (pure)."""
+    return [
+        launch.WorkerSpec(
+            index=k,
+            argv=(sys.executable, "-m", "bench.cli", *command),
+            env={**environ, "TF_CONFIG": tf_config.make_tf_config(addresses, k), tf_config.RUN_ID_ENV: run_id},
+            log_path=log_dir / f"worker-{k}.log",
+            echo=k == 0,
+        )
+        for k in range(len(addresses))
+    ]
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Runs `podbench launch` for parsed ``args`` (workers, timeout, run_command).
+
+    Returns:
+      The chief's exit code when every worker finished; else the failed worker's
+      (128 + N for signal N), 124 on --timeout, 130 on Ctrl-C.
+
+    Raises:
+      UsageError: bad --workers/--timeout, or a bad run command (before any worker starts).
+    """
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    command, config = checked_run_command(args.run_command)
+    run_id = rundir.new_run_id()
+    run_dir = rundir.prepare_run_dir(config.output.dir, run_id)
+    log_dir = run_dir / WORKERS_DIR
+    log_dir.mkdir(exist_ok=True)
+    addresses = [f"{tf_config.LOOPBACK}:{port}" for port in tf_config.free_ports(args.workers)]
+    specs = worker_specs(command, addresses, run_id, log_dir, dict(os.environ))
+    print(f"podbench launch {run_id}: {args.workers} worker(s) on {', '.join(addresses)}; worker 0 is the "
+          f"chief and writes {run_dir}; each worker's output: {log_dir}/worker-K.log", file=sys.stderr, flush=True)
+
+    def started(pids: list[int]) -> None:
+        print(f"podbench launch {run_id}: started worker pids {', '.join(map(str, pids))} (worker 0 first)",
+              file=sys.stderr, flush=True)
+
+    outcome = launch.run_workers(specs, timeout_s=args.timeout, on_started=started)
+    if outcome.error:
+        _show_failure(outcome, specs)
+    return outcome.exit_code
+
+
+def _show_failure(outcome: launch.LaunchOutcome, specs: list[launch.WorkerSpec]) -> None:
+    """The failed worker's last lines (the chief's are already on screen), then one error line."""
+    if outcome.failed_index not in (None, 0):
+        log_path = specs[outcome.failed_index].log_path
+        try:
+            with open(log_path, encoding="utf-8", errors="replace") as log:
+                tail = deque(log, maxlen=FAILED_LOG_TAIL_LINES)
+        except OSError:
+            tail = deque()
+        for line in tail:
+            print(f"[worker {outcome.failed_index}] {line.rstrip()}", file=sys.stderr)
+    print(f"error: {outcome.error}", file=sys.stderr, flush=True)

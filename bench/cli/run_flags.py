@@ -1,0 +1,219 @@
+"""`podbench run`'s flags: one table that builds the parser and maps each flag onto the config.
+
+A flag is a row: its spelling, the config field it sets ("part.field"), its
+help. ``add_run_flags`` builds argparse from the table; ``config_from_args``
+applies what was given, in the table's order, on top of a preset (or a
+config.json, `--config`). `podbench sweep` and `podbench launch` take the same
+flags through the same table. No TensorFlow.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from bench import config as cfg
+from bench import presets
+from bench.errors import UsageError
+from bench.results.rundir import CONFIG_FILE, read_json
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One `podbench run` flag.
+
+    Attributes:
+      name: its spelling, ``--batch-size``.
+      target: the config field it sets, ``train.per_replica_batch_size``; None: not a config field.
+      group: the --help section it is listed under.
+      help: one line for --help.
+      type: argparse's converter (None for switches).
+      metavar, choices: as argparse's.
+      action: None (a value), "store_true", "store_false" (dest from ``dest``) or "bool" (--x/--no-x).
+      dest: argparse's dest, if not derived from the name.
+    """
+
+    name: str
+    target: str | None
+    group: str
+    help: str
+    type: Callable | None = None
+    metavar: str | None = None
+    choices: tuple | None = None
+    action: str | None = None
+    dest: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.dest or self.name[2:].replace("-", "_")
+
+
+MODEL_DATA, TRAINING, ACCURACY, DISTRIBUTION, OUTPUT = (
+    "model and data", "training", "time to accuracy (real data)", "distribution", "output")
+
+RUN_FLAGS: tuple[Flag, ...] = (
+    Flag("--image-size", "model.image_size", MODEL_DATA, "square input size (default 224; >= 32)", int, "PX"),
+    Flag("--depth", "model.depth", MODEL_DATA,
+         "ResNet depth (default 50, the benchmark; shallower proves time-to-accuracy on small data)",
+         int, "N", cfg.DEPTHS),
+    Flag("--num-classes", "model.num_classes", MODEL_DATA, "classifier width (default 1000)", int, "N"),
+    Flag("--data", "data.source", MODEL_DATA,
+         "synthetic (default: ImageNet-shaped, no input cost), imagenet (TFRecord shards "
+         "train-NNNNN-of-NNNNN) or tfds (a prepared imagenet2012)", choices=cfg.DATA_SOURCES),
+    Flag("--data-dir", "data.data_dir", MODEL_DATA, "real data: a directory or gs:// URI", metavar="DIR"),
+    Flag("--skip-corrupt", "data.skip_corrupt", MODEL_DATA,
+         "real data: skip records that fail the checks and count them, instead of stopping", action="store_true"),
+    Flag("--no-augment", "data.augment", MODEL_DATA,
+         "real data: train on centre crops, without the reference's random crop and flip "
+         "(for small datasets a flip changes, such as digits)", action="store_false", dest="augment"),
+    Flag("--cache", "data.cache", MODEL_DATA,
+         "real data: keep the records in memory after the first pass (if they fit)", action="store_true"),
+    Flag("--input-bench-batches", "data.input_bench_batches", MODEL_DATA,
+         "real data: batches timed through the input pipeline alone before training, "
+         "to tell an input bottleneck (default 20; 0 skips)", int, "N"),
+    Flag("--steps-per-epoch", "data.steps_per_epoch", MODEL_DATA,
+         "what counts as an epoch (default: one pass over real data; a platform default on synthetic data)",
+         int, "N"),
+    Flag("--batch-size", "train.per_replica_batch_size", TRAINING, "per-replica batch (global = this x replicas)",
+         int, "N"),
+    Flag("--epochs", "train.epochs", TRAINING, "total epochs, the warm-up epoch included", int, "N"),
+    Flag("--train-steps", "train.train_steps", TRAINING, "total steps instead of --epochs", int, "N"),
+    Flag("--warmup-steps", "train.warmup_steps", TRAINING, "steps excluded from measurement (default: one epoch)",
+         int, "N"),
+    Flag("--steps-per-execution", "train.steps_per_execution", TRAINING,
+         "steps per host round trip (TPU iterations_per_loop)", int, "N"),
+    Flag("--precision", "train.precision", TRAINING, "compute precision (platform default)",
+         choices=cfg.PRECISIONS),
+    Flag("--xla", "train.xla", TRAINING, "compile the step with XLA", action="bool"),
+    Flag("--seed", "train.seed", TRAINING, "seed for weights and synthetic data (default 0)", int),
+    Flag("--optimizer", "train.optimizer", TRAINING,
+         "auto (default): LARS at global batch >= 16384 as the reference, momentum SGD below",
+         choices=cfg.OPTIMIZER_CHOICES),
+    Flag("--label-smoothing", "train.label_smoothing", TRAINING,
+         "default: 0.1 at global batch >= 16384 (the reference), 0 below", float, "X"),
+    Flag("--target-accuracy", "train.target_accuracy", ACCURACY,
+         "train until validation top-1 reaches this (e.g. 0.76); reports time_to_target_s "
+         "from the end of the warm-up epoch, evaluations excluded", float, "TOP1"),
+    Flag("--eval-every-epochs", "train.eval_every_epochs", ACCURACY,
+         "evaluate on the validation split every N epochs (default 1 with --target-accuracy)", int, "N"),
+    Flag("--max-epochs", "train.epochs", ACCURACY,
+         "with --target-accuracy: stop after N epochs if the target is not reached (default 91)", int, "N"),
+    Flag("--mllog", "output.mllog", ACCURACY, "also append an MLPerf-style log (:::MLLOG lines) to FILE",
+         metavar="FILE"),
+    Flag("--strategy", "runtime.strategy", DISTRIBUTION, "tf.distribute strategy (default auto)",
+         choices=cfg.STRATEGIES),
+    Flag("--tpu", "runtime.tpu", DISTRIBUTION, "Cloud TPU name, grpc://HOST:PORT, or local (on a TPU VM)",
+         metavar="ADDR"),
+    Flag("--replicas", "runtime.replicas", DISTRIBUTION, "mirrored: devices to use (a CPU is split into N)",
+         int, "N"),
+    Flag("--output", "output.dir", OUTPUT, "run directory (default results/runs/<run_id>)", metavar="DIR"),
+    Flag("--results-uri", "output.results_uri", OUTPUT,
+         "also upload the run directory to gs://BUCKET/PREFIX/<run_id>/ when the run ends "
+         "(Application Default Credentials; the bucket is checked before the run)", metavar="gs://BUCKET/PREFIX"),
+    Flag("--log-steps", "train.log_steps", OUTPUT, "a progress line every N steps", int, "N"),
+    Flag("--peak-tflops", "measure.peak_tflops", OUTPUT, "peak TFLOP/s of one replica's device, for MFU",
+         float, "X"),
+    Flag("--json", None, OUTPUT, "print summary.json on stdout (progress stays on stderr)", action="store_true"),
+)
+
+
+def add_run_flags(parser: argparse.ArgumentParser, skip: frozenset[str] = frozenset()) -> None:
+    """Adds --preset, --config and every RUN_FLAGS row (except ``skip``'s names) to ``parser``."""
+    parser.add_argument("--preset", metavar="NAME", help="start from a named preset (see below)")
+    parser.add_argument("--config", metavar="CONFIG_JSON",
+                        help="start from a run's config.json (RUN_DIR/config.json, or RUN_DIR): re-run it exactly")
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for flag in RUN_FLAGS:
+        if flag.name in skip:
+            continue
+        group = groups.get(flag.group) or groups.setdefault(flag.group, parser.add_argument_group(flag.group))
+        if flag.action == "bool":
+            group.add_argument(flag.name, dest=flag.key, action=argparse.BooleanOptionalAction, default=None,
+                               help=flag.help)
+        elif flag.action in ("store_true", "store_false"):
+            group.add_argument(flag.name, dest=flag.key, action=flag.action, default=None, help=flag.help)
+        else:
+            group.add_argument(flag.name, dest=flag.key, type=flag.type, metavar=flag.metavar,
+                               choices=flag.choices, help=flag.help)
+
+
+def run_argv(args: argparse.Namespace, skip: frozenset[str] = frozenset()) -> list[str]:
+    """The `podbench run` flags given in ``args``, back as argv (in the table's order), except ``skip``'s.
+
+    How `podbench sweep` passes the user's run flags on to each size's run.
+    """
+    argv = []
+    for name in ("--preset", "--config"):
+        if name not in skip and given(args, name):
+            argv += [name, str(getattr(args, name[2:]))]
+    for flag in RUN_FLAGS:
+        value = getattr(args, flag.key, None)
+        if flag.name in skip or value is None:
+            continue
+        if flag.action == "bool":
+            argv.append(flag.name if value else f"--no-{flag.name[2:]}")
+        elif flag.action == "store_true":
+            argv += [flag.name] if value else []
+        elif flag.action == "store_false":
+            argv += [] if value else [flag.name]
+        else:
+            argv += [flag.name, str(value)]
+    return argv
+
+
+def given(args: argparse.Namespace, name: str) -> bool:
+    """Whether the flag ``name`` (``--max-epochs``) was given."""
+    return getattr(args, name[2:].replace("-", "_"), None) is not None
+
+
+def config_from_args(args: argparse.Namespace) -> cfg.RunConfig:
+    """The config a `podbench run` command line asks for: --config or defaults, then --preset, then flags.
+
+    Raises:
+      UsageError: an unknown preset, an unreadable --config, or an invalid value or combination.
+    """
+    if given(args, "--max-epochs") and given(args, "--epochs"):
+        raise UsageError("give --max-epochs or --epochs, not both")
+    if given(args, "--max-epochs") and not given(args, "--target-accuracy"):
+        raise UsageError("--max-epochs caps a run with --target-accuracy; without a target use --epochs")
+    if given(args, "--config") and given(args, "--preset"):
+        raise UsageError("--config already holds the run's settings, its preset's included: drop --preset")
+    try:
+        base = load_config(args.config) if given(args, "--config") else None
+        config = presets.from_preset(getattr(args, "preset", None), base)
+        parts: dict[str, dict] = {}
+        for flag in RUN_FLAGS:
+            value = getattr(args, flag.key, None)
+            if value is not None and flag.target:
+                part, field = flag.target.split(".")
+                parts.setdefault(part, {})[field] = value
+        train = parts.get("train", {})
+        if train.get("epochs") is not None:
+            train.setdefault("train_steps", None)  # --epochs replaces a preset's steps
+        if train.get("train_steps") is not None:
+            train.setdefault("epochs", None)  # and the other way round
+        return cfg.check_ready(cfg.replace(config, **parts))
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def load_config(path: str) -> cfg.RunConfig:
+    """The requested config of a run's config.json, ready to run again (into a new run directory).
+
+    Raises:
+      UsageError: not a readable podbench config.json.
+    """
+    file = Path(path) / CONFIG_FILE if Path(path).is_dir() else Path(path)
+    try:
+        requested = read_json(file)["requested"]
+        config = cfg.config_from_dict(requested)
+    except FileNotFoundError:
+        raise UsageError(f"no config file {file}; give a run's config.json (or its run directory)") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"cannot read {file} ({getattr(err, 'strerror', None) or err})") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise UsageError(f"{file} is not a podbench config.json ({err})") from None
+    # A re-run writes a new run directory: the original is never overwritten.
+    return dataclasses.replace(config, output=dataclasses.replace(config.output, dir=None))

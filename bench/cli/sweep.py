@@ -1,0 +1,144 @@
+"""`podbench sweep`: the same benchmark at several replica counts -> table and scaling chart.
+
+The sweep takes every `podbench run` flag (its parser is the run parser's,
+so a typo fails the same way) and checks the whole configuration at the
+largest size before the first run starts. It never imports TensorFlow
+itself: each size is a `podbench run` subprocess (bench/cluster/sweep.py).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+
+from bench import config as cfg
+from bench import presets
+from bench.cli.run_flags import add_run_flags, config_from_args, run_argv
+from bench.cluster import sweep
+from bench.results import rundir
+from bench.errors import EXIT_INTERRUPTED, UsageError
+
+EXIT_SOME_FAILED = 1
+
+_EPILOG = """\
+Weak scaling: each size keeps the per-replica batch (--batch-size), so the global
+batch grows with the replicas. Every size runs as its own process,
+`podbench run --strategy mirrored --replicas N --output SWEEP_DIR/replicas-N`,
+with the run flags given here. On a CPU the replicas are logical devices
+sharing the same cores: the sweep then shows that every size runs, not how
+hardware scales (the output says so).
+
+A failed size does not stop the sweep: the others still run and are written,
+and the failed one's row says why. Exit code 0 when every size completed, 1 when
+any failed, 2 for bad flags (before anything runs), 130 when interrupted (the
+sizes run so far are written).
+
+Writes SWEEP_DIR/sweep.csv, sweep.json, scaling.png and scaling.svg; scaling
+efficiency = images_per_sec(n) / (n x images_per_sec(1)), or relative to the
+smallest size when 1 is not in the list.
+
+examples:
+  podbench sweep --replicas 1,2,4,8                       # the default benchmark at 4 sizes
+  podbench sweep --replicas 1,2 --preset smoke            # 32x32, a minute on 2 CPU cores
+  podbench sweep --replicas 1,2,4,8 --batch-size 256 --output results/sweeps/gpu   # a GPU host
+"""
+
+
+# A second --replicas or --output is a run's own flag clashing with the sweep's.
+_TWICE = {
+    "replicas": "give one comma list, e.g. --replicas 1,2,4,8 (it sets each run's --replicas)",
+    "output": "it names the sweep's directory (each size writes SWEEP_DIR/replicas-N)",
+}
+
+
+class _Once(argparse.Action):
+    """Stores a value, refusing a second one."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} given twice: {_TWICE[self.dest]}")
+        setattr(namespace, self.dest, values)
+
+
+# Flags the sweep sets on every run itself, or takes over for its own meaning.
+SWEEP_OWNED = frozenset({"--replicas", "--output", "--strategy", "--tpu", "--json"})
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep", help="run the benchmark at several replica counts: scaling table and chart",
+        description="Run `podbench run` once per replica count (--strategy mirrored) and write a "
+                    "table and a chart of images/sec and scaling efficiency against replicas. "
+                    "Takes every `podbench run` flag except --strategy/--tpu (always mirrored).",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_run_flags(p, skip=SWEEP_OWNED)
+    g = p.add_argument_group("sweep")
+    g.add_argument("--replicas", required=True, action=_Once, metavar="LIST",
+                   help="replica counts, comma-separated, e.g. 1,2,4,8; each size runs --replicas N")
+    g.add_argument("--output", action=_Once, metavar="SWEEP_DIR",
+                   help=f"the sweep's directory; default {sweep.DEFAULT_SWEEPS_DIR}/<sweep_id>, "
+                        "each size in SWEEP_DIR/replicas-N")
+    g.add_argument("--strategy", choices=cfg.STRATEGIES, metavar="mirrored",
+                   help="the only strategy a sweep runs (the default here)")
+    g.add_argument("--tpu", help=argparse.SUPPRESS)  # refused with a reason, not "unrecognized"
+    g.add_argument("--json", action="store_true", help="print sweep.json on stdout (progress stays on stderr)")
+    g.add_argument("--quiet", action="store_true", help="only the sweep's own progress lines, not each run's")
+    p.set_defaults(handler=handle)
+
+
+def check_args(args: argparse.Namespace) -> tuple[int, ...]:
+    """The replica list, with every run flag checked as the largest size's `podbench run` would.
+
+    Returns:
+      The replica counts, sorted.
+
+    Raises:
+      UsageError: a bad list, a flag that clashes with the sweep, or a run flag
+        (or combination) that `podbench run` would refuse.
+    """
+    replicas = sweep.parse_replicas(args.replicas)
+    if args.strategy not in (None, "mirrored"):
+        raise UsageError(f"--strategy {args.strategy} clashes with the sweep: every size runs "
+                         "--strategy mirrored; drop --strategy")
+    if args.tpu is not None:
+        raise UsageError("--tpu does not apply to a sweep: it runs --strategy mirrored on this "
+                         "machine's CPU or GPUs; drop --tpu")
+    largest = copy.copy(args)
+    largest.strategy, largest.replicas, largest.output = "mirrored", max(replicas), None
+    config_from_args(largest)  # the run's own checks (the preset's name among them)
+    if args.preset and presets.from_preset(args.preset).runtime.strategy == "tpu":
+        raise UsageError(f"preset {args.preset} is for a TPU; a sweep runs --strategy mirrored on this "
+                         "machine: choose another preset")
+    return replicas
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Runs `podbench sweep` for parsed ``args``.
+
+    Returns:
+      0 every size completed, 1 some failed, 130 interrupted.
+
+    Raises:
+      UsageError: bad flags, or an unusable sweep directory (before any run).
+    """
+    replicas = check_args(args)
+    sweep_id = rundir.new_run_id()
+    sweep_dir = sweep.prepare_sweep_dir(args.output, sweep_id)
+    flags = run_argv(args, skip=SWEEP_OWNED)
+    print(f"podbench sweep {sweep_id}: {len(replicas)} size(s), replicas {','.join(map(str, replicas))}, "
+          f"writing {sweep_dir}/", file=sys.stderr, flush=True)
+    if replicas[0] != 1:
+        print(f"note: no 1-replica size: scaling efficiency will be relative to {replicas[0]} replicas",
+              file=sys.stderr, flush=True)
+    rows, interrupted = sweep.run_sweep(
+        replicas, lambda n, run_dir: sweep.run_command(n, flags, run_dir), sweep_dir,
+        forward_output=not args.quiet)
+    document = {"sweep_id": sweep_id, "replicas": list(replicas), "run_flags": flags,
+                "interrupted": interrupted, "notes": sweep.notes(rows), "sizes": rows}
+    written = sweep.write_files(sweep_dir, document)
+    print(rundir.dumps(document) if args.json else sweep.format_table(rows))
+    print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_SOME_FAILED if any(row["status"] != "completed" for row in rows) else 0

@@ -1,0 +1,314 @@
+"""`podbench sweep`'s engine: one `podbench run` process per replica count, then the table.
+
+Weak scaling: every size keeps the run's per-replica batch, so the global batch
+grows with the replicas. Each size runs in a fresh process: splitting a CPU
+into N logical devices must happen before TensorFlow starts, and a size that
+crashes must not take the others' results with it. The sweep keeps going
+after a failed size. Nothing here imports TensorFlow; pandas and matplotlib
+load only when the files are written.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence, TextIO
+
+from bench.results import rundir
+from bench.results.summary import Summary, read_summary
+from bench.errors import EXIT_INTERRUPTED, UsageError
+from methodology import scaling
+
+DEFAULT_SWEEPS_DIR = Path("results") / "sweeps"
+SWEEP_JSON = "sweep.json"
+SWEEP_CSV = "sweep.csv"
+CHART_STEM = "scaling"
+# After Ctrl-C: the run got the same SIGINT from the terminal and is writing its
+# summary; it gets this long before it is asked again, then this long before it is killed.
+CHILD_SUMMARY_WAIT_S = 15.0
+CHILD_KILL_WAIT_S = 30.0
+CSV_COLUMNS = (
+    "replicas", "status", "platform", "device_kind", "per_replica_batch_size", "global_batch_size",
+    "precision", "images_per_sec", "ideal_images_per_sec", "scaling_efficiency",
+    "efficiency_base_replicas", "images_per_sec_per_replica", "step_time_p50_s", "measured_steps",
+    "physical_devices", "replicas_share_a_device", "run_dir", "error",
+)
+
+
+def parse_replicas(text: str) -> tuple[int, ...]:
+    """``"1,2,4,8"`` -> (1, 2, 4, 8): positive integers, each once, sorted.
+
+    Raises:
+      UsageError: empty, not an integer, not positive, or repeated.
+    """
+    parts = [part.strip() for part in text.split(",")]
+    if not text.strip() or any(not part for part in parts):
+        raise UsageError(f"--replicas {text!r} is not a comma list of replica counts; "
+                         "give e.g. --replicas 1,2,4,8")
+    counts = []
+    for part in parts:
+        if not part.isdigit() or int(part) < 1:
+            raise UsageError(f"--replicas: {part!r} is not a positive whole number; give e.g. --replicas 1,2,4,8")
+        if int(part) in counts:
+            raise UsageError(f"--replicas: {int(part)} appears twice; give each replica count once")
+        counts.append(int(part))
+    return tuple(sorted(counts))
+
+
+def size_dir(sweep_dir: Path, replicas: int) -> Path:
+    """The run directory of one size: SWEEP_DIR/replicas-N."""
+    return Path(sweep_dir) / f"replicas-{replicas}"
+
+
+def run_command(replicas: int, flags: Sequence[str], run_dir: Path) -> list[str]:
+    """`podbench run` for one size, through this interpreter (no PATH lookup)."""
+    return [sys.executable, "-m", "bench.cli", "run", *flags, "--strategy", "mirrored",
+            "--replicas", str(replicas), "--output", str(run_dir)]
+
+
+def prepare_sweep_dir(output: str | None, sweep_id: str) -> Path:
+    """Creates the sweep directory, refusing one that already holds a sweep.
+
+    Raises:
+      UsageError: not writable, or it holds sweep.json or a replicas-N run.
+    """
+    path = Path(output) if output else DEFAULT_SWEEPS_DIR / sweep_id
+    if (path / SWEEP_JSON).exists() or any(path.glob(f"replicas-*/{rundir.STEPS_FILE}")):
+        raise UsageError(f"{path} already holds a sweep; choose a new --output")
+    rundir.prepare_run_dir(str(path), sweep_id)  # creates it and proves it writable
+    return path
+
+
+@dataclass(frozen=True)
+class SizeResult:
+    """What one size's `podbench run` left behind.
+
+    Attributes:
+      replicas: the replica count it ran.
+      exit_code: the process's exit code (0 completed, 130 interrupted, else failed).
+      summary: its summary, if it wrote one.
+      error: the run's own ``error: ...`` line, without the prefix (None if it gave none).
+      run_dir: its run directory.
+    """
+
+    replicas: int
+    exit_code: int
+    summary: Summary | None
+    error: str | None
+    run_dir: Path
+
+
+def run_size(command: Sequence[str], replicas: int, run_dir: Path, log_path: Path,
+             forward: Callable[[str], None] | None = None) -> SizeResult:
+    """Runs one size to the end, its stderr saved to ``log_path`` (and passed to ``forward``).
+
+    Raises:
+      KeyboardInterrupt: Ctrl-C; the run has been given the time to write its
+        summary (or killed), so what it measured is on disk.
+    """
+    error = None
+    with open(log_path, "w", encoding="utf-8") as log, subprocess.Popen(
+            list(command), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            errors="replace", bufsize=1) as proc:
+        try:
+            for line in proc.stderr:
+                log.write(line)
+                log.flush()
+                if line.startswith("error: "):
+                    error = line[len("error: "):].strip()
+                if forward:
+                    forward(line.rstrip("\n"))
+            exit_code = proc.wait()
+        except KeyboardInterrupt:
+            _stop(proc)
+            raise
+    return SizeResult(replicas, exit_code, summary_of(run_dir), error, run_dir)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """After Ctrl-C: let the run finish its summary; ask it once more; then kill it."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(CHILD_SUMMARY_WAIT_S)
+        return
+    proc.send_signal(signal.SIGINT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(CHILD_KILL_WAIT_S)
+        return
+    proc.kill()
+    proc.wait()
+
+
+def summary_of(run_dir: Path) -> Summary | None:
+    """The run's summary, or None if it wrote none (or an unreadable one)."""
+    try:
+        return read_summary(run_dir)
+    except (OSError, ValueError):
+        return None
+
+
+def physical_devices(platform: str | None, replicas: int) -> int | None:
+    """Physical devices the replicas ran on: a CPU is one however it is split; one GPU a replica."""
+    if platform == "cpu":
+        return 1
+    if platform == "gpu":
+        return replicas  # mirrored puts each replica on its own GPU (the run refuses more)
+    return None
+
+
+def _status(result: SizeResult) -> str:
+    if result.exit_code == 0:
+        return result.summary.status if result.summary else "failed"
+    return "interrupted" if result.exit_code == EXIT_INTERRUPTED and result.summary else "failed"
+
+
+def size_row(result: SizeResult) -> dict:
+    """One size's table row (the scaling columns are added by ``sweep_rows``)."""
+    s = result.summary or Summary(run_id="", status="failed")
+    status = _status(result)
+    devices = physical_devices(s.platform, result.replicas)
+    error = result.error
+    if status == "failed" and error is None:
+        error = s.error or f"exit code {result.exit_code}; see {result.run_dir}.log"
+    measured = status != "failed"
+    return {
+        "replicas": result.replicas,
+        "status": status,
+        "platform": s.platform,
+        "device_kind": s.device_kind,
+        "per_replica_batch_size": s.per_replica_batch_size,
+        "global_batch_size": s.global_batch_size,
+        "precision": s.precision,
+        "images_per_sec": s.images_per_sec if measured else None,
+        "images_per_sec_per_replica": s.images_per_sec_per_replica if measured else None,
+        "step_time_p50_s": s.step_time_s.get("median") if measured else None,
+        "measured_steps": s.measured_steps if result.summary else None,
+        "physical_devices": devices,
+        "replicas_share_a_device": None if devices is None else result.replicas > devices,
+        "run_dir": str(result.run_dir),
+        "error": error,
+    }
+
+
+def sweep_rows(size_results: Sequence[SizeResult]) -> list[dict]:
+    """Table rows in replica order, with ideal images/sec and scaling efficiency.
+
+    Efficiency is relative to the smallest replica count that measured a rate
+    (methodology/scaling.py): 1 replica when the sweep includes it and it ran.
+    """
+    rows = {r.replicas: size_row(r) for r in size_results}
+    points = scaling.scaling_points({n: row["images_per_sec"] or None for n, row in rows.items()})
+    out = []
+    for point in points:
+        row = rows[point.replicas]
+        row.update(ideal_images_per_sec=point.ideal_images_per_sec,
+                   scaling_efficiency=point.scaling_efficiency,
+                   efficiency_base_replicas=point.base_replicas)
+        out.append({column: row[column] for column in CSV_COLUMNS})
+    return out
+
+
+def notes(rows: Sequence[dict]) -> list[str]:
+    """What a reader must know to read the table: the base, shared devices, failures."""
+    out = []
+    bases = {row["efficiency_base_replicas"] for row in rows} - {None}
+    if bases and bases != {1}:
+        out.append(f"efficiency is relative to {min(bases)} replicas, the smallest size that "
+                   "measured a rate (not 1 replica)")
+    shared = [row for row in rows if row["replicas_share_a_device"]]
+    if shared:
+        out.append(f"{', '.join(str(row['replicas']) for row in shared)} replicas shared one physical "
+                   f"{shared[0]['platform'].upper()} (split into logical devices): the sweep shows each size "
+                   "runs, not how hardware scales")
+    failed = [row for row in rows if row["status"] == "failed"]
+    if failed:
+        out.append(f"failed: {', '.join(str(row['replicas']) for row in failed)} replicas "
+                   "(the error column says why; each size's log is SWEEP_DIR/replicas-N.log)")
+    return out
+
+
+def _cell(value, fmt: str) -> str:
+    return "–" if value is None else format(value, fmt)
+
+
+def format_table(rows: Sequence[dict]) -> str:
+    """The table a person reads: one line per size, then the notes (pure)."""
+    lines = [f"{'replicas':>8}  {'global batch':>12}  {'images/sec':>11}  {'ideal':>11}  "
+             f"{'efficiency':>10}  status"]
+    for row in rows:
+        status = row["status"] + (f": {row['error']}" if row["error"] and row["status"] == "failed" else "")
+        lines.append(f"{row['replicas']:>8}  {_cell(row['global_batch_size'], '>12')}  "
+                     f"{_cell(row['images_per_sec'], '>11,.1f')}  {_cell(row['ideal_images_per_sec'], '>11,.1f')}  "
+                     f"{_cell(row['scaling_efficiency'], '>10.1%')}  {status}")
+    return "\n".join(lines + [f"note: {note}" for note in notes(rows)])
+
+
+def write_files(sweep_dir: Path, document: dict) -> list[Path]:
+    """sweep.json, sweep.csv and the scaling chart (PNG and SVG) of ``document["sizes"]``.
+
+    Returns:
+      The paths written.
+    """
+    import pandas as pd  # noqa: PLC0415 (only when writing: `podbench sweep --help` stays fast)
+
+    from bench.report import scaling_charts  # noqa: PLC0415
+    from bench.report import files as report_files  # noqa: PLC0415
+
+    sweep_dir = Path(sweep_dir)
+    json_path, csv_path = sweep_dir / SWEEP_JSON, sweep_dir / SWEEP_CSV
+    rundir.write_json(json_path, document)
+    table = pd.DataFrame(document["sizes"], columns=list(CSV_COLUMNS))
+    table.to_csv(csv_path, index=False)
+    fig, _ = scaling_charts.plot_scaling(table)
+    return [json_path, csv_path, *report_files.save_figure(fig, sweep_dir, CHART_STEM)]
+
+
+def progress_line(index: int, total: int, row: dict) -> str:
+    """``[2/4] replicas 4: 123.4 images/sec, global batch 16, 61.2% of linear`` (pure)."""
+    head = f"[{index}/{total}] replicas {row['replicas']}"
+    if row["status"] == "failed":
+        return f"{head}: failed: {row['error']}"
+    rate = _cell(row["images_per_sec"], ",.1f")
+    efficiency = ("" if row["scaling_efficiency"] is None
+                  else f", {row['scaling_efficiency']:.1%} of linear from {row['efficiency_base_replicas']}")
+    return f"{head}: {rate} images/sec, global batch {row['global_batch_size']}{efficiency}" + (
+        "" if row["status"] == "completed" else f" ({row['status']})")
+
+
+def run_sweep(replicas: Sequence[int], command_for: Callable[[int, Path], list[str]], sweep_dir: Path,
+              stream: TextIO = sys.stderr, forward_output: bool = True) -> tuple[list[dict], bool]:
+    """Runs every size in turn, a progress line before and after each.
+
+    Args:
+      replicas: replica counts, in the order to run.
+      command_for: (replicas, run_dir) -> argv of that size's run.
+      sweep_dir: existing sweep directory (runs go to replicas-N/, logs to replicas-N.log).
+      stream: where progress goes.
+      forward_output: also pass each run's own progress lines through, indented.
+
+    Returns:
+      (rows so far, whether Ctrl-C stopped the sweep).
+    """
+    done: list[SizeResult] = []
+    total = len(replicas)
+    say = lambda line: print(line, file=stream, flush=True)  # noqa: E731
+    forward = (lambda line: say(f"    {line}")) if forward_output else None
+    try:
+        for index, n in enumerate(replicas, start=1):
+            run_dir = size_dir(sweep_dir, n)
+            say(f"[{index}/{total}] replicas {n}: running…")
+            try:
+                done.append(run_size(command_for(n, run_dir), n, run_dir, Path(f"{run_dir}.log"), forward))
+            except KeyboardInterrupt:
+                done.append(SizeResult(n, EXIT_INTERRUPTED, summary_of(run_dir), None, run_dir))
+                raise
+            row = next(r for r in sweep_rows(done) if r["replicas"] == n)
+            say(progress_line(index, total, row))
+    except KeyboardInterrupt:
+        say(f"interrupted: writing the {len(done)} size(s) run so far")
+        return sweep_rows(done), True
+    return sweep_rows(done), False

@@ -1,0 +1,134 @@
+"""Named presets: one plain function each, changing only what differs from the default.
+
+Each docstring gives the command and how long it takes. `podbench run --preset
+NAME` applies a preset first and the flags on top. No TensorFlow.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from bench.config import RunConfig, choice, replace
+from methodology import constants
+
+
+def imagenet_steps_per_epoch(global_batch_size: int) -> int:
+    """Whole steps in one pass over ImageNet's training set (the reference rounds down)."""
+    return constants.IMAGENET_TRAIN_EXAMPLES // global_batch_size
+
+
+def smoke(config: RunConfig) -> RunConfig:
+    """CPU smoke test: 32x32 images, 10 classes, 2 warm-up + 4 measured steps.
+
+    `podbench run --preset smoke` takes about 30 s on 2 CPU cores.
+    """
+    return replace(config, model=dict(image_size=32, num_classes=10), data=dict(steps_per_epoch=2),
+                   train=dict(per_replica_batch_size=4, epochs=3))
+
+
+def cpu(config: RunConfig) -> RunConfig:
+    """The default on a CPU host, spelled out: 224x224, batch 8, 4 warm-up + 12 measured steps.
+
+    `podbench run --preset cpu` takes about 1.5 minutes on 2 CPU cores.
+    """
+    return replace(config, runtime=dict(strategy="default"))
+
+
+# The reference's GPU side ran tf_cnn_benchmarks with --batch_size=312 (per GPU),
+# --use_fp16 --xla_compile: one warm-up epoch here, then one measured epoch.
+V100_BATCH_PER_GPU = 312
+
+
+def _reference_v100(config: RunConfig, num_gpus: int) -> RunConfig:
+    return replace(config, data=dict(steps_per_epoch=imagenet_steps_per_epoch(num_gpus * V100_BATCH_PER_GPU)),
+                   train=dict(per_replica_batch_size=V100_BATCH_PER_GPU, epochs=2, precision="mixed_float16",
+                              xla=True),
+                   runtime=dict(strategy="mirrored" if num_gpus > 1 else "one_device"))
+
+
+def v100_x1(config: RunConfig) -> RunConfig:
+    """1x V100 as the reference: batch 312, fp16, XLA, 1 warm-up + 1 measured ImageNet epoch.
+
+    `podbench run --preset v100-x1` on an n1-standard-8 with one V100: about 36 min
+    at the reference's ~1,216 img/s a GPU.
+    """
+    return _reference_v100(config, 1)
+
+
+def v100_x4(config: RunConfig) -> RunConfig:
+    """4x V100 as the reference: batch 312 a GPU, fp16, XLA, 1 warm-up + 1 measured ImageNet epoch.
+
+    `podbench run --preset v100-x4` on an n1-standard-32 with 4 V100: about 9 min
+    at the reference's ~1,216 img/s a GPU.
+    """
+    return _reference_v100(config, 4)
+
+
+def v100_x8(config: RunConfig) -> RunConfig:
+    """8x V100 as the reference: batch 312 a GPU, fp16, XLA, 1 warm-up + 1 measured ImageNet epoch.
+
+    `podbench run --preset v100-x8` on an n1-standard-64 with 8 V100: about 5 min
+    at the reference's ~1,216 img/s a GPU.
+    """
+    return _reference_v100(config, 8)
+
+
+# The reference's TPU side (tensorflow/tpu r1.12 resnet_main.py): bfloat16, the global
+# batch by slice size; --tpu must still be given (a name, grpc://... or local).
+TPU_STEPS_PER_EXECUTION = 100
+
+
+def _reference_tpu(config: RunConfig, cores: int, global_batch: int) -> RunConfig:
+    return replace(config, data=dict(steps_per_epoch=imagenet_steps_per_epoch(global_batch)),
+                   train=dict(per_replica_batch_size=global_batch // cores, epochs=2, precision="mixed_bfloat16",
+                              steps_per_execution=TPU_STEPS_PER_EXECUTION),
+                   runtime=dict(strategy="tpu"))
+
+
+def tpu_v2_8(config: RunConfig) -> RunConfig:
+    """TPU v2-8 as the reference: global batch 1024 (128 a core), bfloat16, 1 warm-up + 1 measured epoch.
+
+    `podbench run --preset tpu-v2-8 --tpu local` on the TPU VM.
+    """
+    return _reference_tpu(config, 8, 1024)
+
+
+def tpu_v2_32(config: RunConfig) -> RunConfig:
+    """TPU v2-32 as the reference: global batch 4096 (128 a core), bfloat16, 1 warm-up + 1 measured epoch.
+
+    `podbench run --preset tpu-v2-32 --tpu NAME` on the slice's worker 0.
+    """
+    return _reference_tpu(config, 32, 4096)
+
+
+def tpu_v2_512(config: RunConfig) -> RunConfig:
+    """TPU v2-512 (a full v2 Pod) as the reference: global batch 32768 (64 a core), bfloat16, 1+1 epochs.
+
+    `podbench run --preset tpu-v2-512 --tpu NAME` on the Pod's worker 0.
+    """
+    return _reference_tpu(config, 512, 32768)
+
+
+PRESETS: dict[str, Callable[[RunConfig], RunConfig]] = {
+    "smoke": smoke,
+    "cpu": cpu,
+    "v100-x1": v100_x1,
+    "v100-x4": v100_x4,
+    "v100-x8": v100_x8,
+    "tpu-v2-8": tpu_v2_8,
+    "tpu-v2-32": tpu_v2_32,
+    "tpu-v2-512": tpu_v2_512,
+}
+
+
+def from_preset(name: str | None, base: RunConfig | None = None) -> RunConfig:
+    """``base`` (default: the default config), or a named preset applied to it.
+
+    Raises:
+      ValueError: unknown preset name (the message lists the known ones).
+    """
+    base = base or RunConfig()
+    if name is None:
+        return base
+    choice("preset", name, tuple(PRESETS))
+    return dataclasses.replace(PRESETS[name](base), preset=name)

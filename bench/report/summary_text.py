@@ -1,0 +1,86 @@
+"""The end-of-run summary as a person reads it. Pure; no pandas, no TensorFlow."""
+from __future__ import annotations
+
+from bench.results.summary import Summary
+
+
+def _num(value, fmt: str, unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:{fmt}}{unit}"
+
+
+def _input_rows(s: Summary) -> list[tuple[str, str]]:
+    """Real data: what the input pipeline alone delivers, skips, and a bottleneck warning."""
+    rows = []
+    if s.input_images_per_sec is not None:
+        rows.append(("input only", f"{s.input_images_per_sec:,.1f} images/sec from the input pipeline alone"
+                                   " (one host)"))
+    if s.skipped_records is not None:
+        rows.append(("skipped", f"{s.skipped_records} corrupt record(s) (--skip-corrupt)"))
+    if s.input_bound:
+        rows.append(("WARNING", "input-bound: training ran at the speed the input pipeline alone "
+                                "delivers, so these figures measure the input, not the model; add host "
+                                "CPUs, --cache, or compare with --data synthetic"))
+    return rows
+
+
+def _accuracy_rows(s: Summary) -> list[tuple[str, str]]:
+    """Runs that evaluate: the accuracy reached and, with a target, the time to it."""
+    if not s.eval_curve and s.target_accuracy is None:
+        return []
+    curve = s.eval_curve or []
+    best = max((e["top_1"] for e in curve), default=None)
+    rows = [("accuracy", f"best top-1 {_num(best, '.4f')} over {len(curve)} evaluation(s) "
+                         f"({s.eval_total_s or 0:.1f} s, excluded from all times)")]
+    if s.target_accuracy is None:
+        return rows
+    if s.reached_target:
+        t = s.time_to_target_s
+        rows.append(("to target", f"top-1 {s.target_accuracy:g} after {s.epochs_to_target} epoch(s): "
+                                  f"{_num(t, '.1f', ' s')} from the end of the warm-up epoch"
+                                  f" ({_num(t and t / 60, '.2f', ' min')}), evaluations excluded"))
+    else:
+        rows.append(("to target", f"top-1 {s.target_accuracy:g} NOT reached in {s.steps_completed} steps"))
+    return rows
+
+
+def _mfu_row(s: Summary) -> str:
+    if s.peak_flops_per_sec is None:
+        return "n/a (peak unknown; give --peak-tflops)"
+    return (f"{_num(s.mfu and 100 * s.mfu, '.1f', '%')} of {s.peak_flops_per_sec / 1e9:,.0f} GFLOP/s "
+            f"({s.peak_basis})")
+
+
+def _ending(s: Summary) -> str:
+    how = {"interrupted": "interrupted", "failed": "failed",
+           "killed": "killed (no end was recorded; rebuilt from the raw logs)"}[s.status]
+    return f"{how} after step {s.steps_completed} of {s.train_steps}; figures cover the steps measured"
+
+
+def format_summary(s: Summary) -> str:
+    """The end-of-run table a person reads (pure)."""
+    lines = [f"podbench run {s.run_id}: {s.status}"]
+    if s.platform is None:
+        return "\n".join(lines + ["  stopped before the first step; nothing was measured"])
+    step = s.step_time_s
+    macs = s.model_flops_per_image
+    rows = [
+        ("hardware", f"{s.device_kind} ({s.platform}), strategy {s.strategy}, {s.num_replicas} replica(s)"),
+        ("batch", f"{s.per_replica_batch_size} per replica, {s.global_batch_size} global; "
+                  f"{s.precision}, XLA {'on' if s.xla else 'off'}"),
+        ("warm-up", f"{s.warmup_steps} steps excluded, {_num(s.warmup_s, '.1f', ' s')} "
+                    f"(startup + tracing {_num(s.startup_s, '.1f', ' s')}); setup {_num(s.setup_s, '.1f', ' s')}"),
+        ("measured", f"{s.measured_steps} steps in {s.measured_s:.1f} s"),
+        ("images/sec", f"{_num(s.images_per_sec, '.2f')} ± {_num(s.images_per_sec_uncertainty, '.2f')} "
+                       f"(jitter {_num(s.images_per_sec_jitter, '.2f')}); "
+                       f"{_num(s.images_per_sec_per_replica, '.2f')} per replica"),
+        *_input_rows(s),
+        ("step time", f"median {_num(step['median'], '.3f', ' s')}, p90 {_num(step['p90'], '.3f', ' s')}, "
+                      f"p99 {_num(step['p99'], '.3f', ' s')}"),
+        ("model", f"{_num(macs and macs / 1e9, '.2f')} G multiply-adds/image forward"),
+        ("MFU", _mfu_row(s)),
+        *_accuracy_rows(s),
+        ("results", s.results_dir),
+    ]
+    if s.status != "completed":
+        rows.insert(0, ("note", _ending(s)))
+    return "\n".join(lines + [f"  {k:<11} {v}" for k, v in rows])

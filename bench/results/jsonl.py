@@ -1,0 +1,154 @@
+"""The raw data of a run, as JSON lines: steps, evaluations and the run's lifecycle.
+
+Every line is appended and flushed as it is taken, so a crash, Ctrl-C or
+SIGKILL loses nothing already measured; a torn last line (killed mid-write)
+is ignored on reading.
+
+- steps.jsonl: ``{"step": n, "time_s": t}`` after every executed block, and
+  one at training start (the step training starts from). ``time_s`` is the
+  process's monotonic clock (perf_counter), read after the block's results exist.
+  A resumed run appends a new segment, which starts at a step no later than
+  the last one logged (checkpoints are written after the step's line), so a
+  step that does not increase marks a segment boundary.
+- evals.jsonl: one ``methodology.target.EvalRecord`` per evaluation, on the
+  step clock of its segment.
+- lifecycle.jsonl: one ``{"event": NAME, "time_s": t, "wall_time": unix, ...}``
+  per milestone: ``start`` (a segment begins: run id, pid, resumed step),
+  ``setup`` (training is about to start), ``model`` (its multiply-adds per
+  image), ``input_pipelines`` (hosts reading data), ``input_bench`` (the
+  input-only benchmark's raw records), ``checkpoint`` (a pause: start, end,
+  step), ``end`` (status, error, signal, skipped records). ``time_s`` is on
+  the step clock; ``wall_time`` places segments of a resumed run on one timeline.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from bench.results.rundir import dumps
+from methodology.target import EvalRecord
+from methodology.throughput import StepRecord
+
+# lifecycle.jsonl event names
+START, SETUP, MODEL, INPUT_PIPELINES, INPUT_BENCH, CHECKPOINT, END = (
+    "start", "setup", "model", "input_pipelines", "input_bench", "checkpoint", "end")
+
+
+class JsonLinesWriter:
+    """Appends records to a JSON-lines file, one flushed line each (a crash loses nothing written).
+
+    Args:
+      path: the file, appended to.
+      encode: record -> one line of JSON, without the newline.
+    """
+
+    def __init__(self, path: Path, encode: Callable[[Any], str]):
+        self._file = open(path, "a", encoding="utf-8")
+        self._encode = encode
+
+    def __call__(self, record) -> None:
+        self._file.write(self._encode(record) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_json_lines(path: Path, decode: Callable[[Any], Any], what: str) -> list:
+    """Decodes every line; a torn last line (killed mid-write) is ignored.
+
+    Raises:
+      ValueError: a malformed line other than the last, naming its number.
+    """
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    out = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            out.append(decode(json.loads(line)))
+        except (ValueError, KeyError, TypeError):
+            if number == len(lines):
+                break
+            raise ValueError(f"{path}:{number}: not {what}: {line[:80]!r}") from None
+    return out
+
+
+class StepsWriter(JsonLinesWriter):
+    """steps.jsonl's writer. Lines are formatted by hand: it runs every step, and json.dumps costs more."""
+
+    def __init__(self, path: Path):
+        super().__init__(path, lambda r: f'{{"step": {r.step}, "time_s": {r.time_s!r}}}')
+
+
+def read_steps(path: Path) -> list[StepRecord]:
+    """Reads steps.jsonl back, every segment in file order; a torn last line is ignored.
+
+    Raises:
+      ValueError: a malformed line other than the last, naming its number.
+    """
+    return read_json_lines(path, lambda row: StepRecord(int(row["step"]), float(row["time_s"])), "a step record")
+
+
+def split_segments(records: list[StepRecord]) -> list[list[StepRecord]]:
+    """The step log cut where a step does not increase: one list per segment (a fit of a resumed run)."""
+    segments: list[list[StepRecord]] = []
+    for record in records:
+        if not segments or record.step <= segments[-1][-1].step:
+            segments.append([])
+        segments[-1].append(record)
+    return segments
+
+
+class EvalsWriter(JsonLinesWriter):
+    """evals.jsonl's writer."""
+
+    def __init__(self, path: Path):
+        super().__init__(path, lambda r: dumps(dataclasses.asdict(r), indent=None))
+
+
+def read_evals(path: Path) -> list[EvalRecord]:
+    """Reads evals.jsonl back (empty if the file does not exist); a torn last line is ignored.
+
+    Raises:
+      ValueError: a malformed line other than the last, naming its number.
+    """
+    if not Path(path).exists():
+        return []
+    return read_json_lines(path, lambda row: EvalRecord(**row), "an evaluation record")
+
+
+class LifecycleWriter(JsonLinesWriter):
+    """lifecycle.jsonl's writer: ``writer.event(NAME, **fields)``, stamped with both clocks.
+
+    Args:
+      path: the file, appended to (a resumed run adds its segment's events).
+      clock: the step timer's clock, so that pauses line up with steps.jsonl.
+    """
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.perf_counter):
+        super().__init__(path, lambda event: dumps(event, indent=None))
+        self._clock = clock
+
+    def event(self, name: str, **fields) -> dict:
+        record = {"event": name, "time_s": self._clock(), "wall_time": time.time(), **fields}
+        self(record)
+        return record
+
+
+def read_lifecycle(path: Path) -> list[dict]:
+    """Reads lifecycle.jsonl back (empty if missing); a torn last line is ignored.
+
+    Raises:
+      ValueError: a malformed line other than the last, naming its number.
+    """
+    if not Path(path).exists():
+        return []
+
+    def decode(row):
+        if not isinstance(row, dict) or not isinstance(row.get("event"), str):
+            raise ValueError
+        return row
+
+    return read_json_lines(path, decode, "a lifecycle event")

@@ -1,0 +1,206 @@
+"""MLPerf-style log lines (``:::MLLOG {json}``) and MLPerf's time-to-train from them.
+
+The format is mlcommons/logging's ``mllog``: one JSON object per line with
+namespace, time_ms, event_type, key, value and metadata (the caller's file and
+line, plus any given), in that order. The `mlperf-logging` package installs
+from PyPI, but its logger is a process-wide ``logging.Logger`` configured
+through globals and it pulls in pandas and scipy; writing the line ourselves
+is a few lines, keeps one logger per run and lets tests inject the clock.
+
+Every key we log is a constant below, named as mllog's constants.py names it.
+Lines are flushed as they are written, so a crash loses nothing logged.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Iterable, Mapping, TextIO
+
+PREFIX = ":::MLLOG "
+
+# Event types.
+POINT_IN_TIME = "POINT_IN_TIME"
+INTERVAL_START = "INTERVAL_START"
+INTERVAL_END = "INTERVAL_END"
+
+# Keys (mllog/constants.py). Intervals: *_start with start(), *_stop with end().
+INIT_START = "init_start"
+INIT_STOP = "init_stop"
+RUN_START = "run_start"
+RUN_STOP = "run_stop"  # metadata {"status": SUCCESS | ABORTED}
+BLOCK_START = "block_start"  # metadata {"first_epoch_num", "epoch_count"}
+BLOCK_STOP = "block_stop"
+EPOCH_START = "epoch_start"  # metadata {"epoch_num"}
+EPOCH_STOP = "epoch_stop"
+EVAL_START = "eval_start"  # metadata {"epoch_num"}
+EVAL_STOP = "eval_stop"
+# Points in time.
+EVAL_ACCURACY = "eval_accuracy"  # value: top-1 in [0, 1]; metadata {"epoch_num"}
+GLOBAL_BATCH_SIZE = "global_batch_size"
+TRAIN_SAMPLES = "train_samples"
+EVAL_SAMPLES = "eval_samples"
+SEED = "seed"
+OPT_NAME = "opt_name"
+OPT_BASE_LEARNING_RATE = "opt_base_learning_rate"
+OPT_LEARNING_RATE_WARMUP_EPOCHS = "opt_learning_rate_warmup_epochs"
+SUBMISSION_BENCHMARK = "submission_benchmark"  # value: RESNET
+SUBMISSION_DIVISION = "submission_division"  # value: "closed" | "open"
+SUBMISSION_ORG = "submission_org"
+SUBMISSION_PLATFORM = "submission_platform"
+SUBMISSION_STATUS = "submission_status"  # value: "cloud" | "onprem" | "research"
+# Values.
+RESNET = "resnet"
+SUCCESS = "success"
+ABORTED = "aborted"
+# Metadata keys.
+EPOCH_NUM = "epoch_num"
+FIRST_EPOCH_NUM = "first_epoch_num"
+EPOCH_COUNT = "epoch_count"
+STATUS = "status"
+
+Clock = Callable[[], float]
+
+
+class MLLogWriter:
+    """Writes ``:::MLLOG`` lines to a file (appended) or an open text stream.
+
+    ``time_ms`` is ``int(clock() * 1000)``, never below the previous line's:
+    a wall clock stepped back (NTP) would otherwise give negative intervals.
+
+    Args:
+      path_or_stream: a path to append to, or a text stream (not closed by ``close()``).
+      clock: wall-clock seconds since the epoch; injectable for tests.
+      namespace: mllog's namespace field (``""`` for a single-process run).
+
+    Raises:
+      OSError: the file cannot be opened.
+    """
+
+    def __init__(self, path_or_stream: str | os.PathLike | TextIO, clock: Clock = time.time, namespace: str = ""):
+        if isinstance(path_or_stream, (str, os.PathLike)):
+            self._stream, self._owned = open(path_or_stream, "a", encoding="utf-8"), True
+        else:
+            self._stream, self._owned = path_or_stream, False
+        self._clock, self._namespace, self._last_ms = clock, namespace, None
+        self._run_stopped = False
+
+    def start(self, key: str, value: Any = None, metadata: Mapping[str, Any] | None = None) -> None:
+        """Logs the start of an interval (``run_start``, ``epoch_start``, ...)."""
+        self._log(INTERVAL_START, key, value, metadata)
+
+    def end(self, key: str, value: Any = None, metadata: Mapping[str, Any] | None = None) -> None:
+        """Logs the end of an interval (``run_stop`` with ``{"status": SUCCESS}``, ...)."""
+        self._log(INTERVAL_END, key, value, metadata)
+
+    def event(self, key: str, value: Any = None, metadata: Mapping[str, Any] | None = None) -> None:
+        """Logs a point in time (``eval_accuracy``, ``global_batch_size``, ...)."""
+        self._log(POINT_IN_TIME, key, value, metadata)
+
+    def stop_run(self, success: bool) -> None:
+        """Logs ``run_stop`` once per run: a second call (the run ending after fit did) logs nothing."""
+        if self._run_stopped:
+            return
+        self._run_stopped = True
+        self.end(RUN_STOP, metadata={STATUS: SUCCESS if success else ABORTED})
+
+    def close(self) -> None:
+        """Closes a file this logger opened; a stream it was given stays open."""
+        if self._owned and not self._stream.closed:
+            self._stream.close()
+
+    def __enter__(self) -> "MLLogWriter":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _log(self, event_type: str, key: str, value: Any, metadata: Mapping[str, Any] | None) -> None:
+        caller = sys._getframe(2)  # noqa: SLF001 (start/end/event -> _log: the frame that called them)
+        now_ms = int(self._clock() * 1000)
+        self._last_ms = now_ms if self._last_ms is None else max(now_ms, self._last_ms)
+        line = format_line(self._namespace, self._last_ms, event_type, key, value,
+                           {"file": caller.f_code.co_filename, "lineno": caller.f_lineno, **(metadata or {})})
+        self._stream.write(line + "\n")
+        self._stream.flush()
+
+
+def log_run_config(log: MLLogWriter, plan, seed: int) -> None:
+    """``init_start`` and the run's settings as MLPerf logs them (``plan``: a bench.resolve.ResolvedRun)."""
+    log.start(INIT_START)
+    log.event(SUBMISSION_BENCHMARK, RESNET)
+    log.event(GLOBAL_BATCH_SIZE, plan.global_batch_size)
+    log.event(SEED, seed)
+    log.event(OPT_NAME, plan.schedule.optimizer)
+    log.event(OPT_BASE_LEARNING_RATE, plan.schedule.peak_learning_rate)
+    log.event(OPT_LEARNING_RATE_WARMUP_EPOCHS, plan.schedule.warmup_epochs)
+    if plan.num_examples is not None:
+        log.event(TRAIN_SAMPLES, plan.num_examples)
+    if plan.eval_steps:
+        log.event(EVAL_SAMPLES, plan.eval_steps * plan.global_batch_size)
+
+
+def format_line(namespace: str, time_ms: int, event_type: str, key: str, value: Any,
+                metadata: Mapping[str, Any]) -> str:
+    """One ``:::MLLOG {...}`` line, fields in mllog's order.
+
+    Raises:
+      TypeError: a value or metadata that JSON cannot hold (numpy scalars and arrays are converted).
+    """
+    record = {"namespace": namespace, "time_ms": time_ms, "event_type": event_type,
+              "key": key, "value": value, "metadata": dict(metadata)}
+    return PREFIX + json.dumps(record, default=_to_json)
+
+
+def _to_json(obj: Any) -> Any:
+    # numpy / TensorFlow scalars and arrays (an accuracy read off a metric, say).
+    for method in ("tolist", "item", "numpy"):
+        if hasattr(obj, method):
+            return getattr(obj, method)()
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable in an MLLOG line")
+
+
+def parse_line(line: str) -> dict | None:
+    """The record of a line holding ``:::MLLOG`` (anything before the marker ignored), else None.
+
+    Raises:
+      ValueError: the JSON after the marker is malformed.
+    """
+    at = line.find(PREFIX)
+    if at < 0:
+        return None
+    return json.loads(line[at + len(PREFIX):])
+
+
+def time_to_train_s(lines: Iterable[str]) -> float:
+    """MLPerf's result for one run: ``run_stop`` − ``run_start``, in seconds.
+
+    Scans as mlperf-logging's result_summarizer (``_query_run_start_stop``)
+    does: in order, stopping once both keys have been seen.
+
+    Args:
+      lines: the log's lines (other lines are skipped).
+
+    Returns:
+      Seconds between the two events.
+
+    Raises:
+      ValueError: ``run_start`` or ``run_stop`` missing, or a malformed MLLOG line.
+    """
+    start_ms = stop_ms = None
+    for line in lines:
+        record = parse_line(line)
+        if record is None:
+            continue
+        if record["key"] == RUN_START:
+            start_ms = record["time_ms"]
+        elif record["key"] == RUN_STOP:
+            stop_ms = record["time_ms"]
+        if start_ms is not None and stop_ms is not None:
+            break
+    if start_ms is None:
+        raise ValueError("run_start not recorded")
+    if stop_ms is None:
+        raise ValueError("run_stop not recorded")
+    return (float(stop_ms) - float(start_ms)) / 1000.0

@@ -1,0 +1,128 @@
+"""A run directory: its file names, its id, creating it safely, and writing JSON atomically.
+
+What a run writes (each file's format is defined in one module):
+
+| file              | format, defined in                         |
+|-------------------|--------------------------------------------|
+| config.json       | the requested and resolved config (bench/config.py, bench/resolve.py) |
+| environment.json  | versions, host, devices, peaks (bench/train/environment.py) |
+| steps.jsonl       | raw step records (bench/results/jsonl.py)  |
+| evals.jsonl       | raw evaluation records (bench/results/jsonl.py) |
+| lifecycle.jsonl   | the run's milestones and how it ended (bench/results/jsonl.py) |
+| events/           | TensorBoard event files (bench/results/eventfile.py) |
+| summary.json      | the summary schema (bench/results/summary.py) |
+
+Everything in summary.json is recomputed from the raw files, so a run killed
+before it could write one can have it rebuilt (`podbench summarize`).
+"""
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import secrets
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from bench.errors import UsageError
+
+DEFAULT_RUNS_DIR = Path("results") / "runs"
+CONFIG_FILE = "config.json"
+ENVIRONMENT_FILE = "environment.json"
+STEPS_FILE = "steps.jsonl"
+EVALS_FILE = "evals.jsonl"  # one line per evaluation (runs that evaluate)
+LIFECYCLE_FILE = "lifecycle.jsonl"  # start, set-up, model, checkpoints, end
+SUMMARY_FILE = "summary.json"
+EVENTS_DIR = "events"  # TensorBoard event files
+ERROR_LOG_FILE = "error.log"  # the traceback of a run that failed unexpectedly
+# Any of these in a directory means another run's results live there.
+RUN_FILES = (CONFIG_FILE, ENVIRONMENT_FILE, STEPS_FILE, EVALS_FILE, LIFECYCLE_FILE, SUMMARY_FILE)
+
+
+def new_run_id(now: datetime | None = None, suffix: str | None = None) -> str:
+    """UTC time to the second plus a short random suffix: ``20261122T113005Z-3fa9c1``."""
+    now = now or datetime.now(timezone.utc)
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{suffix or secrets.token_hex(3)}"
+
+
+def existing_run_file(path: Path) -> str | None:
+    """The first run file in ``path``, if another run's results are there."""
+    return next((name for name in RUN_FILES if (Path(path) / name).exists()), None)
+
+
+def prepare_run_dir(output_dir: str | None, run_id: str) -> Path:
+    """Creates the run directory and proves it writable, before anything runs.
+
+    Raises:
+      UsageError: the directory cannot be created or written, or already holds a run.
+    """
+    path = Path(output_dir) if output_dir else DEFAULT_RUNS_DIR / run_id
+    try:
+        held = existing_run_file(path) if path.is_dir() else None
+        if held:
+            raise UsageError(f"{path} already holds a run ({held}); choose a new --output "
+                             "(podbench never overwrites results)")
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path):
+            pass
+    except OSError as err:
+        raise UsageError(f"cannot write results to {path} ({_os_reason(err)}); choose a writable --output") from None
+    return path
+
+
+def _os_reason(err: OSError) -> str:
+    if err.errno == errno.ENAMETOOLONG:
+        return "a name in the path is longer than the filesystem allows"
+    return err.strerror or str(err)
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` with every NaN or infinity replaced by None: JSON has no such numbers.
+
+    Python's json writes them as bare ``NaN``/``Infinity``, which no strict
+    JSON reader accepts; a figure that could not be computed is null instead.
+    """
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any, indent: int | None = 2) -> str:
+    """Strict JSON text: non-finite numbers become null (never bare NaN)."""
+    return json.dumps(finite_json(obj), indent=indent, allow_nan=False)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Writes strict JSON atomically (temp file + rename): a reader never sees half a file.
+
+    Raises:
+      OSError: the file cannot be written (the temp file is removed).
+    """
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        tmp.write_text(dumps(obj) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file of a run directory (strict: NaN and Infinity are refused).
+
+    Raises:
+      OSError: unreadable; ValueError: not strict JSON.
+    """
+    return json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_no_constant)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")

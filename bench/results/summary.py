@@ -1,0 +1,187 @@
+"""summary.json: one schema, one writer, one reader. No TensorFlow.
+
+``Summary`` lists every key summary.json holds, with its type and meaning.
+The runner builds one (bench/train/summary.py), ``write_summary`` writes it,
+``read_summary`` reads it back and checks every key's type, and everything
+that reads summaries (the printer, report, cost, aggregate, sweep, compare)
+takes a ``Summary``. A key added here is added everywhere.
+
+Reading is strict about what it knows (a key of the wrong type names the file
+and the key) and lenient about what it does not (keys a newer podbench added
+are ignored), so an old run directory stays readable.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.results.rundir import SUMMARY_FILE, read_json, write_json
+
+STATUSES = ("completed", "interrupted", "failed", "killed")
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Attributes (None: not known, e.g. the run stopped before it got there):
+      run_id: the run's id (UTC start time + suffix).
+      status: completed, interrupted (Ctrl-C or a signal), failed (an error),
+        or killed (no end recorded: rebuilt from the raw logs after the fact).
+      signal: the signal that stopped an interrupted run ("SIGTERM", "SIGINT").
+      error: the one-line error of a failed run.
+      strategy, platform: the tf.distribute strategy and cpu/gpu/tpu.
+      depth, image_size, num_classes: the model.
+      num_replicas, per_replica_batch_size, global_batch_size: replicas and batches.
+      precision, xla, steps_per_execution: how the step computes.
+      train_steps: planned steps; steps_completed: the last step logged.
+      warmup_steps .. num_intervals: methodology.throughput.ThroughputSummary.
+      setup_s: process start to the first step (TensorFlow, strategy, model, data).
+      device_kind: what the replicas ran on, as a person names it.
+      num_examples: records in the training split (real data).
+      skipped_records: records --skip-corrupt dropped.
+      input_images_per_sec: the input pipeline alone, one host; input_bound: training ran at >= 80% of it.
+      model_flops_per_image: forward multiply-adds per image; training_flops_per_image: 3 x 2 x that.
+      mfu, peak_flops_per_sec, peak_basis, peak_source: utilization of the devices' peak, and that peak.
+      eval_every_epochs .. best_top_1: evaluation and time to target (methodology.target).
+      segments, restarts, restart_gaps_s, lost_steps: a resumed run's segments (one for an uninterrupted run).
+      wall_time_to_target_s: time to target including evaluations, restarts and each segment's warm-up.
+      results_dir: where the run directory was written.
+    """
+
+    run_id: str
+    status: str
+    signal: str | None = None
+    error: str | None = None
+    strategy: str | None = None
+    platform: str | None = None
+    depth: int | None = None
+    image_size: int | None = None
+    num_classes: int | None = None
+    num_replicas: int | None = None
+    per_replica_batch_size: int | None = None
+    global_batch_size: int | None = None
+    precision: str | None = None
+    xla: bool | None = None
+    steps_per_execution: int | None = None
+    train_steps: int | None = None
+    steps_completed: int = 0
+    warmup_steps: int | None = None
+    measured_steps: int = 0
+    measured_s: float = 0.0
+    warmup_s: float | None = None
+    startup_s: float | None = None
+    images_per_sec: float | None = None
+    images_per_sec_per_replica: float | None = None
+    step_time_s: dict = field(default_factory=lambda: {"median": None, "p90": None, "p99": None})
+    images_per_sec_uncertainty: float | None = None
+    images_per_sec_jitter: float | None = None
+    num_intervals: int = 0
+    setup_s: float | None = None
+    device_kind: str | None = None
+    num_examples: int | None = None
+    skipped_records: int | None = None
+    input_images_per_sec: float | None = None
+    input_bound: bool | None = None
+    model_flops_per_image: int | None = None
+    training_flops_per_image: int | None = None
+    mfu: float | None = None
+    peak_flops_per_sec: float | None = None
+    peak_basis: str | None = None
+    peak_source: str | None = None
+    eval_every_epochs: int | None = None
+    eval_curve: list | None = None
+    eval_total_s: float | None = None
+    target_accuracy: float | None = None
+    reached_target: bool | None = None
+    time_to_target_s: float | None = None
+    epochs_to_target: int | None = None
+    step_at_target: int | None = None
+    eval_s: float | None = None
+    best_top_1: float | None = None
+    segments: int = 1
+    restarts: int = 0
+    restart_gaps_s: list = field(default_factory=list)
+    lost_steps: int = 0
+    wall_time_to_target_s: float | None = None
+    results_dir: str | None = None
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
+
+    @property
+    def measured(self) -> bool:
+        """Whether the run measured a steady-state rate (a step after the warm-up)."""
+        return self.platform is not None and self.images_per_sec is not None and self.images_per_sec > 0
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _allowed(annotation) -> tuple[type, ...]:
+    """The JSON types a field's annotation admits (int for float; never bool for int)."""
+    args = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    allowed = []
+    for arg in args:
+        allowed += {float: [int, float], type(None): [type(None)]}.get(arg, [arg])
+    return tuple(allowed)
+
+
+_HINTS = typing.get_type_hints(Summary)
+_KNOWN = {f.name: _allowed(_HINTS[f.name]) for f in dataclasses.fields(Summary)}
+_REQUIRED = ("run_id", "status")
+
+
+def summary_from_json(obj, where: str = SUMMARY_FILE) -> Summary:
+    """A Summary from summary.json's object, every known key type-checked.
+
+    Raises:
+      ValueError: not an object, a required key missing, or a key of the wrong type,
+        naming ``where`` and the key.
+    """
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where} holds a {type(obj).__name__}, not a run summary (a JSON object)")
+    missing = [k for k in _REQUIRED if k not in obj]
+    if missing:
+        raise ValueError(f"{where} lacks {', '.join(missing)}: not a podbench run summary")
+    values = {}
+    for key, allowed in _KNOWN.items():
+        if key not in obj:
+            continue
+        value = obj[key]
+        if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed):
+            raise ValueError(f"{where} has a malformed {key} ({value!r})")
+        values[key] = value
+    try:
+        return Summary(**values)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+
+
+def read_summary(run_dir: str | Path) -> Summary:
+    """RUN_DIR/summary.json, checked against the schema.
+
+    Raises:
+      FileNotFoundError: there is no summary.json (the message says what that means).
+      ValueError: unreadable, not JSON, or not a summary (the message names the file).
+    """
+    path = Path(run_dir) / SUMMARY_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{run_dir} has no {SUMMARY_FILE}: not a run directory, or the run is still "
+                                "going or was killed (`podbench summarize RUN_DIR` rebuilds it from the raw logs)")
+    try:
+        obj = read_json(path)
+    except OSError as err:
+        raise ValueError(f"cannot read {path} ({err.strerror or err})") from None
+    except ValueError as err:
+        raise ValueError(f"{path} is not valid JSON ({err})") from None
+    return summary_from_json(obj, str(path))
+
+
+def write_summary(run_dir: str | Path, summary: Summary) -> Path:
+    """Writes RUN_DIR/summary.json atomically; returns its path."""
+    path = Path(run_dir) / SUMMARY_FILE
+    write_json(path, summary.to_json())
+    return path

@@ -1,0 +1,139 @@
+"""The harness's Keras callbacks, built in one place (``make_callbacks``), and the two
+that write logs for other tools: TensorBoard event files and an MLPerf-style log.
+
+The log callbacks are written from Keras callbacks placed after the step timer, so they
+read its newest record instead of taking their own. The event files carry the
+reference's tag (``loss``) at every logged step, so the reference's own timing
+rule (read_training_time.py, or `podbench eventlog`) applies to our runs.
+"""
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+import tf_keras
+
+from bench.resolve import ResolvedRun
+from bench.results import mllog
+from bench.results.eventfile import EventFileWriter
+from bench.results.runfiles import RunFiles
+from bench.train.evaluation import EvalCallback
+from bench.train.progress import ProgressCallback
+from bench.train.timer import StepTimerCallback, StopAtStepCallback
+from methodology import schedule as lr
+from methodology.training_time import EVAL_DURATION_TAG
+
+LOSS_TAG = "loss"  # the TPU reference's tag (read_training_time.py's default)
+LEARNING_RATE_TAG = "learning_rate"
+IMAGES_PER_SEC_TAG = "images_per_sec"
+TOP_1_TAG = "eval/top_1_accuracy"
+TOP_5_TAG = "eval/top_5_accuracy"
+
+
+class EventFileCallback(tf_keras.callbacks.Callback):
+    """Per logged step: loss, learning rate and the interval's images/sec; per evaluation: accuracy and duration.
+
+    The learning rate is computed from the schedule (methodology/schedule.py),
+    not read back from the optimizer: that would cost a device round trip a step.
+    """
+
+    def __init__(self, writer: EventFileWriter, timer: StepTimerCallback, schedule: lr.Schedule, steps_per_epoch: int,
+                 global_batch_size: int, evals: EvalCallback | None = None):
+        super().__init__()
+        self._writer, self._timer, self._schedule = writer, timer, schedule
+        self._steps_per_epoch, self._global_batch_size, self._evals = steps_per_epoch, global_batch_size, evals
+
+    def on_train_batch_end(self, batch, logs=None):
+        records = self._timer.records
+        step = records[-1].step
+        # The rate step `step` trained with: the optimizer had done step - 1 updates then.
+        values = {LEARNING_RATE_TAG: lr.learning_rate(self._schedule, (step - 1) / self._steps_per_epoch)}
+        if logs and "loss" in logs:
+            values[LOSS_TAG] = float(logs["loss"])
+        if len(records) > 1 and records[-1].time_s > records[-2].time_s:
+            previous = records[-2]
+            values[IMAGES_PER_SEC_TAG] = ((step - previous.step) * self._global_batch_size
+                                          / (records[-1].time_s - previous.time_s))
+        self._writer.scalars(values, step)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._evals is None or not self._evals.records or self._evals.records[-1].epoch != epoch + 1:
+            return
+        e = self._evals.records[-1]
+        values = {TOP_1_TAG: e.top_1, EVAL_DURATION_TAG: e.duration_s}
+        if e.top_5 is not None:
+            values[TOP_5_TAG] = e.top_5
+        # Written now, at the evaluation's end: event-log timing takes out the evaluations
+        # whose duration event falls inside its window.
+        self._writer.scalars(values, e.step)
+        self._writer.flush()
+
+    def on_train_end(self, logs=None):
+        self._writer.flush()
+
+
+class MLPerfLogCallback(tf_keras.callbacks.Callback):
+    """``:::MLLOG`` lines for the training part of a run: run, epochs, evaluations, and the stop.
+
+    ``init_start`` is logged by the runner when it starts; ``init_stop`` and
+    ``run_start`` when training begins; ``run_stop`` once (the writer keeps it
+    to one), with status success only if the target was reached.
+    """
+
+    def __init__(self, writer: mllog.MLLogWriter, evals: EvalCallback | None):
+        super().__init__()
+        self._log, self._evals = writer, evals
+        self._epoch = 0
+
+    def on_train_begin(self, logs=None):
+        self._log.end(mllog.INIT_STOP)
+        self._log.start(mllog.RUN_START)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch = epoch + 1
+        self._log.start(mllog.EPOCH_START, metadata={mllog.EPOCH_NUM: self._epoch})
+
+    def on_test_begin(self, logs=None):
+        self._log.start(mllog.EVAL_START, metadata={mllog.EPOCH_NUM: self._epoch})
+
+    def on_test_end(self, logs=None):
+        self._log.end(mllog.EVAL_STOP, metadata={mllog.EPOCH_NUM: self._epoch})
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs and "val_top_1" in logs:
+            self._log.event(mllog.EVAL_ACCURACY, float(logs["val_top_1"]), metadata={mllog.EPOCH_NUM: epoch + 1})
+        self._log.end(mllog.EPOCH_STOP, metadata={mllog.EPOCH_NUM: epoch + 1})
+
+    def on_train_end(self, logs=None):
+        self._log.stop_run(self._evals is not None and self._evals.reached_target)
+
+
+def make_callbacks(plan: ResolvedRun, files: RunFiles, target_accuracy: float | None,
+                   stream: TextIO = sys.stderr, on_eval=None) -> tuple[StepTimerCallback, list]:
+    """Every callback of one fit, in the order Keras must call them: (timer, callbacks).
+
+    The timer comes first: the others read its newest record. ``on_eval``
+    is called with each evaluation record after it is written to evals.jsonl.
+    """
+    timer = StepTimerCallback(plan.steps_per_epoch, sink=files.steps)
+    evals = None
+    if plan.eval_every_epochs:
+        def record(e) -> None:
+            files.evals(e)
+            if on_eval is not None:
+                on_eval(e)
+
+        evals = EvalCallback(timer, target_accuracy, record)
+    callbacks = [
+        timer,
+        ProgressCallback(timer, plan.global_batch_size, plan.warmup_steps, plan.train_steps, plan.log_steps,
+                         stream, pauses=evals),
+        StopAtStepCallback(timer, plan.train_steps),
+    ]
+    if evals is not None:
+        callbacks.append(evals)
+    callbacks.append(EventFileCallback(files.events, timer, plan.schedule, plan.steps_per_epoch,
+                                       plan.global_batch_size, evals))
+    if files.mllog is not None:
+        callbacks.append(MLPerfLogCallback(files.mllog, evals))
+    return timer, callbacks

@@ -1,0 +1,133 @@
+"""Raw logs -> summary.json. Pure: no TensorFlow, no clock, no files.
+
+``build_summary`` computes every figure of a run from what its directory
+holds (bench/results/runfiles.py ``read_run``): the config, the environment
+and the raw step, evaluation and lifecycle logs. The runner calls it after
+the last sink is closed; `podbench summarize` calls it on a directory a
+killed run left behind. Same bytes in, same summary out.
+
+Evaluations and checkpoint writes are not training: their time is taken out
+of the throughput figures and of the time to target (the step log's clock is
+stopped during them, methodology.throughput.exclude_pauses).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from bench.results import jsonl
+from bench.results.runfiles import RunRecord
+from bench.results.summary import Summary
+from methodology import mfu, target, throughput
+from methodology.throughput import StepRecord
+
+# Training within this fraction of what the input pipeline alone delivers is
+# input-bound: the accelerator is waiting for images.
+INPUT_BOUND_FRACTION = 0.8
+
+
+def last_event(lifecycle: list[dict], name: str) -> dict | None:
+    """The newest lifecycle event called ``name``."""
+    return next((e for e in reversed(lifecycle) if e["event"] == name), None)
+
+
+def end_status(lifecycle: list[dict]) -> dict:
+    """How the run (its last segment) ended: the ``end`` event after the last ``start``,
+    or status "killed" when there is none (SIGKILL, a power cut: nothing could record it)."""
+    last_start = max((i for i, e in enumerate(lifecycle) if e["event"] == jsonl.START), default=-1)
+    end = next((e for e in lifecycle[last_start + 1:] if e["event"] == jsonl.END), None)
+    return end or {"status": "killed"}
+
+
+def pauses(record: RunRecord) -> list[tuple[float, float]]:
+    """(start_s, end_s) of everything that is not training: evaluations and checkpoint writes."""
+    spans = [(e.start_s, e.end_s) for e in record.evals]
+    spans += [(e["start_s"], e["end_s"]) for e in record.lifecycle if e["event"] == jsonl.CHECKPOINT]
+    return spans
+
+
+def build_summary(record: RunRecord) -> Summary:
+    """summary.json of one run directory, from its raw logs."""
+    plan, requested, env = record.plan, record.requested, record.environment
+    end = end_status(record.lifecycle)
+    steps = record.steps
+    stats = throughput.summarize(throughput.exclude_pauses(steps, pauses(record)), plan.global_batch_size,
+                                 plan.warmup_steps, plan.num_replicas)
+    setup = last_event(record.lifecycle, jsonl.SETUP)
+    fields = dict(
+        run_id=record.run_id, status=end["status"], signal=end.get("signal"), error=end.get("error"),
+        strategy=env.get("strategy"), platform=plan.platform, depth=requested.model.depth,
+        image_size=requested.model.image_size, num_classes=requested.model.num_classes,
+        num_replicas=plan.num_replicas, per_replica_batch_size=plan.per_replica_batch_size,
+        global_batch_size=plan.global_batch_size, precision=plan.precision, xla=plan.xla,
+        steps_per_execution=plan.steps_per_execution, train_steps=plan.train_steps,
+        steps_completed=steps[-1].step if steps else 0,
+        **dataclasses.asdict(stats),
+        setup_s=setup["setup_s"] if setup else None,
+        device_kind=env.get("device_kind"),
+        **_input(record, stats.images_per_sec, end),
+        **_flops(record, stats.images_per_sec),
+        results_dir=str(record.run_dir),
+    )
+    if plan.eval_every_epochs:
+        fields.update(_accuracy(steps, record.evals, plan, requested.train.target_accuracy))
+    return Summary(**fields)
+
+
+def _accuracy(steps: list[StepRecord], evals: list, plan, target_accuracy: float | None) -> dict:
+    """Time to target (evaluations excluded), the evaluation time, and the accuracy curve."""
+    curve = [{"epoch": e.epoch, "step": e.step, "top_1": e.top_1, "top_5": e.top_5, "eval_s": e.duration_s}
+             for e in evals]
+    out = {"eval_every_epochs": plan.eval_every_epochs, "eval_curve": curve,
+           "eval_total_s": sum(e.duration_s for e in evals), "target_accuracy": target_accuracy}
+    if target_accuracy is None:
+        return out
+    result = target.time_to_target(steps, evals, plan.warmup_steps, target_accuracy)
+    out.update(reached_target=result.reached_target, time_to_target_s=result.time_to_target_s,
+               epochs_to_target=result.epochs_to_target, step_at_target=result.step_at_target,
+               eval_s=result.eval_s, best_top_1=result.best_top_1)
+    return out
+
+
+def _input(record: RunRecord, images_per_sec: float | None, end: dict) -> dict:
+    """The data's side: records, skipped records, input-only rate, bottleneck."""
+    plan = record.plan
+    out = {"num_examples": plan.num_examples, "skipped_records": end.get("skipped_records"),
+           "input_images_per_sec": None, "input_bound": None}
+    counted = last_event(record.lifecycle, jsonl.INPUT_PIPELINES)
+    bench = last_event(record.lifecycle, jsonl.INPUT_BENCH)
+    if not bench:
+        return out
+    log = [StepRecord(int(b), float(t)) for b, t in bench["records"]]
+    # One pipeline element is one replica's batch; a host's pipeline feeds all its replicas.
+    rate = throughput.summarize(log, plan.per_replica_batch_size, bench["warmup_batches"])
+    out["input_images_per_sec"] = rate.images_per_sec
+    if rate.images_per_sec and images_per_sec:
+        per_host = images_per_sec / max(1, counted["count"] if counted else 1)
+        out["input_bound"] = per_host >= INPUT_BOUND_FRACTION * rate.images_per_sec
+    return out
+
+
+def _flops(record: RunRecord, images_per_sec: float | None) -> dict:
+    """Model FLOPs per image and MFU against the devices' peak (given, or known for the device)."""
+    model = last_event(record.lifecycle, jsonl.MODEL)
+    out = {"model_flops_per_image": None, "training_flops_per_image": None, "mfu": None,
+           "peak_flops_per_sec": None, "peak_basis": None, "peak_source": None}
+    if model is None:
+        return out
+    macs = int(model["forward_macs_per_image"])
+    train_flops = mfu.training_flops_per_image(macs)
+    # Forward multiply-adds per image: the convention of the published
+    # "3.8 GFLOPs" (v1) and torchvision's "GFLOPS 4.09" (v1.5).
+    out.update(model_flops_per_image=macs, training_flops_per_image=train_flops)
+    given = record.requested.measure.peak_tflops
+    known = record.environment.get("peak")
+    if given:
+        peak, count = mfu.Peak(given * 1e12, "given with --peak-tflops", "user"), record.plan.num_replicas
+    elif known:
+        peak, count = mfu.Peak(known["flops_per_sec"], known["basis"], known["source"]), known["count"]
+    else:
+        return out
+    out.update(peak_flops_per_sec=peak.flops_per_sec * count, peak_basis=peak.basis, peak_source=peak.source)
+    if images_per_sec:
+        out["mfu"] = mfu.mfu(images_per_sec, train_flops, peak.flops_per_sec, count)
+    return out

@@ -1,0 +1,90 @@
+"""bench/data/tfrecord.py: the TFRecord framing, checked against files TensorFlow itself wrote."""
+import pytest
+import tensorflow as tf
+
+from bench.data.tfrecord import FOOTER_BYTES, HEADER_BYTES, FramingError, frame, frames, masked_crc
+
+PAYLOADS = [b"", b"x", b"\xff" * 300, bytes(range(256)) * 40]
+
+
+@pytest.fixture
+def written(tmp_path):
+    """A file TFRecordWriter wrote, holding PAYLOADS."""
+    path = str(tmp_path / "train-00000-of-00001")
+    with tf.io.TFRecordWriter(path) as writer:
+        for payload in PAYLOADS:
+            writer.write(payload)
+    return path
+
+
+def test_frame_is_what_tensorflow_writes(written):
+    with open(written, "rb") as f:
+        assert f.read() == b"".join(frame(p) for p in PAYLOADS)
+
+
+def test_masked_crc_of_nothing():
+    # crc32c(b"") = 0, so the masked value is the constant alone.
+    assert masked_crc(b"") == 0xA282EAD8
+
+
+@pytest.mark.parametrize("read_payloads, expected", [pytest.param(True, PAYLOADS, id="read"),
+                                                     pytest.param(False, [None] * len(PAYLOADS), id="seek")])
+def test_frames_walks_every_record(written, read_payloads, expected):
+    assert list(frames(written, read_payloads=read_payloads)) == list(enumerate(expected))
+
+
+def test_an_empty_file_has_no_records(tmp_path):
+    (tmp_path / "empty").write_bytes(b"")
+    assert list(frames(str(tmp_path / "empty"), read_payloads=True)) == []
+
+
+# Offsets in the file of PAYLOADS: record 0 at 0 (16 bytes), 1 at 16 (17), 2 at 33 (316), 3 at 349.
+RECORD_3 = 16 + 17 + 316
+
+
+def _damaged(data: bytes, cut: int | None = None, flip: int | None = None) -> bytes:
+    if flip is not None:
+        data = data[:flip] + bytes([data[flip] ^ 0xFF]) + data[flip + 1:]
+    return data if cut is None else data[:cut]
+
+
+@pytest.mark.parametrize(
+    "cut, flip, read_payloads, index, reason",
+    [
+        pytest.param(RECORD_3 + 5, None, False, 3, f"record header cut short at byte {RECORD_3}", id="cut_header"),
+        pytest.param(RECORD_3 + HEADER_BYTES, None, False, 3, f"record at byte {RECORD_3} is cut short",
+                     id="offbyone_header_only"),
+        pytest.param(-1, None, False, 3, f"record at byte {RECORD_3} is cut short (10256 bytes, 10255 left)",
+                     id="offbyone_last_byte_missing"),
+        pytest.param(None, RECORD_3 + 7, False, 3, f"corrupt record header at byte {RECORD_3}", id="length_flipped"),
+        pytest.param(None, RECORD_3 + 9, False, 3, "corrupt record header", id="length_crc_flipped"),
+        pytest.param(None, 33 + HEADER_BYTES + 100, True, 2, "corrupt record at byte 33", id="data_flipped"),
+        pytest.param(None, RECORD_3 - 1, True, 2, "corrupt record at byte 33", id="data_crc_flipped"),
+    ],
+)
+def test_a_broken_frame_names_record_and_byte(written, tmp_path, cut, flip, read_payloads, index, reason):
+    with open(written, "rb") as f:
+        data = f.read()
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(_damaged(data, cut, flip))
+    with pytest.raises(FramingError) as raised:
+        list(frames(str(damaged), read_payloads=read_payloads))
+    assert (raised.value.index, raised.value.path) == (index, str(damaged))
+    assert reason in raised.value.reason and reason in str(raised.value)
+
+
+def test_seeking_does_not_check_the_data(written, tmp_path):
+    with open(written, "rb") as f:
+        data = f.read()
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(_damaged(data, flip=33 + HEADER_BYTES + 100))
+    assert len(list(frames(str(damaged), read_payloads=False))) == len(PAYLOADS)  # counting stays cheap
+
+
+def test_a_missing_file_is_tensorflows_error(tmp_path):
+    with pytest.raises(tf.errors.NotFoundError):
+        list(frames(str(tmp_path / "absent"), read_payloads=False))
+
+
+def test_frame_sizes():
+    assert len(frame(b"abc")) == HEADER_BYTES + 3 + FOOTER_BYTES

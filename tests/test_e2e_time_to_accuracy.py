@@ -1,0 +1,98 @@
+"""Time to accuracy, proven end to end on real data a CPU learns in a minute.
+
+scikit-learn's bundled handwritten digits (8x8, upsampled to 32x32, JPEG-encoded
+into the ImageNet TFRecord layout) are trained with a shallow ResNet by the real
+`podbench run --target-accuracy`, in its own process, as a user runs it. Then
+the reference's event-log timing (`podbench eventlog`) must agree with the
+summary's time to target within 1%, the MLPerf-style log must hold a
+successful run, and `podbench aggregate` must count the run.
+
+A range-checked run, not a timed test: only accuracies and the agreement of
+two clocks over the same window are asserted, never how long anything took.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench import cli
+from console import ENV
+from console import podbench as podbench_child
+from bench.results import mllog
+
+TARGET_TOP1 = 0.90
+MAX_EPOCHS = 20  # reached in ~6 here (seed 0); the cap only bounds a bad run
+
+
+def podbench(*args: str, timeout_s: float = 900) -> subprocess.CompletedProcess:
+    return podbench_child(*args, timeout=timeout_s, env={**ENV, "TF_CPP_MIN_LOG_LEVEL": "2"})
+
+
+@pytest.fixture(scope="module")
+def digits_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("digits")
+    made = podbench("data", "make", "--digits", "--out", str(root / "data"))
+    assert made.returncode == 0, made.stderr[-2000:]
+    run = podbench("run", "--data", "imagenet", "--data-dir", str(root / "data"), "--image-size", "32",
+                   "--num-classes", "10", "--depth", "10", "--batch-size", "32", "--no-augment",
+                   "--target-accuracy", str(TARGET_TOP1), "--max-epochs", str(MAX_EPOCHS), "--log-steps", "1000",
+                   "--output", str(root / "run"), "--mllog", str(root / "mlperf.log"), "--json")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return root, json.loads(run.stdout), run.stderr
+
+
+def test_the_digits_are_learned_to_the_target(digits_run):
+    _, s, _ = digits_run
+    assert s["status"] == "completed" and s["reached_target"] is True
+    assert s["best_top_1"] >= TARGET_TOP1
+    curve = [e["top_1"] for e in s["eval_curve"]]
+    assert curve[-1] >= TARGET_TOP1 > max(curve[:-1], default=0.0)  # stopped at the first evaluation that reached it
+    assert s["epochs_to_target"] == len(curve) <= MAX_EPOCHS
+
+
+def test_time_to_target_excludes_the_warmup_epoch_and_the_evaluations(digits_run):
+    _, s, _ = digits_run
+    assert s["warmup_steps"] > 0  # one epoch, by default
+    assert 0 < s["time_to_target_s"]
+    inside = [e for e in s["eval_curve"] if e["epoch"] < s["epochs_to_target"]]  # those before the target's
+    assert s["eval_s"] == pytest.approx(sum(e["eval_s"] for e in inside), rel=1e-9)
+    # Steps measured up to the target are the same steps the throughput figure covers.
+    measured_steps = s["step_at_target"] - s["warmup_steps"]
+    assert s["time_to_target_s"] == pytest.approx(
+        measured_steps * s["global_batch_size"] / s["images_per_sec"], rel=1e-6)
+
+
+def test_event_log_timing_agrees_with_the_summary_within_1_percent(digits_run, capsys):
+    root, s, _ = digits_run
+    code = cli.main(["eventlog", "--logdir", str(root / "run" / "events"), "--warmup-steps", str(s["warmup_steps"]),
+                     "--end-step", str(s["step_at_target"]), "--json"])
+    assert code == 0
+    timing = json.loads(capsys.readouterr().out)
+    assert (timing["start_step"], timing["end_step"]) == (s["warmup_steps"], s["step_at_target"])
+    assert timing["elapsed_excluding_eval_s"] == pytest.approx(s["time_to_target_s"], rel=0.01)
+    # The reference's plain rule (wall time between the two loss events) includes the evaluations.
+    assert timing["elapsed_s"] == pytest.approx(s["time_to_target_s"] + s["eval_s"], rel=0.01)
+
+
+def test_mlperf_log_holds_a_successful_run(digits_run):
+    root, s, _ = digits_run
+    lines = (root / "mlperf.log").read_text().splitlines()
+    events = [mllog.parse_line(line) for line in lines]
+    keys = [e["key"] for e in events]
+    assert keys[0] == mllog.INIT_START and keys[-1] == mllog.RUN_STOP
+    assert events[-1]["metadata"]["status"] == mllog.SUCCESS
+    accuracies = [e["value"] for e in events if e["key"] == mllog.EVAL_ACCURACY]
+    assert accuracies == pytest.approx([e["top_1"] for e in s["eval_curve"]])
+    # MLPerf's clock runs from run_start and keeps warm-up and evaluations on it.
+    assert mllog.time_to_train_s(lines) > s["time_to_target_s"] + s["eval_s"]
+
+
+def test_aggregate_counts_the_run(digits_run, capsys):
+    root, s, _ = digits_run
+    assert cli.main(["aggregate", str(root / "run"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    text = json.dumps(out)
+    assert s["run_id"] in text
+    assert '"num_reached": 1' in text

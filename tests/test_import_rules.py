@@ -1,0 +1,130 @@
+"""The import rules of ARCHITECTURE.md, checked two ways.
+
+Statically: every module's imports are read from its source (ast), so a rule
+broken by an import in any function body fails here, whether or not a test
+runs that function. At run time: a fresh interpreter imports the modules (and
+runs the read-only commands) and reports whether TensorFlow, pandas or
+matplotlib loaded.
+"""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from console import ENV, REPO
+
+PACKAGES = ("bench", "methodology", "models")
+HEAVY = ("tensorflow", "tf_keras", "official", "tensorflow_datasets", "pandas", "matplotlib", "numpy")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for pkg in PACKAGES for p in sorted((REPO / pkg).rglob("*.py"))}
+
+
+def imports_of(name: str, top_level_only: bool = False) -> set[str]:
+    """Every module ``name`` imports anywhere in its source (or only at its top level)."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    found = set()
+    for node in (tree.body if top_level_only else ast.walk(tree)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names
+                      if f"{node.module}.{alias.name}" in MODULES}
+    return found
+
+
+def top(name: str) -> str:
+    return name.split(".")[0]
+
+
+def in_package(name: str, *prefixes: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+# (modules the rule covers, modules they must never import, why)
+RULES = [
+    (("methodology",), ("bench", "models", "tensorflow", "tf_keras", "official", "matplotlib"),
+     "methodology/ is pure arithmetic: no TensorFlow, no harness"),
+    (("models",), ("bench", "methodology"), "models/ builds models and knows nothing of benchmarks"),
+    (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.config", "bench.resolve",
+      "bench.presets", "bench.errors", "bench.humanize", "bench.data.spec", "bench.data.tfrecord",
+      "bench.train.summary"),
+     ("bench.train.run", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
+      "bench.train.callbacks", "bench.train.evaluation", "bench.train.progress", "bench.train.environment",
+      "bench.data.pipeline", "bench.data.records", "bench.data.preprocess", "models.resnet"),
+     "these never need a TensorFlow process's modules"),
+    (("bench.results", "bench.cluster", "bench.config", "bench.resolve", "bench.presets", "bench.data.spec",
+      "bench.train.summary", "bench.report.summary_text"),
+     ("bench.cli",), "the command line sits on top; nothing below imports it"),
+]
+
+
+@pytest.mark.parametrize("covered, forbidden, why", RULES, ids=[r[2][:40] for r in RULES])
+def test_static_import_rules(covered, forbidden, why):
+    broken = []
+    for name in MODULES:
+        if not in_package(name, *covered):
+            continue
+        # A command's handler may load the training modules, after its checks: for bench.cli
+        # the rule is about import time, so only its top-level imports count.
+        for imported in imports_of(name, top_level_only=in_package(name, "bench.cli")):
+            if in_package(imported, *forbidden) and not in_package(imported, name):
+                broken.append(f"{name} imports {imported}")
+    assert not broken, f"{why}: " + "; ".join(broken)
+
+
+def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
+    """Modules that read-only commands load: TensorFlow may appear only inside a function, never at top level."""
+    for name, path in MODULES.items():
+        if not in_package(name, "bench.results", "bench.report", "bench.cluster", "bench.cli", "methodology",
+                          "bench.config", "bench.resolve", "bench.presets", "bench.train.summary", "bench.data.spec"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            assert not any(top(n) in ("tensorflow", "tf_keras", "official") for n in names), f"{name}: {names}"
+
+
+LIGHT_MODULES = sorted(n for n in MODULES if in_package(
+    n, "methodology", "bench.cli", "bench.results", "bench.cluster", "bench.config", "bench.resolve",
+    "bench.presets", "bench.errors", "bench.humanize", "bench.data.spec", "bench.data.tfrecord",
+    "bench.train.summary", "bench.report.summary_text") and not n.endswith("__main__"))
+
+
+def loaded_after(code: str) -> list[str]:
+    probe = code + f"\nimport sys\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=ENV,
+                          cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return eval(done.stdout.strip().splitlines()[-1])  # noqa: S307 (our own probe's list of names)
+
+
+def test_importing_the_light_modules_loads_nothing_heavy():
+    assert loaded_after("\n".join(f"import {name}" for name in LIGHT_MODULES)) == []
+
+
+def test_read_only_commands_load_nothing_heavy():
+    code = ("import contextlib, io\nfrom bench.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['reproduce']) == 0\n"
+            "    assert main(['cost', '--images-per-sec', '1216', '--hardware', 'v100']) == 0\n")
+    assert loaded_after(code) == []
+
+
+def test_every_commands_help_loads_nothing_heavy():
+    """`podbench X --help` builds the parser of every command; none may load TensorFlow,
+    pandas or matplotlib just to register, or every help takes seconds."""
+    code = ("import contextlib, io\nfrom bench import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    for command in [c for c in cli.build_parser()._subparsers._group_actions[0].choices]:\n"
+            "        try:\n            cli.main([command, '--help'])\n        except SystemExit:\n            pass\n")
+    assert loaded_after(code) == []

@@ -1,0 +1,92 @@
+"""bench/results/rundir.py: run ids, the run directory, strict JSON written atomically."""
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from bench.errors import UsageError
+from bench.results import rundir as results
+
+
+def test_run_id_is_utc_time_and_suffix():
+    now = datetime(2026, 11, 22, 11, 30, 5, tzinfo=timezone.utc)
+    assert results.new_run_id(now, "abc123") == "20261122T113005Z-abc123"
+    assert results.new_run_id() != results.new_run_id()  # random suffix
+
+
+def test_prepare_creates_directory(tmp_path):
+    path = results.prepare_run_dir(str(tmp_path / "a" / "b"), "id")
+    assert path.is_dir() and list(path.iterdir()) == []
+
+
+def test_default_directory_is_under_results_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = results.prepare_run_dir(None, "RUN")
+    assert path == results.DEFAULT_RUNS_DIR / "RUN" and path.is_dir()
+
+
+@pytest.mark.parametrize(
+    "make_path",
+    [
+        pytest.param(lambda tmp: tmp / "file.txt" / "run", id="under_a_regular_file"),
+        pytest.param(lambda tmp: "/proc/podbench-run", id="read_only_filesystem"),
+    ],
+)
+def test_unwritable_output_is_a_usage_error(tmp_path, make_path):
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(UsageError, match="choose a writable --output"):
+        results.prepare_run_dir(str(make_path(tmp_path)), "id")
+
+
+@pytest.mark.parametrize("name", [results.STEPS_FILE, results.SUMMARY_FILE, results.CONFIG_FILE,
+                                  results.LIFECYCLE_FILE])
+def test_existing_run_is_never_overwritten(tmp_path, name):
+    (tmp_path / name).write_text("")
+    with pytest.raises(UsageError, match=f"already holds a run \\({name}\\)"):
+        results.prepare_run_dir(str(tmp_path), "id")
+
+
+def test_a_directory_of_other_files_is_fine(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    assert results.prepare_run_dir(str(tmp_path), "id") == tmp_path
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_a_name_too_long_for_the_filesystem_is_one_line(tmp_path):
+    with pytest.raises(UsageError, match="longer than the filesystem allows"):
+        results.prepare_run_dir(str(tmp_path / ("x" * 300)), "id")
+
+
+def test_write_json_is_atomic_and_readable(tmp_path):
+    path = tmp_path / "summary.json"
+    results.write_json(path, {"images_per_sec": 1.5})
+    assert json.loads(path.read_text()) == {"images_per_sec": 1.5}
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+
+
+@pytest.mark.parametrize("value, written", [
+    pytest.param(float("nan"), "null", id="nan"),
+    pytest.param(float("inf"), "null", id="infinity"),
+    pytest.param(-float("inf"), "null", id="minus_infinity"),
+    pytest.param([1.5, float("nan")], "[1.5, null]", id="nested_in_a_list"),
+])
+def test_json_never_holds_nan_or_infinity(tmp_path, value, written):
+    results.write_json(tmp_path / "x.json", {"v": value})
+    text = (tmp_path / "x.json").read_text()
+    assert json.loads(text) == {"v": json.loads(written)}
+    assert "NaN" not in text and "Infinity" not in text
+
+
+def test_read_json_refuses_bare_nan(tmp_path):
+    (tmp_path / "x.json").write_text('{"v": NaN}')
+    with pytest.raises(ValueError, match="NaN is not a JSON number"):
+        results.read_json(tmp_path / "x.json")
+
+
+def test_a_failed_write_leaves_no_temp_file(tmp_path):
+    (tmp_path / "x.json").mkdir()  # the rename onto a directory fails
+    with pytest.raises(OSError):
+        results.write_json(tmp_path / "x.json", {"v": 1})
+    assert not list(tmp_path.glob("*.tmp"))

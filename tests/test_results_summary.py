@@ -1,0 +1,77 @@
+"""bench/results/summary.py: the one summary.json schema, its writer and its reader."""
+import dataclasses
+import json
+
+import pytest
+
+from bench.results import summary as schema
+from bench.results.summary import Summary
+
+
+def full() -> Summary:
+    return Summary(run_id="20261122T100000Z-abcdef", status="completed", platform="cpu", strategy="default",
+                   num_replicas=2, global_batch_size=8, per_replica_batch_size=4, precision="float32", xla=False,
+                   images_per_sec=12.5, measured_steps=8, measured_s=5.12, warmup_steps=4,
+                   step_time_s={"median": 0.64, "p90": 0.7, "p99": 0.71}, eval_curve=[{"epoch": 1, "top_1": 0.5}],
+                   restart_gaps_s=[3.5], mfu=0.1)
+
+
+def test_round_trip_through_json_is_exact(tmp_path):
+    written = full()
+    schema.write_summary(tmp_path, written)
+    assert schema.read_summary(tmp_path) == written
+    assert json.loads((tmp_path / "summary.json").read_text()) == written.to_json()
+
+
+def test_every_field_has_a_json_type():
+    # Each annotation admits only what JSON can hold: a new field of another type would not round-trip.
+    for name, allowed in schema._KNOWN.items():
+        assert set(allowed) <= {int, float, str, bool, dict, list, type(None)}, name
+
+
+@pytest.mark.parametrize("obj, message", [
+    pytest.param([1, 2], "holds a list, not a run summary", id="not_an_object"),
+    pytest.param({"status": "completed"}, "lacks run_id", id="no_run_id"),
+    pytest.param({"run_id": "r"}, "lacks status", id="no_status"),
+    pytest.param({"run_id": "r", "status": "done"}, "status 'done' is not one of", id="unknown_status"),
+    pytest.param({"run_id": "r", "status": "completed", "num_replicas": "2"}, "malformed num_replicas", id="string"),
+    pytest.param({"run_id": "r", "status": "completed", "num_replicas": True}, "malformed num_replicas",
+                 id="bool_for_int"),
+    pytest.param({"run_id": "r", "status": "completed", "xla": 1}, "malformed xla", id="int_for_bool"),
+    pytest.param({"run_id": "r", "status": "completed", "images_per_sec": [1]}, "malformed images_per_sec",
+                 id="list_for_float"),
+])
+def test_a_malformed_summary_is_named(obj, message):
+    with pytest.raises(ValueError, match=message):
+        schema.summary_from_json(obj, "RUN/summary.json")
+
+
+def test_ints_are_floats_and_unknown_keys_are_ignored():
+    s = schema.summary_from_json({"run_id": "r", "status": "completed", "images_per_sec": 3,
+                                  "a_key_from_a_newer_podbench": {"x": 1}})
+    assert s.images_per_sec == 3 and not hasattr(s, "a_key_from_a_newer_podbench")
+
+
+def test_missing_summary_says_how_to_rebuild_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match="podbench summarize RUN_DIR"):
+        schema.read_summary(tmp_path)
+
+
+@pytest.mark.parametrize("text, message", [
+    pytest.param('{"run_id": "r", "status": ', "is not valid JSON", id="torn"),
+    pytest.param('{"run_id": "r", "status": "completed", "mfu": NaN}', "NaN is not a JSON number", id="bare_nan"),
+])
+def test_unreadable_summary_names_the_file(tmp_path, text, message):
+    (tmp_path / "summary.json").write_text(text)
+    with pytest.raises(ValueError, match=message):
+        schema.read_summary(tmp_path)
+
+
+@pytest.mark.parametrize("changes, measured", [
+    pytest.param({}, True, id="a_rate"),
+    pytest.param({"images_per_sec": None}, False, id="no_rate"),
+    pytest.param({"images_per_sec": 0.0}, False, id="zero_rate"),
+    pytest.param({"platform": None}, False, id="stopped_before_the_plan"),
+])
+def test_measured_means_a_steady_state_rate(changes, measured):
+    assert dataclasses.replace(full(), **changes).measured is measured

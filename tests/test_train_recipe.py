@@ -1,0 +1,94 @@
+"""bench/train/recipe.py: the schedule in graph ops, the optimizers, the smoothed loss, the compiled model."""
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+from official.modeling.optimization import lars
+
+from bench import config as cfg
+from bench.data.spec import DataCounts
+from bench.resolve import resolve
+from bench.train import recipe
+from methodology import schedule as lr
+
+SCHEDULES = {
+    "momentum_90": (lr.reference_schedule("momentum", 1024, 90), 100),
+    "momentum_9": (lr.reference_schedule("momentum", 32, 9), 7),
+    "lars_16384": (lr.reference_schedule("lars", 16384, 90), 78),
+    "lars_32768": (lr.reference_schedule("lars", 32768, 40), 39),
+    # The v100-x8 preset's 2 epochs of 513 steps put the decays exactly on steps 342, 684
+    # and 912: the graph and the pure schedule must both apply them there
+    # (test_methodology_schedule.py).
+    "momentum_2_v100_x8": (lr.reference_schedule("momentum", 2496, 2), 513),
+}
+
+
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_graph_schedule_equals_the_pure_one(name):
+    schedule, steps_per_epoch = SCHEDULES[name]
+    graph = recipe.ReferenceSchedule(schedule, steps_per_epoch)
+    boundaries = [schedule.warmup_epochs] + [e for e, _ in schedule.decays] + [schedule.total_epochs]
+    steps = set(range(0, int(schedule.total_epochs * steps_per_epoch) + 1, max(1, steps_per_epoch // 3)))
+    for epoch in boundaries:  # the steps on both sides of every boundary
+        at = math.ceil(epoch * steps_per_epoch)
+        steps |= {max(0, at - 1), at, at + 1}
+    for step in sorted(steps):
+        expected = lr.learning_rate(schedule, step / steps_per_epoch)
+        assert float(graph(tf.constant(step, tf.int64))) == pytest.approx(expected, rel=1e-5, abs=1e-7), step
+
+
+def test_smoothed_loss_by_hand():
+    logits = tf.constant([[2.0, 0.0, -1.0]])
+    loss = recipe.SmoothedSparseCrossentropy(3, 0.1)(tf.constant([0]), logits)
+    log_p = logits.numpy()[0] - np.log(np.exp(logits.numpy()[0]).sum())
+    target = np.array([0.9 + 0.1 / 3, 0.1 / 3, 0.1 / 3])
+    assert float(loss) == pytest.approx(-(target * log_p).sum(), rel=1e-6)
+
+
+def test_smoothed_loss_is_the_batch_mean_and_takes_column_labels():
+    # label 1 of 2 classes, logits 0 and 0: log p = log 0.5 for both, whatever the smoothing
+    loss = recipe.SmoothedSparseCrossentropy(2, 0.1)(tf.constant([[1], [0]]), tf.zeros((2, 2)))
+    assert float(loss) == pytest.approx(math.log(2.0), rel=1e-6)
+
+
+def test_unsmoothed_loss_is_sparse_crossentropy():
+    logits = tf.constant([[0.3, 1.2, -0.5], [1.0, 0.0, 2.0]])
+    labels = tf.constant([1, 2])
+    plain = tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)(labels, logits)
+    assert float(recipe.SmoothedSparseCrossentropy(3, 0.0)(labels, logits)) == pytest.approx(float(plain), rel=1e-6)
+    assert isinstance(recipe.make_loss(3, 0.0), tf_keras.losses.SparseCategoricalCrossentropy)
+    assert isinstance(recipe.make_loss(3, 0.1), recipe.SmoothedSparseCrossentropy)
+
+
+def test_optimizer_by_schedule():
+    sgd = recipe.make_optimizer(lr.reference_schedule("momentum", 256, 90), 10, 1e-4)
+    assert isinstance(sgd, tf_keras.optimizers.SGD) and sgd.momentum == recipe.SGD_MOMENTUM
+    assert isinstance(recipe.make_optimizer(lr.reference_schedule("lars", 16384, 90), 10, 1e-4), lars.LARS)
+
+
+def tiny(optimizer="momentum", evaluate=False):
+    config = dataclasses.replace(
+        cfg.RunConfig(), model=cfg.ModelConfig(depth=10, image_size=32, num_classes=10),
+        data=cfg.DataConfig(source="imagenet", data_dir="/unused"),
+        train=cfg.TrainConfig(per_replica_batch_size=4, epochs=2, optimizer=optimizer,
+                              eval_every_epochs=1 if evaluate else None))
+    r = resolve(config, "cpu", 1, DataCounts(40, 40))
+    return recipe.build_model(config.model, r, config.train.seed, tf.distribute.get_strategy())
+
+
+def test_metrics_only_when_evaluating():
+    x, y = tf.zeros((4, 32, 32, 3)), tf.zeros((4,), tf.int32)
+    plain, evaluating = tiny(), tiny(evaluate=True)
+    assert set(plain.evaluate(x, y, verbose=0, return_dict=True)) == {"loss"}
+    assert set(evaluating.evaluate(x, y, verbose=0, return_dict=True)) == {"loss", "top_1", "top_5"}
+
+
+def test_weight_decay_is_the_optimizers_with_lars_and_a_loss_term_otherwise():
+    assert tiny("momentum").losses  # L2 terms on the kernels
+    with_lars = tiny("lars")
+    assert not with_lars.losses
+    assert isinstance(with_lars.optimizer, lars.LARS)
+    assert isinstance(with_lars.optimizer.learning_rate, recipe.ReferenceSchedule)
