@@ -219,6 +219,59 @@ def project(images_per_sec: float, usd_per_hour: float | None = None, epochs: fl
     )
 
 
+SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class Preemptions:
+    """What preemptions do to a run on spot/preemptible capacity.
+
+    Each preemption costs the work done since the last checkpoint (``lost_s``)
+    and the restart (``restart_s``: a new VM, the process, TensorFlow, the
+    model, the restore, the re-trace). They arrive at ``per_day`` a day of
+    wall time, so the longer the run, the more of them it meets.
+
+    Attributes:
+      per_day: expected preemptions a day of wall time.
+      restart_s: seconds from a preemption to training at speed again.
+      lost_s: seconds of training redone per preemption (on average half the
+        checkpoint interval when no last checkpoint is written on the notice).
+    """
+
+    per_day: float
+    restart_s: float
+    lost_s: float
+
+    def __post_init__(self):
+        for name in ("per_day", "restart_s", "lost_s"):
+            _not_negative(name, getattr(self, name))
+
+    @property
+    def seconds_lost_per_second(self) -> float:
+        """Wall time lost per second of wall time: preemptions a second x what each one costs."""
+        return self.per_day * (self.restart_s + self.lost_s) / SECONDS_PER_DAY
+
+
+def preempted_hours(train_hours: float, preemptions: Preemptions) -> float:
+    """Expected wall hours to finish ``train_hours`` of training under ``preemptions``.
+
+    Wall time W holds the training T and, for each of the W x rate preemptions,
+    its restart and lost work: W = T + W x rate x (restart + lost), so
+    W = T / (1 - rate x (restart + lost)).
+
+    Raises:
+      ValueError: a non-positive time, or preemptions so frequent that each costs
+        more than the time between them (the run would never finish).
+    """
+    _positive("train_hours", train_hours)
+    lost = preemptions.seconds_lost_per_second
+    if lost >= 1:
+        raise ValueError(f"at {preemptions.per_day:g} preemptions a day, each costing "
+                         f"{preemptions.restart_s + preemptions.lost_s:,.0f} s, the run never finishes: "
+                         "checkpoint more often or use on-demand capacity")
+    return train_hours / (1 - lost)
+
+
 def median(values: Sequence[float]) -> float:
     """The blog's aggregate of its 5 runs: the middle value, or the mean of the two middle ones.
 

@@ -19,7 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from methodology.throughput import StepRecord, window_start_index
+from methodology import segments as seg
+from methodology.throughput import StepRecord, exclude_pauses, window_start_index
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class EvalRecord:
       start_s, end_s: host clock (the step log's) around the evaluation.
       top_1: top-1 accuracy on the validation split, in [0, 1].
       top_5: top-5 accuracy, or None.
+      segment: the part of a resumed run it ran in (0: the first process); its
+        times are on that segment's clock.
     """
 
     epoch: int
@@ -40,6 +43,7 @@ class EvalRecord:
     end_s: float
     top_1: float
     top_5: float | None = None
+    segment: int = 0
 
     def __post_init__(self):
         if self.epoch < 1 or self.step < 1:
@@ -49,6 +53,8 @@ class EvalRecord:
         for name, value in (("top_1", self.top_1), ("top_5", self.top_5)):
             if value is not None and not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} accuracy must be in [0, 1], got {value}")
+        if self.segment < 0:
+            raise ValueError(f"segment must be >= 0, got {self.segment}")
 
     @property
     def duration_s(self) -> float:
@@ -67,6 +73,8 @@ class TargetResult:
       eval_s: evaluation time inside the window (to the target, or to the last step if not reached).
       best_top_1: the best top-1 seen (None without evaluations).
       num_evals: evaluations run.
+      wall_time_to_target_s: from the end of the warm-up to the target by the wall clock:
+        evaluations, checkpoints and (resumed runs) restarts and redone steps included.
     """
 
     target_accuracy: float
@@ -77,6 +85,7 @@ class TargetResult:
     eval_s: float
     best_top_1: float | None
     num_evals: int
+    wall_time_to_target_s: float | None = None
 
 
 def first_reaching(evals: Sequence[EvalRecord], target_accuracy: float) -> EvalRecord | None:
@@ -110,5 +119,54 @@ def time_to_target(records: Sequence[StepRecord], evals: Sequence[EvalRecord], w
         # Not reached, or reached during the warm-up: no measured time to it.
         return TargetResult(target_accuracy, hit is not None, None, hit and hit.epoch, hit and hit.step,
                             eval_s, best, len(evals))
-    return TargetResult(target_accuracy, True, end.time_s - window_start.time_s - eval_s, hit.epoch, hit.step,
-                        eval_s, best, len(evals))
+    wall_s = end.time_s - window_start.time_s
+    return TargetResult(target_accuracy, True, wall_s - eval_s, hit.epoch, hit.step, eval_s, best, len(evals), wall_s)
+
+
+def time_to_target_in_segments(segments, pauses, evals: Sequence[EvalRecord], warmup_steps: int,
+                               target_accuracy: float) -> TargetResult:
+    """Time to ``target_accuracy`` of a run in one or more segments (methodology/segments.py).
+
+    Training time counts each step once: the measured windows of every segment
+    (each restart's re-warm-up and the redone steps are in none), evaluations
+    and checkpoint writes taken out. The wall time runs from the end of the
+    run's warm-up to the target's step on the wall clock, and so holds
+    everything a user paid for: evaluations, checkpoints, restarts, redone work.
+
+    Args:
+      segments: methodology.segments.Segment per process, on their raw clocks.
+      pauses: per segment, (start_s, end_s) of its evaluations and checkpoint writes.
+      evals: every evaluation record (each with its segment).
+      warmup_steps: the run's warm-up.
+      target_accuracy: in (0, 1].
+
+    Raises:
+      ValueError: a target outside (0, 1], or the target's step missing from its segment's log.
+    """
+    if not 0.0 < target_accuracy <= 1.0:
+        raise ValueError(f"target accuracy must be in (0, 1], got {target_accuracy}")
+    hit = first_reaching(evals, target_accuracy)
+    best = max((e.top_1 for e in evals), default=None)
+    adjusted = [seg.Segment(tuple(exclude_pauses(s.records, p)), s.wall_offset_s) for s, p in zip(segments, pauses)]
+    raw_windows, windows = seg.windows(segments, warmup_steps), seg.windows(adjusted, warmup_steps)
+    measured = [i for i, w in enumerate(windows) if w]
+    if hit is None or not measured or hit.step < windows[measured[0]][0].step:
+        # Not reached, or reached before anything was measured: no measured time to it.
+        return TargetResult(target_accuracy, hit is not None, None, hit and hit.epoch, hit and hit.step,
+                            0.0, best, len(evals))
+    train_s = eval_s = 0.0
+    for i in measured:
+        window, raw = windows[i], raw_windows[i]
+        if window[0].step > hit.step:
+            break
+        end = next((k for k, r in enumerate(window) if r.step >= hit.step), len(window) - 1)
+        if window[end].step > hit.step:
+            raise ValueError(f"the target was reached after step {hit.step}, which the step log does not hold")
+        train_s += window[end].time_s - window[0].time_s
+        eval_s += sum(e.duration_s for e in evals if e.segment == i and raw[0].time_s <= e.start_s
+                      and e.end_s <= raw[end].time_s)
+        last = (i, raw[end])
+    first = segments[measured[0]].wall(raw_windows[measured[0]][0])
+    reached = segments[last[0]].wall(last[1])
+    wall_s = None if first is None or reached is None else reached - first
+    return TargetResult(target_accuracy, True, train_s, hit.epoch, hit.step, eval_s, best, len(evals), wall_s)

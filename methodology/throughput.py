@@ -219,25 +219,52 @@ def summarize(
     Raises:
       ValueError: a malformed log or non-positive batch/replica count.
     """
-    if global_batch_size <= 0 or num_replicas <= 0:
-        raise ValueError("global_batch_size and num_replicas must be positive")
     log = validate_log(records)
     start = window_start_index(log, warmup_steps)
-    window = log[start:] if start is not None else []
-    steps = interval_step_times_s(window)
-    speeds = interval_images_per_sec(window, global_batch_size)
-    measured_steps = window[-1].step - window[0].step if len(window) > 1 else 0
-    measured_s = window[-1].time_s - window[0].time_s if len(window) > 1 else 0.0
+    return summarize_windows(log, [log[start:]] if start is not None else [], global_batch_size, warmup_steps,
+                             num_replicas)
+
+
+def summarize_windows(
+    first_log: Sequence[StepRecord],
+    windows: Sequence[Sequence[StepRecord]],
+    global_batch_size: int,
+    warmup_steps: int,
+    num_replicas: int = 1,
+) -> ThroughputSummary:
+    """Steady-state throughput over one or more measured windows.
+
+    One window is one uninterrupted run; a resumed run has one window per
+    segment (methodology/segments.py), and the time between them (restarts,
+    re-warm-ups) is in none of them. Rates are total images over total window
+    time; step-time statistics are over every window's logged intervals.
+
+    Args:
+      first_log: the first segment's whole log (its warm-up is the run's).
+      windows: measured windows, each from the end of a warm-up to its last record.
+      global_batch_size: images per step over all replicas.
+      warmup_steps: steps excluded before the first window.
+      num_replicas: replicas in sync, for the per-replica figure.
+
+    Raises:
+      ValueError: a malformed window or non-positive batch/replica count.
+    """
+    if global_batch_size <= 0 or num_replicas <= 0:
+        raise ValueError("global_batch_size and num_replicas must be positive")
+    windows = [validate_log(w) for w in windows if w]
+    steps = [t for w in windows for t in interval_step_times_s(w)]
+    speeds = [v for w in windows for v in interval_images_per_sec(w, global_batch_size)]
+    measured_steps = sum(w[-1].step - w[0].step for w in windows)
+    measured_s = sum(w[-1].time_s - w[0].time_s for w in windows)
     rate = measured_steps * global_batch_size / measured_s if measured_s > 0 else None
     median_step_s = median(steps) if steps else None
-    warmup_s = None
-    startup_s = None
-    if start is not None and log[0].step == 0:
-        warmup_s = window[0].time_s - log[0].time_s
+    warmup_s = startup_s = None
+    if windows and first_log and first_log[0].step == 0 and windows[0][0] in first_log:
+        warmup_s = windows[0][0].time_s - first_log[0].time_s
         if median_step_s is not None:
-            startup_s = warmup_s - window[0].step * median_step_s
+            startup_s = warmup_s - windows[0][0].step * median_step_s
     return ThroughputSummary(
-        warmup_steps=window[0].step if window else warmup_steps,
+        warmup_steps=windows[0][0].step if windows else warmup_steps,
         measured_steps=measured_steps,
         measured_s=measured_s,
         warmup_s=warmup_s,

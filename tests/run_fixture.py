@@ -37,12 +37,13 @@ def write_run(root: Path, run_id: str, *, train_steps: int = 12, warmup_steps: i
               status: str = "completed", platform: str = "cpu", device_kind: str = CPU_KIND,
               strategy: str = "default", replicas: int = 1, per_replica_batch: int = 32,
               precision: str = "float32", image_size: int = 224, mfu: float | None = 0.05,
-              write_summary: bool = True) -> Path:
+              write_summary: bool = True, ended: bool = True) -> Path:
     """One run directory of ``train_steps`` logged steps; returns its path.
 
     A run that did not complete planned more steps than it logged. ``mfu``
     chooses the device peak environment.json records so that the summary's
-    MFU comes out at that value (None: no peak known).
+    MFU comes out at that value (None: no peak known). ``ended=False`` leaves
+    out the ``end`` event, as a SIGKILL does.
     """
     run_dir = Path(root) / run_id
     run_dir.mkdir(parents=True)
@@ -62,10 +63,11 @@ def write_run(root: Path, run_id: str, *, train_steps: int = 12, warmup_steps: i
         steps(record)
     steps.close()
     life = jsonl.LifecycleWriter(run_dir / rundir.LIFECYCLE_FILE, clock=iter([90.0, 97.0, 98.0, records[-1].time_s]).__next__)
-    life.event(jsonl.START, run_id=run_id, segment=0)
+    life.event(jsonl.START, run_id=run_id, segment=0, first_record=0)
     life.event(jsonl.SETUP, setup_s=3.2)
     life.event(jsonl.MODEL, forward_macs_per_image=MACS_224)
-    life.event(jsonl.END, status=status, **({"signal": "SIGINT"} if status == "interrupted" else {}))
+    if ended:
+        life.event(jsonl.END, status=status, **({"signal": "SIGINT"} if status == "interrupted" else {}))
     life.close()
     if write_summary:
         summary_file.write_summary(run_dir, build_summary(read_run(run_dir)))

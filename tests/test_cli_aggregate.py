@@ -58,7 +58,8 @@ def test_json(tmp_path, capsys):
     result = json.loads(capsys.readouterr().out)
     assert [r["run_id"] for r in result["runs"]] == [f"run{i}" for i in range(5)]
     assert result["runs"][4] == {"run_id": "run4", "status": "completed", "reached_target": False,
-                                 "time_to_target_s": None, "images_per_sec": 990.0, "run_dir": str(dirs[4])}
+                                 "time_to_target_s": None, "images_per_sec": 990.0, "restarts": 0,
+                                 "run_dir": str(dirs[4])}
     a = result["aggregate"]
     assert (a["quantity"], a["num_runs"], a["num_reached"], a["not_reached"]) == ("time_to_target_s", 5, 4, ["run4"])
     assert a["median"] == {"value": 1.3 * 3600, "valid": False, "reason": a["median"]["reason"]}
@@ -116,3 +117,13 @@ def test_a_real_process_loads_no_tensorflow_nor_pandas(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["aggregate"]["num_reached"] == 4
     assert proc.stderr.strip() == "[]"
+
+
+def test_a_resumed_run_is_not_an_mlperf_style_result(tmp_path, capsys):
+    dirs = target_runs(tmp_path)
+    summary = json.loads((dirs[0] / "summary.json").read_text())
+    (dirs[0] / "summary.json").write_text(json.dumps({**summary, "restarts": 2}))
+    assert run_cli(*dirs, "--json") == 0
+    result = json.loads(capsys.readouterr().out)["aggregate"]
+    assert not result["olympic_mean"]["valid"]
+    assert "run0 (2 restart(s)) resumed from a checkpoint" in result["olympic_mean"]["reason"]

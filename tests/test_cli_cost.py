@@ -248,3 +248,49 @@ def test_cost_help_explains_the_prices_default(capsys):
     out = capsys.readouterr().out
     assert "--images-per-sec" in out and "--preemptible" in out
     assert "Without --prices" in out  # the --prices default is explained
+
+
+# --- what spot really costs ------------------------------------------------------------------------
+
+def test_preemptions_add_restarts_and_lost_work_beside_on_demand(capsys):
+    a = cost_json(capsys, "--images-per-sec", "1216", "--hardware", "v100", "--preemptible",
+                  "--preemptions-per-day", "2", "--restart-s", "600", "--checkpoint-every", "30")
+    p = a["preemption"]
+    # each preemption: 600 s restart + 900 s lost (half of 30 min); 2 a day: 3000 s of every 86400 s lost
+    assert p["lost_s_per_preemption"] == 900 and p["restart_s_from"] == "given"
+    assert p["time_to_target_hours"] == pytest.approx(a["time_to_target_hours"] / (1 - 3000 / 86400))
+    assert p["cost_usd"] == pytest.approx(p["time_to_target_hours"] * a["usd_per_hour"])
+    # the 2018 on-demand price of the same machine: V100 $2.48 + n1-standard-8 $0.38
+    assert p["on_demand_usd_per_hour"] == pytest.approx(2.86)
+    assert p["on_demand_cost_usd"] == pytest.approx(a["time_to_target_hours"] * 2.86)
+
+
+def test_the_restart_cost_is_measured_from_a_run(capsys, tmp_path):
+    from run_fixture import write_run
+
+    run_dir = write_run(tmp_path, "20261123T100000Z-spot00", platform="gpu", device_kind="Tesla V100")
+    a = cost_json(capsys, "--run", run_dir, "--hardware", "v100", "--preemptible", "--preemptions-per-day", "1")
+    p = a["preemption"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert p["restart_s"] == pytest.approx(summary["setup_s"] + summary["startup_s"])
+    assert p["restart_s_from"].startswith("measured") and p["checkpoint_every_minutes"] == 30
+
+
+def test_preemptions_text_says_whether_spot_is_cheaper(capsys):
+    code, out, _ = run_cli(capsys, "cost", "--images-per-sec", "1216", "--hardware", "v100", "--preemptible",
+                           "--preemptions-per-day", "2")
+    assert code == 0 and "on spot" in out and "spot is cheaper by" in out
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    pytest.param(["--preemptions-per-day", "2"], "add --preemptible --hardware NAME", id="without_preemptible"),
+    pytest.param(["--hardware", "v100", "--preemptible", "--restart-s", "60"], "applies with --preemptions-per-day",
+                 id="restart_alone"),
+    pytest.param(["--hardware", "v100", "--preemptible", "--preemptions-per-day", "-1"], "must be a number >= 0",
+                 id="negative_rate"),
+    pytest.param(["--hardware", "v100", "--preemptible", "--preemptions-per-day", "500", "--restart-s", "600"],
+                 "never finishes", id="never_finishes"),
+])
+def test_bad_preemption_flags_are_one_line(capsys, argv, fragment):
+    code, out, err = run_cli(capsys, "cost", "--images-per-sec", "1216", *argv)
+    assert (code, out) == (2, "") and err.count("\n") == 1 and fragment in err

@@ -4,6 +4,7 @@ The multi-process tests are few on purpose: each worker imports TensorFlow
 (~10 s) and this machine has 2 cores. Two and three workers finish with one
 replica each; a worker SIGKILLed mid-run takes the launch down, naming it.
 """
+import contextlib
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.results import jsonl
 from bench.results import rundir as results
 from console import ENV, PODBENCH, REPO, alive, error_lines, podbench_in_process, podbench_probing_tf
 from console import podbench as podbench_child
@@ -118,31 +120,51 @@ def test_three_workers_print_the_chiefs_summary_in_the_default_run_directory(tmp
 
 def test_a_killed_worker_ends_the_launch(tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen(
-        [str(PODBENCH), "launch", "--workers", "2", "--", "run", *map(str, SMALL[:-2]), "--train-steps", "400",
-         "--output", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
-    watchdog = threading.Timer(RUN_TIMEOUT_S, proc.kill)  # a hung launch fails the test, never hangs it
-    watchdog.start()
-    try:
+    with _launch("--workers", "2", "--", "run", *map(str, SMALL[:-2]), "--train-steps", "400",
+                 "--output", str(out)) as proc:
         pids = _pids_then_first_step(proc)
+        trainers = [pid for pid in _all_pids() if _parent(pid) in pids]  # each worker's training process
         os.kill(pids[1], signal.SIGKILL)
         killed_s = time.monotonic()
         stderr = proc.stderr.read()  # to the launcher's end
         proc.wait()
         ended_s = time.monotonic() - killed_s
+    assert ended_s < DEADLINE_S, f"the launch took {ended_s:.0f} s to end after worker 1 was killed"
+    assert proc.returncode == 128 + signal.SIGKILL, stderr[-3000:]
+    error = error_lines(stderr)[-1]  # the launcher's, after the chief's own (its peer stopped answering)
+    assert "worker 1 of 2 failed with signal SIGKILL" in error
+    assert str(out / "workers" / "worker-1.log") in error
+    assert "[worker 1] " in stderr  # its last lines, above the error
+    assert len(trainers) == 2 and not any(alive(pid) for pid in pids + trainers)
+    summary = json.loads((out / results.SUMMARY_FILE).read_text())  # the chief's, naming the cause
+    assert summary["status"] == "failed" and "worker 1 of 2 failed with signal SIGKILL" in summary["error"]
+
+
+@contextlib.contextmanager
+def _launch(*args):
+    """`podbench launch ARGS` with stderr piped; a hung launch fails the test, never hangs it."""
+    proc = subprocess.Popen([str(PODBENCH), "launch", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=ENV, cwd=REPO)
+    watchdog = threading.Timer(RUN_TIMEOUT_S, proc.kill)
+    watchdog.start()
+    try:
+        yield proc
     finally:
         watchdog.cancel()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert ended_s < DEADLINE_S, f"the launch took {ended_s:.0f} s to end after worker 1 was killed"
-    assert proc.returncode == 128 + signal.SIGKILL, stderr[-3000:]
-    (error,) = error_lines(stderr)
-    assert "worker 1 of 2 failed with signal SIGKILL" in error
-    assert str(out / "workers" / "worker-1.log") in error
-    assert "[worker 1] " in stderr  # its last lines, above the error
-    assert not any(alive(pid) for pid in pids)
+
+
+def _all_pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _pids_then_first_step(proc) -> list[int]:
@@ -154,3 +176,42 @@ def _pids_then_first_step(proc) -> list[int]:
         if line.startswith("step ") and pids:
             return pids
     raise AssertionError(f"launch ended before the first step (exit code {proc.wait()})")
+
+
+def test_max_restarts_resumes_every_worker_from_the_checkpoint(tmp_path):
+    out = tmp_path / "run"
+    with _launch("--workers", "2", "--max-restarts", "1", "--", "run", "--depth", "10", *map(str, SMALL[:-2]),
+                 "--train-steps", "16", "--checkpoint-every", "0.002", "--output", str(out)) as proc:
+        pids = _pids_then_first_step(proc)
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while not list((out / "checkpoints").glob("*.index")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(pids[1], signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "restarting every worker from the last checkpoint (restart 1 of at most 1)" in stderr
+    summary = json.loads((out / results.SUMMARY_FILE).read_text())
+    assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", 16, 1)
+    ends = [e for e in jsonl.read_lifecycle(out / results.LIFECYCLE_FILE) if e["event"] == "end"]
+    assert any(e.get("by") == "launcher" and e.get("worker") == 1 for e in ends)  # the death, on record
+    assert ends[-1]["optimizer_steps"] == 16
+
+
+def test_sigterm_to_the_launcher_stops_every_worker_at_a_step(tmp_path):
+    out = tmp_path / "run"
+    with _launch("--workers", "2", "--", "run", "--depth", "10", *map(str, SMALL[:-2]),
+                 "--train-steps", "400", "--output", str(out)) as proc:
+        pids = _pids_then_first_step(proc)
+        worker1 = out / "workers" / "worker-1.log"
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while "step " not in worker1.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)  # both workers are training: they stop together at a step
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate()
+    assert proc.returncode == 143, stderr[-3000:]
+    summary = json.loads((out / results.SUMMARY_FILE).read_text())
+    assert (summary["status"], summary["signal"]) == ("interrupted", "SIGTERM")
+    assert 0 < summary["steps_completed"] < 400
+    checkpoint = [e for e in jsonl.read_lifecycle(out / results.LIFECYCLE_FILE) if e["event"] == "checkpoint"]
+    assert checkpoint and checkpoint[-1]["step"] == summary["steps_completed"]  # the last one, on the notice
+    assert not any(alive(pid) for pid in pids)

@@ -55,7 +55,7 @@ RULES = [
      "methodology/ is pure arithmetic: no TensorFlow, no harness"),
     (("models",), ("bench", "methodology"), "models/ builds models and knows nothing of benchmarks"),
     (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.config", "bench.resolve",
-      "bench.presets", "bench.errors", "bench.humanize", "bench.data.spec", "bench.data.tfrecord",
+      "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec", "bench.data.tfrecord",
       "bench.train.summary"),
      ("bench.train.run", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
       "bench.train.callbacks", "bench.train.evaluation", "bench.train.progress", "bench.train.environment",
@@ -96,7 +96,7 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
 
 LIGHT_MODULES = sorted(n for n in MODULES if in_package(
     n, "methodology", "bench.cli", "bench.results", "bench.cluster", "bench.config", "bench.resolve",
-    "bench.presets", "bench.errors", "bench.humanize", "bench.data.spec", "bench.data.tfrecord",
+    "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec", "bench.data.tfrecord",
     "bench.train.summary", "bench.report.summary_text") and not n.endswith("__main__"))
 
 

@@ -199,3 +199,26 @@ def test_aggregation_needs_runs():
     with pytest.raises(ValueError, match="at least 3"):
         cost.olympic_mean([1.0, 2.0])
     assert cost.median([7.0]) == 7.0
+
+
+@pytest.mark.parametrize("per_day, restart_s, lost_s, expected_hours", [
+    # 2/day x (600 + 900) s = 3000 s a day lost: W = 10 / (1 - 3000/86400)
+    pytest.param(2.0, 600.0, 900.0, 10 / (1 - 3000 / 86400), id="two_a_day"),
+    pytest.param(0.0, 600.0, 900.0, 10.0, id="no_preemptions"),
+    pytest.param(24.0, 0.0, 0.0, 10.0, id="free_preemptions"),
+    pytest.param(48.0, 900.0, 0.0, 10 / (1 - 0.5), id="half_the_time_lost"),
+])
+def test_preempted_hours_by_hand(per_day, restart_s, lost_s, expected_hours):
+    assert cost.preempted_hours(10.0, cost.Preemptions(per_day, restart_s, lost_s)) == pytest.approx(expected_hours)
+
+
+def test_preemptions_that_cost_more_than_the_time_between_them_never_finish():
+    with pytest.raises(ValueError, match="never finishes"):
+        cost.preempted_hours(10.0, cost.Preemptions(96.0, 600.0, 300.0))  # 96 x 900 s = a whole day
+
+
+@pytest.mark.parametrize("field", ["per_day", "restart_s", "lost_s"])
+def test_preemptions_are_not_negative(field):
+    values = {"per_day": 1.0, "restart_s": 1.0, "lost_s": 1.0, field: -1.0}
+    with pytest.raises(ValueError, match=field):
+        cost.Preemptions(**values)

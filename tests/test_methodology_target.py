@@ -84,3 +84,37 @@ def test_eval_record_validation(kwargs, match):
 
 def test_eval_duration():
     assert EvalRecord(epoch=1, step=4, start_s=1.5, end_s=4.0, top_1=0.5).duration_s == 2.5
+
+
+# --- runs in segments (methodology/segments.py) ------------------------------------------------
+
+from methodology import segments as seg  # noqa: E402
+from methodology.target import time_to_target_in_segments  # noqa: E402
+
+
+def test_one_segment_agrees_with_the_single_log_rule():
+    single = time_to_target(STEPS, evals(0.5, 0.92, 0.95), warmup_steps=4, target_accuracy=0.9)
+    pauses = [[(e.start_s, e.end_s) for e in evals(0.5, 0.92, 0.95)]]
+    segmented = time_to_target_in_segments([seg.Segment(tuple(STEPS), 0.0)], pauses, evals(0.5, 0.92, 0.95),
+                                           warmup_steps=4, target_accuracy=0.9)
+    assert (segmented.time_to_target_s, segmented.eval_s, segmented.epochs_to_target) == pytest.approx(
+        (single.time_to_target_s, single.eval_s, single.epochs_to_target))
+    assert segmented.wall_time_to_target_s == pytest.approx(single.wall_time_to_target_s)
+
+
+def test_a_resumed_run_counts_each_step_once_and_the_wall_clock_everything():
+    # Segment 0 (wall = clock + 0): steps 0..6, 1 s a step after the warm-up ends at step 2 (t=2),
+    # killed after step 6 (t=6); the checkpoint was at step 4. Segment 1 (wall = clock + 100): resumes
+    # at step 4 at t=0, re-traces step 5 in 3 s (t=3), then 1 s a step; an evaluation after step 8 from
+    # t=6 to t=7 reaches the target.
+    first = seg.Segment(tuple(StepRecord(s, float(s)) for s in range(7)), 0.0)
+    second = seg.Segment((StepRecord(4, 0.0), StepRecord(5, 3.0), StepRecord(6, 4.0), StepRecord(7, 5.0),
+                          StepRecord(8, 6.0), StepRecord(9, 8.0)), 100.0)
+    hit = EvalRecord(epoch=2, step=8, start_s=6.0, end_s=7.0, top_1=0.95, segment=1)
+    r = time_to_target_in_segments([first, second], [[], [(6.0, 7.0)]], [hit], warmup_steps=2,
+                                   target_accuracy=0.9)
+    # training: segment 0 steps 2 -> 4 (2 s) + segment 1 steps 5 -> 8 (3 s); redone steps 5, 6 of segment 0
+    # and segment 1's re-trace are in neither
+    assert (r.reached_target, r.step_at_target, r.time_to_target_s) == (True, 8, pytest.approx(5.0))
+    # wall: from step 2 (wall 2 s) to step 8 in segment 1 (wall 106 s)
+    assert r.wall_time_to_target_s == pytest.approx(104.0)

@@ -92,14 +92,3 @@ def test_a_lifecycle_line_without_an_event_is_named(tmp_path):
     (tmp_path / LIFECYCLE_FILE).write_text('{"time_s": 1.0}\n{"event": "end", "time_s": 2.0}\n')
     with pytest.raises(ValueError, match=":1: not a lifecycle event"):
         results.read_lifecycle(tmp_path / LIFECYCLE_FILE)
-
-
-@pytest.mark.parametrize("steps, segments", [
-    pytest.param([0, 1, 2, 3], [[0, 1, 2, 3]], id="one_fit"),
-    pytest.param([0, 2, 4, 4, 6, 8], [[0, 2, 4], [4, 6, 8]], id="resumed_where_it_stopped"),
-    pytest.param([0, 2, 4, 6, 2, 4, 6, 8], [[0, 2, 4, 6], [2, 4, 6, 8]], id="resumed_from_an_earlier_checkpoint"),
-    pytest.param([], [], id="nothing_logged"),
-])
-def test_segments_start_where_a_step_does_not_increase(steps, segments):
-    records = [StepRecord(s, float(i)) for i, s in enumerate(steps)]
-    assert [[r.step for r in seg] for seg in results.split_segments(records)] == segments

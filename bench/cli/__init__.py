@@ -15,13 +15,14 @@ import os
 import sys
 from typing import Sequence
 
-from bench.errors import EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from bench.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, RunFailed, UsageError
 
 # Order here is the order of the commands in `podbench --help`.
 COMMAND_MODULES = (
     "bench.cli.run",
     "bench.cli.launch",
     "bench.cli.sweep",
+    "bench.cli.summarize",
     "bench.cli.reproduce",
     "bench.cli.cost",
     "bench.cli.report",
@@ -60,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except RunFailed as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:  # before a command could handle it (e.g. while TF loads)
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -52,6 +52,7 @@ def run_row(run_dir: str, summary: Summary) -> dict:
     """One table row: run_id, status, reached_target, time_to_target_s, images_per_sec, run_dir."""
     return {"run_id": summary.run_id, "status": summary.status, "reached_target": summary.reached_target,
             "time_to_target_s": summary.time_to_target_s, "images_per_sec": summary.images_per_sec,
+            "restarts": summary.restarts,
             "run_dir": str(run_dir)}
 
 
@@ -79,6 +80,17 @@ def aggregate_rows(rows: list[dict]) -> aggregate.Aggregate:
         raise UsageError(f"a summary.json holds a bad number: {err}") from None
 
 
+def not_contiguous(result: aggregate.Aggregate, rows: list[dict]) -> aggregate.Aggregate:
+    """MLPerf times one contiguous period: a resumed run (restarts) makes its rule not valid."""
+    resumed = [f"{r['run_id']} ({r['restarts']} restart(s))" for r in rows if r.get("restarts")]
+    if not resumed or result.quantity != aggregate.TIME_TO_TARGET:
+        return result
+    reason = (f"{', '.join(resumed)} resumed from a checkpoint: MLPerf's result is one contiguous period, "
+              "so a restarted run is not an MLPerf-style result")
+    return dataclasses.replace(result, olympic_mean=dataclasses.replace(result.olympic_mean, valid=False,
+                                                                        reason=reason))
+
+
 def handle(args: argparse.Namespace) -> int:
     """Runs `podbench aggregate` for parsed ``args`` (run_dirs, json).
 
@@ -89,7 +101,7 @@ def handle(args: argparse.Namespace) -> int:
       UsageError: a directory without a readable summary.json, or nothing to aggregate.
     """
     rows = [run_row(d, load_summary(d)) for d in args.run_dirs]
-    result = aggregate_rows(rows)
+    result = not_contiguous(aggregate_rows(rows), rows)
     if args.json:
         print(json.dumps({"runs": rows, "aggregate": dataclasses.asdict(result)}, indent=2))
     else:

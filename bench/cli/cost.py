@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from bench.cli import common
+from bench.cli.run_flags import load_config
 from bench.errors import UsageError
 from bench.humanize import format_hours, format_rate, format_usd
 from bench.results.summary import Summary, read_summary
@@ -46,6 +47,7 @@ def register(sub) -> None:
     c.add_argument("--prices", metavar="2018|current|FILE.csv", help=common.PRICES_HELP)
     c.add_argument("--preemptible", action="store_true",
                    help="the preemptible (2018) or spot (current) price of --hardware")
+    _add_spot_flags(c)
     c.add_argument("--epochs", type=float, default=constants.MEASURED_EPOCHS, metavar="N",
                    help=f"epochs to the target (default {constants.MEASURED_EPOCHS}, the reference's)")
     c.add_argument("--target", default="0.76", choices=list(constants.TARGETS),
@@ -55,12 +57,35 @@ def register(sub) -> None:
     c.set_defaults(handler=handle)
 
 
+def _add_spot_flags(c) -> None:
+    spot = c.add_argument_group("what spot really costs (with --preemptible)")
+    spot.add_argument("--preemptions-per-day", type=float, metavar="R",
+                      help="expected preemptions a day: adds each one's restart and lost work to time and "
+                           "dollars, and sets the on-demand figures beside them")
+    spot.add_argument("--restart-s", type=float, metavar="S",
+                      help="seconds from a preemption to training at speed again (default: measured by --run: "
+                           f"its restarts, or its start-up; else {DEFAULT_RESTART_S:g}, an assumption)")
+    spot.add_argument("--checkpoint-every", type=float, metavar="MINUTES",
+                      help="checkpoint interval; a preemption loses half of it on average (default: the run's, "
+                           f"else {DEFAULT_CHECKPOINT_MINUTES:g})")
+
+
 def _check_cost_flags(args: argparse.Namespace) -> None:
     """Numbers in range, and no flag that the others make meaningless."""
     for flag, value in (("--images-per-sec", args.images_per_sec), ("--usd-per-hour", args.usd_per_hour),
                         ("--epochs", args.epochs)):
         if value is not None and not (math.isfinite(value) and value > 0):
             raise UsageError(f"{flag} must be a positive number, got {value}")
+    for flag, value in (("--preemptions-per-day", args.preemptions_per_day), ("--restart-s", args.restart_s),
+                        ("--checkpoint-every", args.checkpoint_every)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise UsageError(f"{flag} must be a number >= 0, got {value}")
+    spot_flags = [f for f, v in (("--restart-s", args.restart_s), ("--checkpoint-every", args.checkpoint_every))
+                  if v is not None]
+    if spot_flags and args.preemptions_per_day is None:
+        raise UsageError(f"{spot_flags[0]} applies with --preemptions-per-day R")
+    if args.preemptions_per_day is not None and not args.preemptible:
+        raise UsageError("--preemptions-per-day prices a run on spot capacity: add --preemptible --hardware NAME")
     if args.count is not None and args.count < 1:
         raise UsageError(f"--count must be >= 1, got {args.count}")
     if args.hardware is None:
@@ -184,6 +209,53 @@ def _cost_notes(args: argparse.Namespace, summary: Summary | None, q: prices.Quo
     return notes
 
 
+DEFAULT_RESTART_S = 120.0  # an assumption when nothing was measured: a new VM's boot is not in it
+DEFAULT_CHECKPOINT_MINUTES = 30.0  # podbench run's default interval
+
+
+def _preemption(args, summary: Summary | None, projection: cost.Projection) -> dict | None:
+    """--preemptions-per-day: the expected wall time and its source figures, beside on-demand."""
+    if args.preemptions_per_day is None:
+        return None
+    restart_s, restart_from = _restart_s(args, summary)
+    minutes = args.checkpoint_every
+    if minutes is None:
+        minutes = load_config(args.run).checkpoint.every_minutes if args.run else DEFAULT_CHECKPOINT_MINUTES
+    model = cost.Preemptions(args.preemptions_per_day, restart_s, minutes * 60 / 2)
+    try:
+        hours = cost.preempted_hours(projection.train_hours, model)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    on_demand = _on_demand_quote(args)
+    return {"preemptions_per_day": model.per_day, "restart_s": restart_s, "restart_s_from": restart_from,
+            "checkpoint_every_minutes": minutes, "lost_s_per_preemption": model.lost_s,
+            "expected_preemptions": model.per_day * hours / 24, "time_to_target_hours": hours,
+            "cost_usd": cost.cost_usd(hours, projection.usd_per_hour),
+            "on_demand_usd_per_hour": on_demand.usd_per_hour if on_demand else None,
+            "on_demand_cost_usd": cost.cost_usd(projection.train_hours, on_demand.usd_per_hour) if on_demand else None}
+
+
+def _restart_s(args, summary: Summary | None) -> tuple[float, str]:
+    """Seconds a restart costs: given, or measured by the run, or the stated assumption."""
+    if args.restart_s is not None:
+        return args.restart_s, "given"
+    gaps = [g for g in (summary.restart_gaps_s if summary else []) if g is not None]
+    if gaps:
+        return cost.median(gaps), f"measured: median of the run's {len(gaps)} restart(s)"
+    if summary and summary.setup_s is not None and summary.startup_s is not None:
+        return summary.setup_s + summary.startup_s, ("measured: the run's start-up and first trace, without a "
+                                                     "new VM's boot: --restart-s adds it")
+    return DEFAULT_RESTART_S, "assumed: give --restart-s, or --run a measured run"
+
+
+def _on_demand_quote(args) -> prices.Quote | None:
+    book, era = common.price_book(args.prices or _default_era(args.hardware))
+    try:
+        return prices.quote(book, args.hardware, args.count or 1, era, "on_demand")
+    except ValueError:
+        return None
+
+
 def _cost_answer(args, ips: float, summary: Summary | None, q: prices.Quote | None, era, pricing) -> dict:
     projection = cost.project(ips, q.usd_per_hour if q else None, args.epochs)
     comparison = [{
@@ -204,6 +276,7 @@ def _cost_answer(args, ips: float, summary: Summary | None, q: prices.Quote | No
         "price_era": era, "price_pricing": pricing,
         "price_parts": [common.part_json(p) for p in q.parts] if q else [],
         "notes": _cost_notes(args, summary, q, era),
+        "preemption": _preemption(args, summary, projection),
         "comparison_prices": "2018 on_demand", "comparison": comparison,
     }
 
@@ -228,6 +301,7 @@ def _cost_text(a: dict, args: argparse.Namespace) -> str:
         if args.hardware:
             lines.append("price rows:")
             lines += common.price_lines([prices.Price(**p) for p in a["price_parts"]])
+    lines += _preemption_lines(a["preemption"], a["time_to_target_hours"])
     lines.append(f"target          {a['target_claim']}. It names the claim; the projection is the same "
                  "(--epochs changes it)")
     lines += [f"note            {n}" for n in a["notes"]]
@@ -240,6 +314,24 @@ def _cost_text(a: dict, args: argparse.Namespace) -> str:
                                    "n/a" if c["cost_ratio_vs_config"] is None else f"{c['cost_ratio_vs_config']:.2f}x",
                                    reference.SOURCE_LABELS[c["source"]])))
     return "\n".join(lines)
+
+
+def _preemption_lines(p: dict | None, train_hours: float) -> list[str]:
+    if p is None:
+        return []
+    lines = [f"preemptions     {p['preemptions_per_day']:g} a day, about {p['expected_preemptions']:.1f} over the run; "
+             f"each costs a restart of {p['restart_s']:,.0f} s ({p['restart_s_from']}) and "
+             f"{p['lost_s_per_preemption']:,.0f} s of lost work (half the {p['checkpoint_every_minutes']:g}-min "
+             "checkpoint interval)",
+             f"on spot        {format_hours(p['time_to_target_hours'])} "
+             f"(+{p['time_to_target_hours'] / train_hours - 1:.1%}), {format_usd(p['cost_usd'])}"]
+    if p["on_demand_cost_usd"] is not None:
+        cheaper = p["cost_usd"] < p["on_demand_cost_usd"]
+        lines.append(f"on demand       {format_hours(train_hours)} at {format_usd(p['on_demand_usd_per_hour'])}/h, "
+                     f"{format_usd(p['on_demand_cost_usd'])}: spot is "
+                     f"{'cheaper' if cheaper else 'NOT cheaper'} by "
+                     f"{abs(1 - p['cost_usd'] / p['on_demand_cost_usd']):.0%}")
+    return lines
 
 
 def _times(ratio: float, more: str, less: str) -> str:

@@ -16,8 +16,12 @@ from collections import deque
 from pathlib import Path
 
 from bench import config as cfg
+from bench.cli.run_flags import RUN_FLAGS
 from bench.cluster import launch, tf_config
-from bench.results import rundir
+from bench.results import jsonl, rundir
+from bench.results.runfiles import read_run
+from bench.results.summary import write_summary
+from bench.train.summary import build_summary
 from bench.errors import UsageError
 
 WORKERS_DIR = "workers"
@@ -28,11 +32,18 @@ Everything after `--` is a `podbench run` command; its flags apply to every work
 (`--strategy multi_worker` is added when not given). Worker 0 is the chief: it writes
 the run directory and its progress and summary are shown here. Each worker uses one
 device (on a CPU, the whole CPU), so replicas = workers and the global batch is
-per-replica batch x workers. If any worker fails, the others are stopped (SIGTERM,
-then SIGKILL after a few seconds) and the launch fails naming the worker and its log.
+per-replica batch x workers.
+
+If a worker dies, the others are stopped (SIGTERM, then SIGKILL 15 s later: a peer of a
+dead worker may wait in an all-reduce forever), the chief's summary.json says which
+worker failed, and the launch fails naming it and its log; with --max-restarts N every
+worker is started again from the run's last checkpoint (`run --resume`), up to N times.
+Ctrl-C or SIGTERM to the launcher reaches every worker: each stops at a step boundary,
+writes a last checkpoint if the grace period allows, and summarizes (exit 130/143).
 
 examples:
   podbench launch --workers 2 -- run --preset smoke
+  podbench launch --workers 2 --max-restarts 3 -- run --checkpoint-every 10
   podbench launch --workers 3 --timeout 600 -- run --image-size 64 --batch-size 4 --output /tmp/mw
 """
 
@@ -47,6 +58,9 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, required=True, metavar="N", help="worker processes to start (>= 1)")
     p.add_argument("--timeout", type=float, metavar="S",
                    help="stop every worker after S seconds and fail (default: no limit)")
+    p.add_argument("--max-restarts", type=int, default=0, metavar="N",
+                   help="when a worker dies, restart every worker from the run's last checkpoint, up to N times "
+                        "(default 0); the summary counts the restarts")
     p.add_argument("run_command", nargs=argparse.REMAINDER, metavar="-- run ...",
                    help="the `podbench run` command every worker runs")
     p.set_defaults(handler=handle)
@@ -95,37 +109,90 @@ def worker_specs(command: list[str], addresses: list[str], run_id: str, log_dir:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """Runs `podbench launch` for parsed ``args`` (workers, timeout, run_command).
+    """Runs `podbench launch` for parsed ``args`` (workers, timeout, max_restarts, run_command).
 
     Returns:
       The chief's exit code when every worker finished; else the failed worker's
-      (128 + N for signal N), 124 on --timeout, 130 on Ctrl-C.
+      (128 + N for signal N), 124 on --timeout, 130/143 when Ctrl-C/SIGTERM stopped it.
 
     Raises:
-      UsageError: bad --workers/--timeout, or a bad run command (before any worker starts).
+      UsageError: bad --workers/--timeout/--max-restarts, or a bad run command (before any worker starts).
     """
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     if args.timeout is not None and not args.timeout > 0:
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
+    if args.max_restarts < 0:
+        raise UsageError(f"--max-restarts must be >= 0, got {args.max_restarts}")
     command, config = checked_run_command(args.run_command)
     run_id = rundir.new_run_id()
     run_dir = rundir.prepare_run_dir(config.output.dir, run_id)
     log_dir = run_dir / WORKERS_DIR
     log_dir.mkdir(exist_ok=True)
+    for attempt in range(args.max_restarts + 1):
+        resuming = attempt > 0 and (run_dir / rundir.CONFIG_FILE).is_file()  # else it had not started: start over
+        outcome, specs = _launch_once(args, resume_command(command, run_dir) if resuming else command,
+                                      run_id, run_dir, attempt)
+        if outcome.exit_code != 0:
+            record_ending(run_dir, outcome)
+        if outcome.failed_index is None or attempt == args.max_restarts:
+            break
+        print(f"podbench launch {run_id}: {outcome.error}; restarting every worker from the last checkpoint "
+              f"(restart {attempt + 1} of at most {args.max_restarts})", file=sys.stderr, flush=True)
+    if outcome.error:
+        _show_failure(outcome, specs)
+    return outcome.exit_code
+
+
+def _launch_once(args: argparse.Namespace, command: list[str], run_id: str, run_dir: Path,
+                 attempt: int) -> tuple[launch.LaunchOutcome, list[launch.WorkerSpec]]:
     addresses = [f"{tf_config.LOOPBACK}:{port}" for port in tf_config.free_ports(args.workers)]
+    log_dir = run_dir / WORKERS_DIR
     specs = worker_specs(command, addresses, run_id, log_dir, dict(os.environ))
-    print(f"podbench launch {run_id}: {args.workers} worker(s) on {', '.join(addresses)}; worker 0 is the "
+    what = "resuming" if attempt else "starting"
+    print(f"podbench launch {run_id}: {what} {args.workers} worker(s) on {', '.join(addresses)}; worker 0 is the "
           f"chief and writes {run_dir}; each worker's output: {log_dir}/worker-K.log", file=sys.stderr, flush=True)
 
     def started(pids: list[int]) -> None:
         print(f"podbench launch {run_id}: started worker pids {', '.join(map(str, pids))} (worker 0 first)",
               file=sys.stderr, flush=True)
 
-    outcome = launch.run_workers(specs, timeout_s=args.timeout, on_started=started)
-    if outcome.error:
-        _show_failure(outcome, specs)
-    return outcome.exit_code
+    return launch.run_workers(specs, timeout_s=args.timeout, on_started=started), specs
+
+
+def resume_command(command: list[str], run_dir: Path) -> list[str]:
+    """`run --resume RUN_DIR` with the original command's flags that a resumed run accepts."""
+    from bench import cli  # noqa: PLC0415 (bench.cli imports this module)
+    from bench.cli.run import RESUME_FLAGS  # noqa: PLC0415
+    from bench.cli.run_flags import run_argv  # noqa: PLC0415
+
+    parsed = cli.build_parser().parse_args(command)
+    keep = run_argv(parsed, skip=frozenset(f.name for f in RUN_FLAGS) - RESUME_FLAGS | {"--preset", "--config"})
+    return ["run", "--resume", str(run_dir), *keep]
+
+
+def record_ending(run_dir: Path, outcome: launch.LaunchOutcome) -> None:
+    """The chief's summary says why the launch ended, whatever the chief could record itself.
+
+    A worker's death is the cause the chief's own error (a peer that stopped
+    answering) cannot name; a stop signal to the launcher is the cause of
+    whatever the workers did next; a timeout may have killed the chief before it
+    wrote anything. The launcher's ``end`` comes last, so the summary says it.
+    """
+    if not (run_dir / rundir.CONFIG_FILE).is_file():
+        return  # the chief had not started its run: nothing to summarize
+    if outcome.stop_signal:
+        fields = {"status": "interrupted", "signal": outcome.stop_signal}
+    else:
+        fields = {"status": "failed", "error": outcome.error}
+        if outcome.failed_index is not None:
+            fields["worker"] = outcome.failed_index
+    writer = jsonl.LifecycleWriter(run_dir / rundir.LIFECYCLE_FILE)
+    try:
+        writer.event(jsonl.END, by="launcher", **fields)
+    finally:
+        writer.close()
+    write_summary(run_dir, build_summary(read_run(run_dir)))
 
 
 def _show_failure(outcome: launch.LaunchOutcome, specs: list[launch.WorkerSpec]) -> None:

@@ -7,17 +7,25 @@ take the preset's value, then the platform's default (bench/resolve.py).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
+import signal
 import sys
+from pathlib import Path
 
+from bench import config as cfg
 from bench import presets
-from bench.cli.run_flags import add_run_flags, config_from_args
-from bench.cluster import tf_config
+from bench.cli.run_flags import RUN_FLAGS, add_run_flags, config_from_args, load_config
+from bench.cluster import supervisor, tf_config
+from bench.cluster.launch import describe_exit
 from bench.config import RunConfig
-from bench.errors import UsageError
+from bench.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunFailed, UsageError
 from bench.report.summary_text import format_summary
 from bench.results import rundir, storage
+from bench.results.rundir import read_json
+from bench.results.summary import Summary, read_summary
+from bench.streams import protect_std_streams
 
 _EPILOG = """\
 defaults: ResNet-50 v1.5 at 224x224 on synthetic data, on whatever this machine has
@@ -68,42 +76,97 @@ def check_outputs(config: RunConfig) -> None:
         storage.check_results_uri(config.output.results_uri)  # a typo'd bucket fails now, not after the run
 
 
-def load_runner():
-    """bench.train.run.execute: TensorFlow loads here, after every check that does not need it."""
-    # TensorFlow's C++ INFO lines (CUDA probes on a machine without GPUs, CPU feature notes)
-    # would interleave with the progress lines; warnings and errors still show, and a
-    # TF_CPP_MIN_LOG_LEVEL the user set wins. It must be set before TensorFlow loads.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-    from bench.train.run import execute  # noqa: PLC0415
+# Flags that do not change the benchmark: a resumed run may take them (the rest come from its config.json).
+RESUME_FLAGS = frozenset({"--results-uri", "--log-steps", "--checkpoint-every", "--grace-period", "--json"})
 
-    return execute
+
+def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
+    """(config, run id, run directory) of `podbench run --resume RUN_DIR`.
+
+    Raises:
+      UsageError: not a run directory, a completed run, or a flag that would change the benchmark.
+    """
+    given = [flag.name for flag in RUN_FLAGS if getattr(args, flag.key, None) is not None]
+    given += [name for name in ("--preset", "--config") if getattr(args, name[2:], None) is not None]
+    changing = [name for name in given if name not in RESUME_FLAGS]
+    if changing:
+        raise UsageError(f"{changing[0]} would change the benchmark being resumed: drop it (a resumed run uses "
+                         f"its own config.json; it takes only {', '.join(sorted(RESUME_FLAGS))})")
+    run_dir = Path(args.resume)
+    try:
+        config = load_config(str(run_dir))
+        run_id = str(read_json(run_dir / rundir.CONFIG_FILE)["run_id"])
+    except (OSError, KeyError, ValueError):
+        raise UsageError(f"{run_dir} is not a podbench run directory (no readable config.json); give the "
+                         "directory `podbench run` wrote") from None
+    with contextlib.suppress(FileNotFoundError, ValueError):
+        if read_summary(run_dir).status == "completed":
+            raise UsageError(f"{run_dir} holds a completed run: nothing to resume")
+    config = dataclasses.replace(config, output=dataclasses.replace(config.output, dir=str(run_dir)))
+    override = {k: v for k, v in (("results_uri", args.results_uri),) if v is not None}
+    parts = {"output": override, "train": {"log_steps": args.log_steps} if args.log_steps else {},
+             "checkpoint": {k: v for k, v in (("every_minutes", args.checkpoint_every),
+                                              ("grace_s", args.grace_period)) if v is not None}}
+    return cfg.replace(config, **{k: v for k, v in parts.items() if v}), run_id, run_dir
 
 
 def handle(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
+    protect_std_streams()  # a closed console (`| head`) never stops a run or hides its exit code
+    resume = args.resume is not None
+    if resume:
+        config, run_id, run_dir = resume_target(args)
+    else:
+        config = config_from_args(args)
+        # `podbench launch` gives its workers one run id.
+        run_id = os.environ.get(tf_config.RUN_ID_ENV) or rundir.new_run_id()
     check_outputs(config)
-    # `podbench launch` gives its workers one run id. A multi_worker run's non-chief workers
-    # write to a temporary directory, never where the user's results go (the chief writes those),
-    # and keep no MLPerf log or upload of their own.
-    run_id = os.environ.get(tf_config.RUN_ID_ENV) or rundir.new_run_id()
+    # A multi_worker run's non-chief workers write to a temporary directory, never where the
+    # user's results go (the chief writes those), and keep no MLPerf log or upload of their own.
     scratch = tf_config.worker_scratch_dir(config.runtime.strategy)
+    restore = resume
     if scratch is not None:
-        config = dataclasses.replace(config, output=dataclasses.replace(
-            config.output, dir=scratch.name, mllog=None, results_uri=None))
-    run_dir = rundir.prepare_run_dir(config.output.dir, run_id)
-    print(f"podbench run {run_id}: loading TensorFlow…", file=sys.stderr, flush=True)
-    execute = load_runner()
-    uri = config.output.results_uri
+        parts = {"output": dict(dir=scratch.name, mllog=None, results_uri=None)}
+        if resume:  # it restores the chief's checkpoints (all workers must), into a fresh directory of its own
+            parts["checkpoint"] = dict(dir=config.checkpoint.dir or str(run_dir / rundir.CHECKPOINTS_DIR))
+        config = cfg.replace(config, **parts)
+        resume = False
+    if not resume:
+        run_dir = rundir.prepare_run_dir(config.output.dir, run_id)
+    print(f"podbench run {run_id}: {'resuming' if resume else 'loading TensorFlow'}…", file=sys.stderr, flush=True)
     try:
-        outcome = execute(config, run_id, run_dir)
-    except UsageError as err:  # failed mid-run: summary.json says so, and goes up too
-        if uri and (run_dir / rundir.SUMMARY_FILE).exists():
-            storage.upload_run(run_dir, uri, run_id, failure=err)
-        raise
+        return supervise(config, run_id, run_dir, resume, args.json, restore)
     finally:
         if scratch is not None:
             scratch.cleanup()
-    print(rundir.dumps(outcome.summary.to_json()) if args.json else format_summary(outcome.summary))
-    if uri:  # completed or interrupted
-        storage.upload_run(run_dir, uri, run_id)
-    return outcome.exit_code
+
+
+def load_runner():
+    """The training process's entry point (TensorFlow loads in it, after every check that does not need it)."""
+    return supervisor.run_child
+
+
+def supervise(config: RunConfig, run_id: str, run_dir: Path, resume: bool, as_json: bool,
+              restore: bool = False) -> int:
+    """Runs the training in a supervised child; then the summary, printed and uploaded."""
+    request = {"config": dataclasses.asdict(config), "run_id": run_id, "run_dir": str(run_dir), "resume": resume,
+               "restore": restore}
+    child = load_runner()(request, config.checkpoint.grace_s)
+    summary = supervisor.finalize(run_dir, child)
+    uri = config.output.results_uri
+    if summary is not None and uri:
+        storage.upload_run(run_dir, uri, run_id, failure=summary.error if summary.status == "failed" else None)
+    if child.returncode in (EXIT_USAGE, EXIT_FAILED):  # the child said why, in one line
+        return child.returncode
+    if summary is None:
+        raise RunFailed(f"the training process ended with {describe_exit(child.returncode)} before the run "
+                        "started; see the lines above")
+    print(rundir.dumps(summary.to_json()) if as_json else format_summary(summary))
+    if summary.status == "failed":
+        raise RunFailed(f"{summary.error} (what was measured is in {run_dir})")
+    return EXIT_OK if summary.status == "completed" else exit_code_of(summary)
+
+
+def exit_code_of(summary: Summary) -> int:
+    """An interrupted run exits as a shell reports that signal (130 Ctrl-C, 143 SIGTERM)."""
+    name = summary.signal or "SIGINT"
+    return 128 + signal.Signals[name].value

@@ -50,8 +50,9 @@ class Flag:
         return self.dest or self.name[2:].replace("-", "_")
 
 
-MODEL_DATA, TRAINING, ACCURACY, DISTRIBUTION, OUTPUT = (
-    "model and data", "training", "time to accuracy (real data)", "distribution", "output")
+MODEL_DATA, TRAINING, ACCURACY, DISTRIBUTION, LONG_RUNS, OUTPUT = (
+    "model and data", "training", "time to accuracy (real data)", "distribution",
+    "long runs: checkpoints, stopping, resuming", "output")
 
 RUN_FLAGS: tuple[Flag, ...] = (
     Flag("--image-size", "model.image_size", MODEL_DATA, "square input size (default 224; >= 32)", int, "PX"),
@@ -108,6 +109,14 @@ RUN_FLAGS: tuple[Flag, ...] = (
          metavar="ADDR"),
     Flag("--replicas", "runtime.replicas", DISTRIBUTION, "mirrored: devices to use (a CPU is split into N)",
          int, "N"),
+    Flag("--checkpoint-every", "checkpoint.every_minutes", LONG_RUNS,
+         "minutes of training between checkpoints (default 30; 0: none); on SIGTERM a last one is written "
+         "if the grace period allows", float, "MINUTES"),
+    Flag("--checkpoint-dir", "checkpoint.dir", LONG_RUNS, "where checkpoints go (default RUN_DIR/checkpoints; "
+         "gs:// works)", metavar="DIR"),
+    Flag("--grace-period", "checkpoint.grace_s", LONG_RUNS,
+         "seconds between a stop notice (SIGTERM) and SIGKILL on this platform (default 30: Spot VMs, Slurm "
+         "KillWait, Kubernetes)", float, "S"),
     Flag("--output", "output.dir", OUTPUT, "run directory (default results/runs/<run_id>)", metavar="DIR"),
     Flag("--results-uri", "output.results_uri", OUTPUT,
          "also upload the run directory to gs://BUCKET/PREFIX/<run_id>/ when the run ends "
@@ -124,6 +133,9 @@ def add_run_flags(parser: argparse.ArgumentParser, skip: frozenset[str] = frozen
     parser.add_argument("--preset", metavar="NAME", help="start from a named preset (see below)")
     parser.add_argument("--config", metavar="CONFIG_JSON",
                         help="start from a run's config.json (RUN_DIR/config.json, or RUN_DIR): re-run it exactly")
+    parser.add_argument("--resume", metavar="RUN_DIR",
+                        help="continue a stopped run from its latest checkpoint, with its own config.json, in its "
+                             "own directory (only flags that do not change the benchmark may be given)")
     groups: dict[str, argparse._ArgumentGroup] = {}
     for flag in RUN_FLAGS:
         if flag.name in skip:

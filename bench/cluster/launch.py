@@ -24,9 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence, TextIO
 
-from bench.errors import EXIT_INTERRUPTED
 
-GRACE_S = 5.0  # between SIGTERM and SIGKILL (and SIGINT and SIGTERM on Ctrl-C)
+
+GRACE_S = 5.0  # between SIGTERM and SIGKILL when the launch itself must end (a timeout, a straggler)
+# After a worker died: its peers may be stuck in an all-reduce that cannot complete, so they get
+# this long to stop and summarize before they are killed (the launcher then records the cause).
+PEER_DEATH_GRACE_S = 15.0
+# After a stop signal to the launcher: the workers' own grace period and the time to summarize.
+STOP_GRACE_S = 40.0
 # Workers run the same steps in lock-step, so they finish within seconds of
 # each other; one still running this long after another finished is stuck.
 STRAGGLER_S = 120.0
@@ -71,6 +76,7 @@ class LaunchOutcome:
     error: str | None = None
     failed_index: int | None = None
     returncodes: tuple[int, ...] = ()
+    stop_signal: str | None = None
 
 
 def describe_exit(returncode: int) -> str:
@@ -93,7 +99,8 @@ class _Worker:
 
     def __init__(self, spec: WorkerSpec):
         self.spec = spec
-        self.log = open(spec.log_path, "w", encoding="utf-8", errors="replace")
+        # Appended to: a restarted launch keeps each worker's earlier output in its log.
+        self.log = open(spec.log_path, "a", encoding="utf-8", errors="replace")
         out = subprocess.PIPE if spec.echo else self.log
         err = subprocess.PIPE if spec.echo else subprocess.STDOUT
         # Own session: the terminal's Ctrl-C reaches the launcher only, which
@@ -101,7 +108,7 @@ class _Worker:
         try:
             self.proc = subprocess.Popen(list(spec.argv), env=dict(spec.env), stdin=subprocess.DEVNULL,
                                          stdout=out, stderr=err, text=True, errors="replace",
-                                         start_new_session=True, preexec_fn=_die_with_parent())
+                                         start_new_session=True, preexec_fn=die_with_parent())
         except OSError:
             self.log.close()
             raise
@@ -140,7 +147,7 @@ def _copy_lines(pipe, stream: TextIO, log: TextIO, lock: threading.Lock) -> None
                     sink.flush()
 
 
-def _die_with_parent():
+def die_with_parent():
     """A preexec_fn asking Linux to SIGKILL the child when the launcher dies (None elsewhere)."""
     if not sys.platform.startswith("linux"):
         return None
@@ -158,7 +165,8 @@ def _die_with_parent():
 def run_workers(specs: Sequence[WorkerSpec], timeout_s: float | None = None, grace_s: float = GRACE_S,
                 straggler_s: float = STRAGGLER_S, stdout: TextIO | None = None,
                 stderr: TextIO | None = None,
-                on_started: Callable[[list[int]], None] | None = None) -> LaunchOutcome:
+                on_started: Callable[[list[int]], None] | None = None,
+                stop_grace_s: float = STOP_GRACE_S, peer_grace_s: float = PEER_DEATH_GRACE_S) -> LaunchOutcome:
     """Starts the workers, waits for all, and ends them all if one fails.
 
     Args:
@@ -168,18 +176,22 @@ def run_workers(specs: Sequence[WorkerSpec], timeout_s: float | None = None, gra
       straggler_s: how long the others may run on once one worker finished cleanly.
       stdout, stderr: where echoed workers' output goes (default: this process's).
       on_started: called with the workers' pids once all have started.
+      stop_grace_s: after Ctrl-C or SIGTERM to the launcher, how long the workers get to stop
+        at a step boundary, write a last checkpoint and summarize, before SIGKILL.
+      peer_grace_s: after a worker died, how long the others get before SIGKILL.
 
     Returns:
       A LaunchOutcome: the chief's exit code when every worker exited 0; else
-      the failed worker's exit code (128 + N for signal N), 124 on timeout or
-      130 on Ctrl-C/SIGTERM, with one line saying which worker and where its log is.
+      the failed worker's exit code (128 + N for signal N), 124 on timeout, or
+      130/143 when Ctrl-C/SIGTERM stopped the launch, with one line saying which
+      worker and where its log is.
 
     Call it from the main thread: Linux's parent-death signal, which ends the
     workers if this process is killed outright, follows the thread that started them.
     """
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     workers: list[_Worker] = []
-    with _sigterm_as_interrupt():
+    with _stop_signals_as_interrupt():
         try:
             for spec in specs:  # every fork before any thread starts (preexec_fn and threads do not mix)
                 workers.append(_Worker(spec))
@@ -189,10 +201,14 @@ def run_workers(specs: Sequence[WorkerSpec], timeout_s: float | None = None, gra
             if on_started is not None:
                 on_started([w.proc.pid for w in workers])
             outcome = _watch(workers, exits, timeout_s, straggler_s)
-            _stop(workers, (signal.SIGTERM, signal.SIGKILL), grace_s)
-        except KeyboardInterrupt:
-            outcome = LaunchOutcome(EXIT_INTERRUPTED, "interrupted: stopped every worker")
-            _stop(workers, (signal.SIGINT, signal.SIGTERM, signal.SIGKILL), grace_s)
+            after = peer_grace_s if outcome.failed_index is not None else grace_s
+            _stop(workers, (signal.SIGTERM, signal.SIGKILL), after)
+        except StopLaunch as stop:
+            # Each worker stops at a step boundary, writes a last checkpoint if it can, and summarizes.
+            name = signal.Signals(stop.signum).name
+            outcome = LaunchOutcome(128 + stop.signum, f"stopped by {name}: every worker was asked to stop",
+                                    stop_signal=name)
+            _stop(workers, (stop.signum, signal.SIGKILL), stop_grace_s)
         finally:
             _stop(workers, (signal.SIGKILL,), grace_s)  # whatever happened above, no worker outlives us
             for worker in workers:
@@ -251,11 +267,11 @@ def _stop(workers: list[_Worker], signals: Sequence[int], grace_s: float) -> Non
             worker.signal(sig)
         try:
             _wait_all(running, grace_s)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting
             for worker in workers:
                 worker.signal(signal.SIGKILL)
             _wait_all(workers, grace_s)
-            raise
+            return
 
 
 def _wait_all(workers: list[_Worker], timeout_s: float) -> None:
@@ -265,18 +281,27 @@ def _wait_all(workers: list[_Worker], timeout_s: float) -> None:
             worker.proc.wait(timeout=max(0.0, deadline_s - time.monotonic()))
 
 
+class StopLaunch(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM reached the launcher; ``signum`` says which, to pass on to the workers."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM to the launcher stops the workers as Ctrl-C does (main thread only)."""
+def _stop_signals_as_interrupt():
+    """Ctrl-C and SIGTERM to the launcher stop the launch, passed on to every worker (main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def interrupt(signum, frame):
-        raise KeyboardInterrupt
+        raise StopLaunch(signum)
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -38,6 +38,9 @@ def _accuracy_rows(s: Summary) -> list[tuple[str, str]]:
         rows.append(("to target", f"top-1 {s.target_accuracy:g} after {s.epochs_to_target} epoch(s): "
                                   f"{_num(t, '.1f', ' s')} from the end of the warm-up epoch"
                                   f" ({_num(t and t / 60, '.2f', ' min')}), evaluations excluded"))
+        if s.restarts and s.wall_time_to_target_s is not None:
+            rows.append(("wall time", f"{s.wall_time_to_target_s:.1f} s to the target with evaluations, checkpoints, "
+                                      "restarts and redone steps: what the run cost"))
     else:
         rows.append(("to target", f"top-1 {s.target_accuracy:g} NOT reached in {s.steps_completed} steps"))
     return rows
@@ -51,9 +54,19 @@ def _mfu_row(s: Summary) -> str:
 
 
 def _ending(s: Summary) -> str:
-    how = {"interrupted": "interrupted", "failed": "failed",
-           "killed": "killed (no end was recorded; rebuilt from the raw logs)"}[s.status]
+    how = {"interrupted": "interrupted" + (f" by {s.signal}" if s.signal and s.signal != "SIGINT" else ""),
+           "failed": "failed", "killed": "killed (no end was recorded; rebuilt from the raw logs)"}[s.status]
     return f"{how} after step {s.steps_completed} of {s.train_steps}; figures cover the steps measured"
+
+
+def _restart_rows(s: Summary) -> list[tuple[str, str]]:
+    """A resumed run: its segments, what restarting cost, and what was done twice."""
+    if not s.restarts:
+        return []
+    gaps = [g for g in s.restart_gaps_s if g is not None]
+    lost = f"; {s.lost_steps} step(s) redone since the last checkpoint" if s.lost_steps else ""
+    return [("restarts", f"{s.restarts} ({s.segments} segments), {sum(gaps):.1f} s between them, each "
+                         f"restart's re-warm-up excluded{lost}; not one contiguous run")]
 
 
 def format_summary(s: Summary) -> str:
@@ -78,6 +91,7 @@ def format_summary(s: Summary) -> str:
                       f"p99 {_num(step['p99'], '.3f', ' s')}"),
         ("model", f"{_num(macs and macs / 1e9, '.2f')} G multiply-adds/image forward"),
         ("MFU", _mfu_row(s)),
+        *_restart_rows(s),
         *_accuracy_rows(s),
         ("results", s.results_dir),
     ]

@@ -7,18 +7,20 @@ is ignored on reading.
 - steps.jsonl: ``{"step": n, "time_s": t}`` after every executed block, and
   one at training start (the step training starts from). ``time_s`` is the
   process's monotonic clock (perf_counter), read after the block's results exist.
-  A resumed run appends a new segment, which starts at a step no later than
-  the last one logged (checkpoints are written after the step's line), so a
-  step that does not increase marks a segment boundary.
+  A resumed run appends its records after the earlier ones; lifecycle.jsonl
+  says where each process's records begin (methodology/segments.py splits them).
 - evals.jsonl: one ``methodology.target.EvalRecord`` per evaluation, on the
   step clock of its segment.
 - lifecycle.jsonl: one ``{"event": NAME, "time_s": t, "wall_time": unix, ...}``
-  per milestone: ``start`` (a segment begins: run id, pid, resumed step),
-  ``setup`` (training is about to start), ``model`` (its multiply-adds per
-  image), ``input_pipelines`` (hosts reading data), ``input_bench`` (the
-  input-only benchmark's raw records), ``checkpoint`` (a pause: start, end,
-  step), ``end`` (status, error, signal, skipped records). ``time_s`` is on
-  the step clock; ``wall_time`` places segments of a resumed run on one timeline.
+  per milestone: ``start`` (a process begins: its segment number, where its
+  step records begin in steps.jsonl, pid, host), ``setup`` (training is about
+  to start), ``model`` (its multiply-adds per image), ``input_pipelines``
+  (hosts reading data), ``input_bench`` (the input-only benchmark's raw
+  records), ``checkpoint`` (a pause: start, end, step, path, bytes),
+  ``restore`` (a resumed segment's checkpoint: step, seconds), ``end``
+  (status, error, signal, skipped records; a supervisor may add a later one).
+  ``time_s`` is on the process's step clock; ``wall_time`` puts the segments
+  of a resumed run on one timeline.
 """
 from __future__ import annotations
 
@@ -33,8 +35,8 @@ from methodology.target import EvalRecord
 from methodology.throughput import StepRecord
 
 # lifecycle.jsonl event names
-START, SETUP, MODEL, INPUT_PIPELINES, INPUT_BENCH, CHECKPOINT, END = (
-    "start", "setup", "model", "input_pipelines", "input_bench", "checkpoint", "end")
+START, SETUP, MODEL, INPUT_PIPELINES, INPUT_BENCH, CHECKPOINT, RESTORE, END = (
+    "start", "setup", "model", "input_pipelines", "input_bench", "checkpoint", "restore", "end")
 
 
 class JsonLinesWriter:
@@ -89,16 +91,6 @@ def read_steps(path: Path) -> list[StepRecord]:
       ValueError: a malformed line other than the last, naming its number.
     """
     return read_json_lines(path, lambda row: StepRecord(int(row["step"]), float(row["time_s"])), "a step record")
-
-
-def split_segments(records: list[StepRecord]) -> list[list[StepRecord]]:
-    """The step log cut where a step does not increase: one list per segment (a fit of a resumed run)."""
-    segments: list[list[StepRecord]] = []
-    for record in records:
-        if not segments or record.step <= segments[-1][-1].step:
-            segments.append([])
-        segments[-1].append(record)
-    return segments
 
 
 class EvalsWriter(JsonLinesWriter):

@@ -37,6 +37,7 @@ EVALS_FILE = "evals.jsonl"  # one line per evaluation (runs that evaluate)
 LIFECYCLE_FILE = "lifecycle.jsonl"  # start, set-up, model, checkpoints, end
 SUMMARY_FILE = "summary.json"
 EVENTS_DIR = "events"  # TensorBoard event files
+CHECKPOINTS_DIR = "checkpoints"  # the default place for checkpoints
 ERROR_LOG_FILE = "error.log"  # the traceback of a run that failed unexpectedly
 # Any of these in a directory means another run's results live there.
 RUN_FILES = (CONFIG_FILE, ENVIRONMENT_FILE, STEPS_FILE, EVALS_FILE, LIFECYCLE_FILE, SUMMARY_FILE)

@@ -9,6 +9,7 @@ rule (read_training_time.py, or `podbench eventlog`) applies to our runs.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from typing import TextIO
 
 import tf_keras
@@ -17,8 +18,10 @@ from bench.resolve import ResolvedRun
 from bench.results import mllog
 from bench.results.eventfile import EventFileWriter
 from bench.results.runfiles import RunFiles
+from bench.train.checkpoints import Checkpointer, StopAndCheckpointCallback
 from bench.train.evaluation import EvalCallback
 from bench.train.progress import ProgressCallback
+from bench.train.stopping import DEFAULT_GRACE_S, StopRequest
 from bench.train.timer import StepTimerCallback, StopAtStepCallback
 from methodology import schedule as lr
 from methodology.training_time import EVAL_DURATION_TAG
@@ -108,14 +111,39 @@ class MLPerfLogCallback(tf_keras.callbacks.Callback):
         self._log.stop_run(self._evals is not None and self._evals.reached_target)
 
 
+@dataclass(frozen=True)
+class Controls:
+    """What a fit needs beyond the plan: how to stop, where to checkpoint, where it resumed.
+
+    Attributes:
+      request: the process's stop request (SIGTERM / Ctrl-C).
+      checkpointer: None: no checkpoints.
+      checkpoint_every_s: training seconds between checkpoints (None: only a last one on a stop notice).
+      grace_s: seconds between a stop notice and SIGKILL.
+      segment: which process of a resumed run this is (0: the first).
+      initial_step: the step this fit starts from (0, or the resumed checkpoint's).
+      agree: bench.train.checkpoints.agreement(strategy) (multi_worker), else None.
+    """
+
+    request: StopRequest = field(default_factory=StopRequest)
+    checkpointer: Checkpointer | None = None
+    checkpoint_every_s: float | None = None
+    grace_s: float = DEFAULT_GRACE_S
+    segment: int = 0
+    initial_step: int = 0
+    agree: object = None
+
+
 def make_callbacks(plan: ResolvedRun, files: RunFiles, target_accuracy: float | None,
-                   stream: TextIO = sys.stderr, on_eval=None) -> tuple[StepTimerCallback, list]:
+                   stream: TextIO = sys.stderr, on_eval=None,
+                   controls: Controls | None = None) -> tuple[StepTimerCallback, list]:
     """Every callback of one fit, in the order Keras must call them: (timer, callbacks).
 
     The timer comes first: the others read its newest record. ``on_eval``
     is called with each evaluation record after it is written to evals.jsonl.
     """
-    timer = StepTimerCallback(plan.steps_per_epoch, sink=files.steps)
+    c = controls or Controls()
+    timer = StepTimerCallback(plan.steps_per_epoch, sink=files.steps, initial_step=c.initial_step or None)
     evals = None
     if plan.eval_every_epochs:
         def record(e) -> None:
@@ -123,12 +151,16 @@ def make_callbacks(plan: ResolvedRun, files: RunFiles, target_accuracy: float | 
             if on_eval is not None:
                 on_eval(e)
 
-        evals = EvalCallback(timer, target_accuracy, record)
+        evals = EvalCallback(timer, target_accuracy, record, segment=c.segment)
+    # A resumed fit re-traces: its first block is warm-up, as the summary counts it.
+    warmup = plan.warmup_steps if not c.initial_step else max(plan.warmup_steps, c.initial_step + 1)
     callbacks = [
         timer,
-        ProgressCallback(timer, plan.global_batch_size, plan.warmup_steps, plan.train_steps, plan.log_steps,
+        ProgressCallback(timer, plan.global_batch_size, warmup, plan.train_steps, plan.log_steps,
                          stream, pauses=evals),
         StopAtStepCallback(timer, plan.train_steps),
+        StopAndCheckpointCallback(timer, c.request, files.lifecycle, c.checkpointer, c.checkpoint_every_s,
+                                  c.grace_s, c.segment, c.agree),
     ]
     if evals is not None:
         callbacks.append(evals)

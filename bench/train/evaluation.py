@@ -25,12 +25,15 @@ class EvalCallback(tf_keras.callbacks.Callback):
       target_accuracy: top-1 to stop at; None evaluates without stopping.
       sink: called with each EvalRecord (e.g. to append to evals.jsonl).
       clock: the step timer's clock.
+      segment: which process of a resumed run this is (its records are on this process's clock).
     """
 
     def __init__(self, timer: StepTimerCallback, target_accuracy: float | None = None,
-                 sink: Callable[[EvalRecord], None] | None = None, clock: Clock = time.perf_counter):
+                 sink: Callable[[EvalRecord], None] | None = None, clock: Clock = time.perf_counter,
+                 segment: int = 0):
         super().__init__()
         self._timer, self._target, self._sink, self._clock = timer, target_accuracy, sink, clock
+        self._segment = segment
         self._began_s = self._ended_s = None
         self.records: list[EvalRecord] = []
 
@@ -54,7 +57,8 @@ class EvalCallback(tf_keras.callbacks.Callback):
             return  # no evaluation this epoch
         record = EvalRecord(epoch=epoch + 1, step=self._timer.last_step, start_s=self._began_s,
                             end_s=self._ended_s, top_1=float(logs["val_top_1"]),
-                            top_5=float(logs["val_top_5"]) if "val_top_5" in logs else None)
+                            top_5=float(logs["val_top_5"]) if "val_top_5" in logs else None,
+                            segment=self._segment)
         self._began_s = None
         self.records.append(record)
         if self._sink is not None:

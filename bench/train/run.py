@@ -16,12 +16,14 @@ ended (completed, Ctrl-C, bad data), exactly as `podbench summarize` would.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -31,13 +33,16 @@ import tensorflow as tf
 from bench.config import RunConfig
 from bench.data import pipeline
 from bench.data.spec import DataCounts
-from bench.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
+from bench.errors import EXIT_OK, RunFailed, UsageError
 from bench.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
+from bench.results.rundir import CHECKPOINTS_DIR, ERROR_LOG_FILE, LIFECYCLE_FILE, STEPS_FILE
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import Summary, write_summary
 from bench.train import environment, recipe
-from bench.train.callbacks import make_callbacks
+from bench.train.callbacks import Controls, make_callbacks
+from bench.train.checkpoints import Checkpointer, agreement
+from bench.train.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
 from bench.train.strategy import StrategyInfo, make_strategy
 from bench.train.summary import build_summary
 from methodology.target import EvalRecord
@@ -79,11 +84,15 @@ class Built:
         return sum(int(c.numpy()) for c in counters) if counters else None
 
 
-def prepare(config: RunConfig) -> Setup:
+def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
     """The strategy, then what the data holds (no batch size needed), then the one complete plan.
 
+    A resumed run's plan must be the plan it ran with: the same replicas, batches
+    and steps (another machine may resume it, but not a different benchmark).
+
     Raises:
-      UsageError: an unusable strategy, TPU, data directory or combination.
+      UsageError: an unusable strategy, TPU, data directory or combination, or a
+        resumed run whose plan would differ.
     """
     rt = config.runtime
     try:
@@ -93,78 +102,187 @@ def prepare(config: RunConfig) -> Setup:
         plan = resolve(config, info.platform, info.num_replicas, counts)
     except ValueError as err:
         raise UsageError(str(err)) from None
+    if resumed_dir is not None:
+        check_same_plan(read_run(resumed_dir).plan, plan)
     return Setup(info, counts, plan)
 
 
-def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.stderr) -> Outcome:
-    """Runs the benchmark described by ``config`` and writes ``run_dir``.
+def check_same_plan(before: ResolvedRun, now: ResolvedRun) -> None:
+    """Raises UsageError naming the first setting a resumed run would change (progress lines aside)."""
+    old, new = before.to_json(), now.to_json()
+    for key in old:
+        if key != "log_steps" and old[key] != new.get(key):
+            raise UsageError(f"this machine would run the resumed benchmark differently: {key} was {old[key]}, "
+                             f"now {new.get(key)}; resume it where it has the same devices")
+
+
+def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.stderr,
+            resume: bool = False, restore_checkpoint: bool | None = None) -> Outcome:
+    """Runs the benchmark described by ``config`` (or resumes it) and writes ``run_dir``.
+
+    Args:
+      config: what to run.
+      run_id: the run's id.
+      run_dir: the run directory (prepared; a resumed run's own).
+      stream: where progress goes.
+      resume: continue the run in ``run_dir``: its files are appended to, its plan must not change.
+      restore_checkpoint: start from the latest checkpoint in the checkpoint directory
+        (default: when resuming; a non-chief worker of a resumed multi-worker run
+        restores the chief's checkpoint into a fresh directory of its own).
 
     Raises:
       UsageError: bad strategy/TPU/combination (the empty run directory is
         removed), or bad input data found mid-run (summary.json is written
         first, with status "failed" and the error).
+      RunFailed: any other error mid-run (summary.json and error.log written first).
     """
-    start_s = time.perf_counter()
-    try:
-        setup = prepare(config)
-    except UsageError:
-        with contextlib.suppress(OSError):  # only if empty: --output may hold the user's files
-            run_dir.rmdir()
-        raise
-    except KeyboardInterrupt:  # nothing to summarize yet, but the directory still says how it ended
-        summary = Summary(run_id, "interrupted", signal="SIGINT", results_dir=str(run_dir))
-        write_summary(run_dir, summary)
-        return Outcome(summary, run_dir, EXIT_INTERRUPTED)
-    say = _printer(stream)
-    plan = setup.plan
-    say(f"building ResNet-{config.model.depth}{' v1.5' * (config.model.depth >= 50)} "
-        f"({config.model.image_size}x{config.model.image_size}) under {setup.info.name} on {plan.platform}, "
-        f"{plan.num_replicas} replica(s), global batch {plan.global_batch_size}, {plan.precision}…")
-    with RunFiles(run_dir, run_id, config, plan, config.output.mllog) as files:
-        files.lifecycle.event(jsonl.START, run_id=run_id, segment=0, pid=os.getpid(), host=socket.gethostname())
-        if files.mllog is not None:
-            mllog.log_run_config(files.mllog, plan, config.train.seed)
-        status = train(config, setup, files, start_s, stream)
-    with _sigint_deferred():  # a second Ctrl-C must not tear summary.json
-        summary = build_summary(read_run(run_dir))
-        write_summary(run_dir, summary)
-    if status == "failed":
-        raise UsageError(f"{summary.error} (what was measured is in {run_dir})")
-    return Outcome(summary, run_dir, EXIT_OK if status == "completed" else EXIT_INTERRUPTED)
+    request = StopRequest()
+    with handling_stop_signals(request):
+        start_s = time.perf_counter()
+        try:
+            setup = prepare(config, run_dir if resume else None)
+            reclaim(request)  # the strategy may have taken SIGTERM over
+        except UsageError:
+            with contextlib.suppress(OSError):  # only if empty: --output may hold the user's files
+                run_dir.rmdir()
+            raise
+        except KeyboardInterrupt as err:  # nothing measured yet, but the directory says how it ended
+            summary = Summary(run_id, "interrupted", signal=getattr(err, "signal_name", "SIGINT"),
+                              results_dir=str(run_dir))
+            write_summary(run_dir, summary)
+            return Outcome(summary, run_dir, exit_code(summary.signal))
+        _printer(stream)(f"{'resuming' if resume else 'building'} ResNet-{config.model.depth}"
+                         f"{' v1.5' * (config.model.depth >= 50)} ({config.model.image_size}x"
+                         f"{config.model.image_size}) under {setup.info.name} on {setup.plan.platform}, "
+                         f"{setup.plan.num_replicas} replica(s), global batch {setup.plan.global_batch_size}, "
+                         f"{setup.plan.precision}…")
+        with RunFiles(run_dir, run_id, config, setup.plan, None if resume else config.output.mllog,
+                      resume=resume) as files:
+            segment = start_segment(files, run_id)
+            if files.mllog is not None:
+                mllog.log_run_config(files.mllog, setup.plan, config.train.seed)
+            restoring = resume if restore_checkpoint is None else restore_checkpoint
+            controls = Controls(request=request, segment=segment, grace_s=config.checkpoint.grace_s)
+            ending = train(config, setup, files, controls, start_s, stream, restoring)
+        with _signals_deferred():  # a second signal must not cut the summary short
+            summary = build_summary(read_run(run_dir))
+            write_summary(run_dir, summary)
+    return _outcome(summary, run_dir, ending)
 
 
-def train(config: RunConfig, setup: Setup, files: RunFiles, start_s: float, stream: TextIO) -> str:
-    """Environment, model and data, the input benchmark, fit; records how it ended and returns that status.
+def _outcome(summary: Summary, run_dir: Path, ending: dict) -> Outcome:
+    if ending["status"] == "failed":
+        what = f"{summary.error} (what was measured is in {run_dir})"
+        raise UsageError(what) if ending.get("usage") else RunFailed(what)
+    code = EXIT_OK if ending["status"] == "completed" else exit_code(ending.get("signal") or "SIGINT")
+    return Outcome(summary, run_dir, code)
 
-    Ctrl-C and bad data end the run here, as "interrupted" and "failed": what
-    was measured stays on disk and is summarized like a completed run.
+
+def start_segment(files: RunFiles, run_id: str) -> int:
+    """Records this process's start: its segment number, and where its step records begin."""
+    earlier = [e for e in jsonl.read_lifecycle(files.run_dir / LIFECYCLE_FILE) if e["event"] == jsonl.START]
+    steps_path = files.run_dir / STEPS_FILE
+    logged = len(jsonl.read_steps(steps_path)) if steps_path.exists() else 0
+    files.lifecycle.event(jsonl.START, run_id=run_id, segment=len(earlier), first_record=logged,
+                          pid=os.getpid(), host=socket.gethostname())
+    return len(earlier)
+
+
+def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, start_s: float,
+          stream: TextIO, restoring: bool = False) -> dict:
+    """Environment, model and data, the input benchmark, fit; records how it ended and returns that.
+
+    Every ending is recorded the same way, and what was measured stays on disk
+    to be summarized: completed; interrupted (Ctrl-C, SIGTERM), after a last
+    checkpoint if the notice allowed; failed, on bad data (a usage error) or
+    anything else (its traceback goes to error.log in the run directory).
     """
     say, plan = _printer(stream), setup.plan
-    status, ending, built = "completed", {}, None
+    ending, built = {"status": "completed"}, None
     try:
         files.write_environment(environment.describe(setup.info, plan.precision))
-        built = build(config, setup, files)
+        built = build(config, setup, files, controls.segment)
+        controls = restore(config, setup, files, built, controls, say, restoring)
         with _data_errors(config, built, say):
             bench_input(built, plan, config.model.num_classes, files, say)
-            say(f"training {plan.train_steps} steps ({plan.warmup_steps} warm-up, not measured)"
-                f"{_eval_plan(config, plan)}; the first step includes tracing…")
+            say(_training_line(config, plan, controls.initial_step))
             files.lifecycle.event(jsonl.SETUP, setup_s=time.perf_counter() - start_s)
-            fit(built, plan, config.train.target_accuracy, files, stream)
-    except KeyboardInterrupt:
-        say("interrupted: summarizing the steps measured so far")
-        status, ending = "interrupted", {"signal": "SIGINT"}
+            with graceful(controls.request):
+                fit(built, plan, config.train.target_accuracy, files, stream, controls)
+        if controls.request.requested:
+            ending = {"status": "interrupted", "signal": controls.request.signal_name}
+    except KeyboardInterrupt as err:
+        ending = {"status": "interrupted", "signal": getattr(err, "signal_name", "SIGINT")}
     except UsageError as err:  # mid-run (bad data): keep what was measured
-        status, ending = "failed", {"error": str(err)}
-    files.end(status, skipped_records=built.skipped_records() if built else None, **ending)
-    return status
+        ending = {"status": "failed", "error": str(err), "usage": True}
+    except Exception as err:  # noqa: BLE001 (any failure ends the same way: recorded, summarized, one line)
+        ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
+    if ending["status"] == "interrupted":
+        say(f"interrupted ({ending['signal']}): summarizing the steps measured so far")
+    fields = {k: v for k, v in ending.items() if k != "usage"}
+    files.end(skipped_records=built.skipped_records() if built else None,
+              optimizer_steps=_optimizer_steps(built), **fields)
+    return ending
 
 
-def build(config: RunConfig, setup: Setup, files: RunFiles) -> Built:
-    """The model under the strategy's scope and the input pipelines, as the plan says."""
+def _optimizer_steps(built: Built | None) -> int | None:
+    """The optimizer's own update count at the end: a resumed run must end with exactly the planned steps."""
+    with contextlib.suppress(Exception):  # noqa: BLE001 (a failed run's optimizer may be unreadable)
+        return int(built.model.optimizer.iterations.numpy())
+    return None
+
+
+def _training_line(config: RunConfig, plan: ResolvedRun, initial_step: int) -> str:
+    if initial_step:
+        return (f"training steps {initial_step + 1}-{plan.train_steps} of {plan.train_steps} (the first block "
+                f"re-traces and is not measured){_eval_plan(config, plan)}…")
+    return (f"training {plan.train_steps} steps ({plan.warmup_steps} warm-up, not measured)"
+            f"{_eval_plan(config, plan)}; the first step includes tracing…")
+
+
+def describe_failure(err: BaseException, run_dir: Path) -> str:
+    """One line naming an unexpected error; its traceback goes to RUN_DIR/error.log."""
+    with contextlib.suppress(OSError):
+        (run_dir / ERROR_LOG_FILE).write_text("".join(traceback.format_exception(err)), encoding="utf-8")
+    text = str(err).strip().splitlines()
+    first = text[0][:200] if text else ""
+    hint = " (out of memory: lower --batch-size)" if isinstance(err, tf.errors.ResourceExhaustedError) else ""
+    return f"{type(err).__name__}: {first}{hint}; traceback in {run_dir / ERROR_LOG_FILE}"
+
+
+def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, controls: Controls, say,
+            restoring: bool) -> Controls:
+    """The checkpointer, and when resuming its latest checkpoint restored (the fit then starts there)."""
+    if not config.checkpoint.every_minutes:
+        return controls
+    directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
+    checkpointer = Checkpointer(built.model, setup.info.strategy, directory)
+    latest = checkpointer.latest() if restoring else None
+    step = 0
+    if latest:
+        start_s = time.perf_counter()
+        step = checkpointer.restore(latest)
+        files.lifecycle.event(jsonl.RESTORE, start_s=start_s, end_s=time.perf_counter(), step=step, path=latest,
+                              segment=controls.segment)
+        say(f"restored {latest}: continuing after step {step} of {setup.plan.train_steps}")
+    elif restoring:
+        say(f"no checkpoint in {directory}: starting again from step 0 (what earlier segments measured is kept)")
+    return dataclasses.replace(controls, checkpointer=checkpointer, checkpoint_every_s=config.checkpoint.every_s,
+                               initial_step=step, agree=agreement(setup.info.strategy))
+
+
+def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int = 0) -> Built:
+    """The model under the strategy's scope and the input pipelines, as the plan says.
+
+    A resumed segment reads the training data in a fresh order (seed + segment):
+    Keras starts a new iterator, and the same seed would replay the images the
+    first segment began with.
+    """
     plan, strategy = setup.plan, setup.info.strategy
     model = recipe.build_model(config.model, plan, config.train.seed, strategy)
     files.lifecycle.event(jsonl.MODEL, forward_macs_per_image=forward_macs_per_image(model))
-    train = pipeline.make_pipeline(plan.train_input, setup.counts)
+    train_spec = dataclasses.replace(plan.train_input, seed=plan.train_input.seed + segment)
+    train = pipeline.make_pipeline(train_spec, setup.counts)
     dataset = pipeline.make_dataset(strategy, train)
     evaluation = eval_dataset = None
     if plan.eval_input is not None:
@@ -185,18 +303,39 @@ def bench_input(built: Built, plan: ResolvedRun, num_classes: int, files: RunFil
                           records=[[r.step, r.time_s] for r in log])
 
 
-def fit(built: Built, plan: ResolvedRun, target_accuracy: float | None, files: RunFiles, stream: TextIO) -> None:
-    """Keras fit with the harness's callbacks; evaluations inside fit, every ``eval_every_epochs``."""
+def fit(built: Built, plan: ResolvedRun, target_accuracy: float | None, files: RunFiles, stream: TextIO,
+        controls: Controls) -> None:
+    """Keras fit with the harness's callbacks, from ``controls.initial_step``; evaluations inside fit."""
     say = _printer(stream)
+    if controls.initial_step >= plan.train_steps:
+        say(f"nothing left to train: the checkpoint is at step {controls.initial_step} of {plan.train_steps}")
+        return
 
     def announce(e: EvalRecord) -> None:
         top_5 = "" if e.top_5 is None else f", top-5 {e.top_5:.4f}"
         say(f"epoch {e.epoch}: top-1 {e.top_1:.4f}{top_5} (evaluation {e.duration_s:.1f} s, not counted)")
 
-    _, callbacks = make_callbacks(plan, files, target_accuracy, stream, on_eval=announce)
-    built.model.fit(built.dataset, epochs=plan.epochs, steps_per_epoch=plan.steps_per_epoch, callbacks=callbacks,
-                    verbose=0, validation_data=built.eval_dataset, validation_steps=plan.eval_steps or None,
-                    validation_freq=plan.eval_every_epochs or 1)
+    _, callbacks = make_callbacks(plan, files, target_accuracy, stream, on_eval=announce, controls=controls)
+    epoch, step_in_epoch = divmod(controls.initial_step, plan.steps_per_epoch)
+    built.model._training_state = ResumePoint(epoch, step_in_epoch) if step_in_epoch else None  # noqa: SLF001
+    try:
+        built.model.fit(built.dataset, epochs=plan.epochs, initial_epoch=epoch, steps_per_epoch=plan.steps_per_epoch,
+                        callbacks=callbacks, verbose=0, validation_data=built.eval_dataset,
+                        validation_steps=plan.eval_steps or None, validation_freq=plan.eval_every_epochs or 1)
+    finally:
+        built.model._training_state = None  # noqa: SLF001
+
+
+class ResumePoint:
+    """Where a resumed fit starts inside an epoch, told to tf_keras through the hook its own
+    BackupAndRestore uses (``Model._training_state``, tf_keras 2.20 training.py): fit then
+    starts the data handler's first epoch at that step, and callbacks see the true steps."""
+
+    def __init__(self, epoch: int, step: int):
+        self.epoch, self.step = epoch, step
+
+    def maybe_load_initial_counters_from_ckpt(self, steps_per_epoch, initial_epoch, mode=None):
+        return self.epoch, self.step
 
 
 def _printer(stream: TextIO):
@@ -222,13 +361,14 @@ def _data_errors(config: RunConfig, built: Built, say):
 
 
 @contextlib.contextmanager
-def _sigint_deferred():
-    """Ignores SIGINT inside the block (main thread only; elsewhere a no-op)."""
+def _signals_deferred():
+    """Ignores SIGINT and SIGTERM inside the block (main thread only; elsewhere a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -13,11 +13,14 @@ stopped during them, methodology.throughput.exclude_pauses).
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from bench.results import jsonl
 from bench.results.runfiles import RunRecord
 from bench.results.summary import Summary
 from methodology import mfu, target, throughput
+from methodology.segments import Segment, lost_steps, restart_gaps_s, split, windows
+from methodology.target import EvalRecord
 from methodology.throughput import StepRecord
 
 # Training within this fraction of what the input pipeline alone delivers is
@@ -31,27 +34,66 @@ def last_event(lifecycle: list[dict], name: str) -> dict | None:
 
 
 def end_status(lifecycle: list[dict]) -> dict:
-    """How the run (its last segment) ended: the ``end`` event after the last ``start``,
-    or status "killed" when there is none (SIGKILL, a power cut: nothing could record it)."""
+    """How the run (its last segment) ended: the newest ``end`` event after the last ``start``
+    (a supervisor may add one after the process's own), or status "killed" when there is
+    none (SIGKILL, a power cut: nothing could record it)."""
     last_start = max((i for i, e in enumerate(lifecycle) if e["event"] == jsonl.START), default=-1)
-    end = next((e for e in lifecycle[last_start + 1:] if e["event"] == jsonl.END), None)
-    return end or {"status": "killed"}
+    ends = [e for e in lifecycle[last_start + 1:] if e["event"] == jsonl.END]
+    return ends[-1] if ends else {"status": "killed"}
 
 
-def pauses(record: RunRecord) -> list[tuple[float, float]]:
-    """(start_s, end_s) of everything that is not training: evaluations and checkpoint writes."""
-    spans = [(e.start_s, e.end_s) for e in record.evals]
-    spans += [(e["start_s"], e["end_s"]) for e in record.lifecycle if e["event"] == jsonl.CHECKPOINT]
-    return spans
+@dataclass(frozen=True)
+class Segments:
+    """A run's step log as segments (methodology/segments.py), with what belongs to each.
+
+    Attributes:
+      raw: the segments on their own clocks.
+      pauses: per segment, (start_s, end_s) of its evaluations and checkpoint writes.
+      evals: the evaluation records, their ``segment`` renumbered to index ``raw``.
+      starts: processes started (a restart killed before its first step still counts).
+    """
+
+    raw: list[Segment]
+    pauses: list[list[tuple[float, float]]]
+    evals: list[EvalRecord]
+    starts: int
+
+    def adjusted(self) -> list[Segment]:
+        """The segments on clocks stopped during their pauses."""
+        return [Segment(tuple(throughput.exclude_pauses(s.records, p)), s.wall_offset_s)
+                for s, p in zip(self.raw, self.pauses)]
+
+
+def segments_of(record: RunRecord) -> Segments:
+    """Cuts the step log where each process started (lifecycle ``start`` events note where)."""
+    starts = [e for e in record.lifecycle if e["event"] == jsonl.START]
+    noted = [e for e in starts if isinstance(e.get("first_record"), int)]
+    parts = split(record.steps, [e["first_record"] for e in noted])
+    if noted:  # each part belongs to the newest process that started at its first record
+        by_first = {e["first_record"]: e for e in noted}
+        firsts = [sum(len(p) for p in parts[:i]) for i in range(len(parts))]
+        owners = [by_first.get(i, {}) for i in firsts]
+    else:  # older logs: no marks, no wall clock
+        owners = [{"segment": i} for i in range(len(parts))]
+    ids = [o.get("segment", i) for i, o in enumerate(owners)]
+    raw = [Segment(tuple(p), o["wall_time"] - o["time_s"] if "wall_time" in o else None)
+           for p, o in zip(parts, owners)]
+    checkpoints = [e for e in record.lifecycle if e["event"] == jsonl.CHECKPOINT]
+    pauses = [[(e.start_s, e.end_s) for e in record.evals if e.segment == k]
+              + [(c["start_s"], c["end_s"]) for c in checkpoints if c.get("segment", 0) == k] for k in ids]
+    evals = [dataclasses.replace(e, segment=ids.index(e.segment)) for e in record.evals if e.segment in ids]
+    return Segments(raw, pauses, evals, max(len(starts), len(parts)))
 
 
 def build_summary(record: RunRecord) -> Summary:
     """summary.json of one run directory, from its raw logs."""
     plan, requested, env = record.plan, record.requested, record.environment
     end = end_status(record.lifecycle)
-    steps = record.steps
-    stats = throughput.summarize(throughput.exclude_pauses(steps, pauses(record)), plan.global_batch_size,
-                                 plan.warmup_steps, plan.num_replicas)
+    parts = segments_of(record)
+    adjusted = parts.adjusted()
+    stats = throughput.summarize_windows(adjusted[0].records if adjusted else [],
+                                         windows(adjusted, plan.warmup_steps), plan.global_batch_size,
+                                         plan.warmup_steps, plan.num_replicas)
     setup = last_event(record.lifecycle, jsonl.SETUP)
     fields = dict(
         run_id=record.run_id, status=end["status"], signal=end.get("signal"), error=end.get("error"),
@@ -60,31 +102,35 @@ def build_summary(record: RunRecord) -> Summary:
         num_replicas=plan.num_replicas, per_replica_batch_size=plan.per_replica_batch_size,
         global_batch_size=plan.global_batch_size, precision=plan.precision, xla=plan.xla,
         steps_per_execution=plan.steps_per_execution, train_steps=plan.train_steps,
-        steps_completed=steps[-1].step if steps else 0,
+        steps_completed=max((r.step for r in record.steps), default=0),
         **dataclasses.asdict(stats),
         setup_s=setup["setup_s"] if setup else None,
         device_kind=env.get("device_kind"),
+        segments=max(1, len(parts.raw)), restarts=max(0, parts.starts - 1),
+        restart_gaps_s=restart_gaps_s(parts.raw, plan.warmup_steps), lost_steps=lost_steps(parts.raw),
         **_input(record, stats.images_per_sec, end),
         **_flops(record, stats.images_per_sec),
         results_dir=str(record.run_dir),
     )
     if plan.eval_every_epochs:
-        fields.update(_accuracy(steps, record.evals, plan, requested.train.target_accuracy))
+        fields.update(_accuracy(parts, plan, requested.train.target_accuracy))
     return Summary(**fields)
 
 
-def _accuracy(steps: list[StepRecord], evals: list, plan, target_accuracy: float | None) -> dict:
-    """Time to target (evaluations excluded), the evaluation time, and the accuracy curve."""
+def _accuracy(parts: Segments, plan, target_accuracy: float | None) -> dict:
+    """Time to target (evaluations, checkpoints and restarts excluded), the evaluation time, the curve."""
+    evals = parts.evals
     curve = [{"epoch": e.epoch, "step": e.step, "top_1": e.top_1, "top_5": e.top_5, "eval_s": e.duration_s}
              for e in evals]
     out = {"eval_every_epochs": plan.eval_every_epochs, "eval_curve": curve,
            "eval_total_s": sum(e.duration_s for e in evals), "target_accuracy": target_accuracy}
     if target_accuracy is None:
         return out
-    result = target.time_to_target(steps, evals, plan.warmup_steps, target_accuracy)
+    result = target.time_to_target_in_segments(parts.raw, parts.pauses, evals, plan.warmup_steps, target_accuracy)
     out.update(reached_target=result.reached_target, time_to_target_s=result.time_to_target_s,
                epochs_to_target=result.epochs_to_target, step_at_target=result.step_at_target,
-               eval_s=result.eval_s, best_top_1=result.best_top_1)
+               eval_s=result.eval_s, best_top_1=result.best_top_1,
+               wall_time_to_target_s=result.wall_time_to_target_s)
     return out
 
 

@@ -33,9 +33,11 @@ class StepTimerCallback(tf_keras.callbacks.Callback):
       steps_per_epoch: steps in one Keras epoch, to turn (epoch, batch) into a global step.
       sink: called with each record as it is taken (e.g. to append to steps.jsonl).
       clock: monotonic seconds; injectable for tests.
+      initial_step: a resumed fit's first step (it may start mid-epoch); None: the first epoch's start.
     """
 
-    def __init__(self, steps_per_epoch: int, sink: Sink | None = None, clock: Clock = time.perf_counter):
+    def __init__(self, steps_per_epoch: int, sink: Sink | None = None, clock: Clock = time.perf_counter,
+                 initial_step: int | None = None):
         super().__init__()
         if steps_per_epoch <= 0:
             raise ValueError(f"steps_per_epoch must be positive, got {steps_per_epoch}")
@@ -45,6 +47,7 @@ class StepTimerCallback(tf_keras.callbacks.Callback):
         self._clock = clock
         self._epoch = 0
         self._begin_pending = False
+        self._initial_step = initial_step
 
     def _record(self, step: int) -> None:
         record = StepRecord(step, self._clock())
@@ -58,10 +61,10 @@ class StepTimerCallback(tf_keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
         # The training-start record; taken at the first epoch so that a fit
-        # resumed with initial_epoch=k starts at step k * steps_per_epoch.
+        # resumed with initial_epoch=k starts at step k * steps_per_epoch (or mid-epoch, where it resumed).
         if self._begin_pending:
             self._begin_pending = False
-            self._record(epoch * self.steps_per_epoch)
+            self._record(epoch * self.steps_per_epoch if self._initial_step is None else self._initial_step)
 
     def on_train_batch_end(self, batch, logs=None):
         self._record(self._epoch * self.steps_per_epoch + batch + 1)

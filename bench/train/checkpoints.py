@@ -1,0 +1,159 @@
+"""Checkpoints of a run, and the block-end decisions: write one, stop here, or both.
+
+A checkpoint holds the model, the optimizer's state (its slots, its step
+counter and, under mixed_float16, the loss scale: the optimizer tracks them
+all) and the exact global step, read from the step timer after the block that
+ended there. Writing one happens between blocks, so it is exact with any
+steps_per_execution (tf_keras's BackupAndRestore with an integer save_freq is
+not: it resumes steps_per_execution - 1 steps off). Its time is a pause, like
+an evaluation: recorded raw in lifecycle.jsonl and left out of every rate.
+
+Under multi_worker every worker must write (variables are synchronized when
+saved) and stop at the same step, or one of them waits in an all-reduce
+forever; so each block end the workers agree on both decisions with one small
+all-reduce. Non-chief workers write to a temporary directory removed after
+each write, as tf_keras does; all of them restore from the chief's.
+"""
+from __future__ import annotations
+
+import time
+
+import tensorflow as tf
+import tf_keras
+
+from bench.results import jsonl
+from bench.train.stopping import DEFAULT_GRACE_S, Interrupted, StopRequest
+from bench.train.timer import StepTimerCallback
+
+MAX_TO_KEEP = 2  # the newest, and the one before it in case the newest was cut short
+# Before the first write has been timed: what a last checkpoint on a stop notice may take.
+FIRST_WRITE_ESTIMATE_S = 10.0
+# Kept for the summary and the upload after the last checkpoint.
+SUMMARY_MARGIN_S = 5.0
+
+
+class Checkpointer:
+    """Writes and reads a run's checkpoints under ``directory`` (local or gs://).
+
+    Args:
+      model: the compiled model (its optimizer is saved with it).
+      strategy: the run's strategy (who writes where under multi_worker).
+      directory: where the chief's checkpoints go.
+    """
+
+    def __init__(self, model, strategy: tf.distribute.Strategy, directory: str):
+        self.directory = directory
+        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="podbench_global_step")
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer, step=self.step)
+        self.reader = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=MAX_TO_KEEP)
+        extended = strategy.extended
+        self._temporary = extended._in_multi_worker_mode() and not extended.should_checkpoint  # noqa: SLF001
+        self.writer = self.reader
+        if self._temporary:
+            task = strategy.cluster_resolver.task_id
+            self.writer = tf.train.CheckpointManager(self.checkpoint, f"{directory.rstrip('/')}/tmp-worker-{task}",
+                                                     max_to_keep=1)
+
+    def save(self, step: int) -> str:
+        """Writes the state after ``step``; returns the path (the temporary one on a non-chief worker)."""
+        self.step.assign(step)
+        path = self.writer.save(checkpoint_number=step)
+        if self._temporary:
+            tf.io.gfile.rmtree(self.writer.directory)
+        return path
+
+    def latest(self) -> str | None:
+        return self.reader.latest_checkpoint
+
+    def restore(self, path: str) -> int:
+        """Restores ``path``; returns the global step it was written after.
+
+        The optimizer's slot variables do not exist until its first step: TensorFlow
+        restores them then (deferred restoration), before any update uses them.
+        """
+        self.checkpoint.restore(path).assert_existing_objects_matched()
+        return int(self.step.numpy())
+
+
+def checkpoint_bytes(path: str) -> int | None:
+    """Bytes of a checkpoint's files (its data and index), or None if they cannot be listed."""
+    try:
+        return sum(tf.io.gfile.stat(p).length for p in tf.io.gfile.glob(path + ".*"))
+    except tf.errors.OpError:
+        return None
+
+
+def agreement(strategy: tf.distribute.Strategy):
+    """A function that makes every worker of a multi_worker run see the same decisions.
+
+    Returns None where there is one process (nothing to agree on). The flags are
+    summed across workers: a decision any worker takes, every worker takes.
+    """
+    if not strategy.extended._in_multi_worker_mode():  # noqa: SLF001
+        return None
+
+    @tf.function  # traced once: eager collectives cost far more per call
+    def total(flags):
+        per_replica = strategy.run(tf.identity, args=(flags,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    def agree(flags: tuple[int, ...]) -> tuple[bool, ...]:
+        return tuple(bool(v) for v in total(tf.constant(flags, tf.int32)).numpy())
+
+    return agree
+
+
+class StopAndCheckpointCallback(tf_keras.callbacks.Callback):
+    """At each block end: write a checkpoint when one is due, stop when a signal asked for it.
+
+    Args:
+      timer: the run's step timer (the step a checkpoint is written after).
+      request: the process's stop request (bench/train/stopping.py).
+      lifecycle: the run's lifecycle writer, for the checkpoint pauses.
+      checkpointer: None: this run writes no checkpoints.
+      every_s: seconds of training between checkpoints (None: only on a stop notice).
+      grace_s: seconds from a stop notice to SIGKILL; a last checkpoint is written only if it fits.
+      segment: which process of a resumed run this is.
+      agree: bench.train.checkpoints.agreement(strategy).
+      clock: the step timer's clock.
+    """
+
+    def __init__(self, timer: StepTimerCallback, request: StopRequest, lifecycle: jsonl.LifecycleWriter,
+                 checkpointer: Checkpointer | None = None, every_s: float | None = None,
+                 grace_s: float = DEFAULT_GRACE_S, segment: int = 0, agree=None, clock=time.perf_counter):
+        super().__init__()
+        self.timer, self.request, self.lifecycle, self.checkpointer = timer, request, lifecycle, checkpointer
+        self.every_s, self.grace_s, self.segment, self.agree, self.clock = every_s, grace_s, segment, agree, clock
+        self._last_s = None
+        self._write_s = None
+
+    def on_train_begin(self, logs=None):
+        self._last_s = self.clock()
+
+    def on_train_batch_end(self, batch, logs=None):
+        due = self.checkpointer is not None and self.every_s is not None \
+            and self.clock() - self._last_s >= self.every_s
+        stop = self.request.requested
+        final = stop and self.checkpointer is not None and self._final_fits()
+        save, stop = (due or final, stop) if self.agree is None else self.agree((int(due or final), int(stop)))
+        if save:
+            self._save()
+        if stop:
+            self.model.stop_training = True
+
+    def on_test_batch_end(self, batch, logs=None):
+        # An evaluation can take minutes: a stop notice does not wait for its end.
+        if self.request.requested:
+            raise Interrupted(self.request.signal_name)
+
+    def _final_fits(self) -> bool:
+        expected_s = self._write_s if self._write_s is not None else FIRST_WRITE_ESTIMATE_S
+        return self.request.seconds_since() + expected_s + SUMMARY_MARGIN_S <= self.grace_s
+
+    def _save(self) -> None:
+        step, start_s = self.timer.last_step, self.clock()
+        path = self.checkpointer.save(step)
+        end_s = self._last_s = self.clock()
+        self._write_s = end_s - start_s
+        self.lifecycle.event(jsonl.CHECKPOINT, start_s=start_s, end_s=end_s, step=step, path=path,
+                             bytes=checkpoint_bytes(path), segment=self.segment)

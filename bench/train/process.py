@@ -1,0 +1,67 @@
+"""The training process `podbench run` starts and supervises: `python -m bench.train.process`.
+
+It reads its request as one JSON object on stdin (the requested config, the
+run id and directory, whether to resume), runs bench.train.run.execute, and
+exits with the run's exit code: 0 completed, 130/143 interrupted by
+SIGINT/SIGTERM, 2 bad input, 1 any other failure (its one ``error:`` line on
+stderr). It prints progress on stderr and nothing on stdout: the supervisor
+(bench/cluster/supervisor.py) prints the summary from summary.json.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import models  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow loads)
+from bench.config import config_from_dict
+from bench.errors import EXIT_FAILED, EXIT_USAGE, RunFailed, UsageError
+from bench.streams import protect_std_streams
+
+REQUEST_KEYS = ("config", "run_id", "run_dir", "resume")
+
+
+def read_request(text: str) -> dict:
+    """The supervisor's request, checked (it is written by podbench, so a bad one is a bug, not user input)."""
+    request = json.loads(text)
+    missing = [k for k in REQUEST_KEYS if k not in request]
+    if missing:
+        raise ValueError(f"training request lacks {', '.join(missing)}")
+    return request
+
+
+def ignore_stop_signals() -> None:
+    """The run has ended and is summarized: a late signal must not turn its exit code into 143."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def main() -> int:
+    protect_std_streams()  # a closed console never stops a run
+    request = read_request(sys.stdin.read())
+    # TensorFlow's C++ INFO lines would interleave with the progress lines; a level the user set wins.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    from bench.train.run import execute  # noqa: PLC0415 (TensorFlow loads here)
+    from bench.train.stopping import exit_code  # noqa: PLC0415
+
+    try:
+        outcome = execute(config_from_dict(request["config"]), request["run_id"], Path(request["run_dir"]),
+                          resume=bool(request["resume"]), restore_checkpoint=request.get("restore"))
+        ignore_stop_signals()
+    except UsageError as err:
+        ignore_stop_signals()
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except RunFailed as err:
+        ignore_stop_signals()
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt as err:  # a second signal while the summary was written: the supervisor finishes it
+        return exit_code(getattr(err, "signal_name", "SIGINT"))
+    return outcome.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

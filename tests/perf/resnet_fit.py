@@ -1,0 +1,65 @@
+"""What the ResNet-50 benchmarks share: one compiled model, timed fits, and paired ratios.
+
+Not a test module: imported by the benchmarks in this directory.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+from bench import config as cfg
+from bench.data.pipeline import make_dataset, make_pipeline
+from bench.data.spec import DataCounts
+from bench.resolve import resolve
+from bench.train.recipe import build_model
+from bench.train.strategy import make_strategy
+
+
+@dataclass
+class CompiledResNet:
+    model: object
+    dataset: object
+    config: cfg.RunConfig
+    plan: object
+    strategy: object
+
+
+def compiled_resnet(batch: int, steps_per_fit: int) -> CompiledResNet:
+    """ResNet-50 v1.5 at 224x224 on synthetic data under the default strategy, traced and warm."""
+    info = make_strategy("default")
+    config = cfg.replace(cfg.RunConfig(), data=dict(steps_per_epoch=steps_per_fit),
+                         train=dict(per_replica_batch_size=batch, train_steps=10**6, warmup_steps=0))
+    plan = resolve(config, info.platform, info.num_replicas)
+    model = build_model(config.model, plan, config.train.seed, info.strategy)
+    dataset = make_dataset(info.strategy, make_pipeline(plan.train_input, DataCounts()))
+    model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0)  # trace + first steps, not measured
+    return CompiledResNet(model, dataset, config, plan, info.strategy)
+
+
+def timed_fit(model, dataset, epoch: int, steps: int, callbacks=None) -> float:
+    """Seconds of one fit of ``steps`` steps, by a clock outside Keras."""
+    start_s = time.perf_counter()
+    model.fit(dataset, initial_epoch=epoch, epochs=epoch + 1, steps_per_epoch=steps,
+              callbacks=callbacks, verbose=0)
+    return time.perf_counter() - start_s
+
+
+def abba(rounds: int) -> list[str]:
+    """The order of fits: A B B A, then B A A B, ... so slow drift hits both sides alike."""
+    order = []
+    for r in range(rounds):
+        first = ("a", "b") if r % 2 == 0 else ("b", "a")
+        order += [*first, *first[::-1]]
+    return order
+
+
+def spread(values: list[float], digits: int = 4) -> dict:
+    """Median and the range [min, max] of repeated measurements (few, so no fitted interval)."""
+    return {"median": round(statistics.median(values), digits),
+            "interval": [round(min(values), digits), round(max(values), digits)], "n": len(values)}
+
+
+def paired_ratios(a: list[float], b: list[float]) -> list[float]:
+    """b/a for each ABBA pair (the i-th A with the i-th B): side by side, under the same load."""
+    return [bi / ai for ai, bi in zip(a, b)]
