@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "bench.cli.launch",
     "bench.cli.sweep",
     "bench.cli.reproduce",
+    "bench.cli.project",
     "bench.cli.cost",
     "bench.cli.report",
     "bench.cli.data",
