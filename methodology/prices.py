@@ -281,3 +281,42 @@ def _missing_price(book: PriceBook, hardware: str, era: str | None, pricing: str
     if kinds:
         return f"no {pricing} price for {hardware!r} in {where}; it has: {', '.join(kinds)}"
     return f"no price for {hardware!r} in {where}; known: {', '.join(book.hardware(era))}"
+
+
+GPUS_PER_VM = 8  # the largest GPU VMs the catalogue prices (n1-standard-64, a2-highgpu-8g ...)
+
+
+def quote_devices(book: PriceBook, device: str, devices: int, era: str | None = None,
+                  pricing: str = "on_demand") -> Quote:
+    """Hourly price of ``devices`` chips or GPUs of ``device`` (tpu-v3, v100 ...), hosts included.
+
+    A TPU v2-v4 system is the slice of that many chips (v3-2048 for 1,024 chips),
+    priced as the catalogue sells it; v5e and later are priced a chip. GPUs
+    come in VMs of up to 8: more than 8 are that many full VMs.
+
+    Args:
+      book: the price catalog.
+      device: the interconnect catalogue's device name.
+      devices: chips or GPUs.
+      era, pricing: as for ``quote``.
+
+    Returns:
+      A Quote.
+
+    Raises:
+      ValueError: no price for that size (the message says which name was looked up).
+    """
+    if devices < 1:
+        raise ValueError(f"devices must be >= 1, got {devices}")
+    generation = re.fullmatch(r"tpu-(v\d+[a-z]*)", device)
+    if generation and generation.group(1) in _CORES_PER_CHIP:
+        cores = devices * _CORES_PER_CHIP[generation.group(1)]
+        return quote(book, f"{generation.group(1)}-{cores}", 1, era, pricing)
+    if generation or devices <= GPUS_PER_VM:
+        return quote(book, device, devices, era, pricing)
+    if devices % GPUS_PER_VM:
+        raise ValueError(f"{devices} x {device} is not a whole number of {GPUS_PER_VM}-GPU VMs")
+    vm = quote(book, device, GPUS_PER_VM, era, pricing)
+    vms = devices // GPUS_PER_VM
+    return Quote(vm.usd_per_hour * vms, vm.parts, "; ".join(filter(None, (f"{vms} VMs of {GPUS_PER_VM} x {device}",
+                                                                            vm.note))))

@@ -11,12 +11,16 @@ are not public. So every row here says where its throughput comes from:
 - "assumption": not published, filled in by a stated rule (linear scaling
   from the nearest derived figure) so the picture is complete. Never present
   these as the blog's.
+
+``modeled_rows`` adds a second estimate beside each assumed v2 slice: the
+projection model (methodology/projection.py) run from the full Pod's
+published rate, labelled "modeled", never a substitute for a published figure.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from methodology import cost
+from methodology import cost, epochs, interconnect, projection
 from methodology.constants import MEASURED_EPOCHS, TARGET_TOP1_MLPERF_V05
 from methodology.prices import PriceBook, quote
 
@@ -31,7 +35,7 @@ PACKT_CAPTION = ("Packt, Deep Learning with TensorFlow 2 and Keras (2nd ed.), ch
 NVIDIA_DLE = ("NVIDIA/DeepLearningExamples TensorFlow/Classification/ConvNets/resnet50v1.5/README.md "
               "(20.06-tf1-py3): 1x V100-16G AMP+XLA 1270 img/s")
 
-PUBLISHED, DERIVED, ASSUMPTION = "published", "derived", "assumption"
+PUBLISHED, DERIVED, ASSUMPTION, MODELED = "published", "derived", "assumption", "modeled"
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,7 @@ SOURCE_LABELS = {
     PUBLISHED: "published",
     DERIVED: "derived from headline",
     ASSUMPTION: "assumption, not published",
+    MODELED: "modeled, not published",
 }
 
 
@@ -263,3 +268,50 @@ def headline_check(rows: list[dict]) -> dict:
         "sources": {"headline": BLOG, "configurations": METHODOLOGY_PAGE, "headline_copy": PACKT_CAPTION,
                     "v100_rate": NVIDIA_DLE},
     }
+
+
+def _modeled_rate(c: ReferenceConfig, pod_images_per_sec: float) -> tuple[float, str]:
+    """images/sec of TPU slice ``c`` projected from the full Pod's rate, and how."""
+    pod = config("TPU v2-512")
+    fabric = interconnect.tpu_v2_with_stand_in(interconnect.load_interconnects())
+    payload = interconnect.gradient_bytes()
+    pod_batch = pod.global_batch_size // pod.chips
+    point = projection.device_point(pod_images_per_sec, pod_batch, pod.chips,
+                                    interconnect.all_reduce_s(fabric, pod.chips, payload))
+    batch = c.global_batch_size // c.chips
+    model = projection.Model(projection.DeviceCurve((point,)), fabric, None, batch, payload,
+                             epochs_rule=epochs.FIXED_90)
+    row = projection.project_size(model, c.chips)
+    how = (f"modeled (podbench project): the full Pod's rate at {pod_batch} a chip, carried to {batch} a chip "
+           f"as batch^{projection.SMALL_BATCH_EXPONENT:g} (fitted on MLPerf v0.7 TPU v4), plus a "
+           f"{row.all_reduce_s * 1e3:.2f} ms all-reduce a step on a {interconnect.shape(fabric, c.chips)} "
+           "(v2's link bandwidth is not published: v3's stands in)")
+    return row.images_per_sec, how
+
+
+def modeled_rows(book: PriceBook, era: str | None = "2018", pricing: str = "on_demand",
+                 epochs_measured: float = MEASURED_EPOCHS) -> list[dict]:
+    """The TPU slices the table fills by linear scaling, estimated by the projection model instead.
+
+    Args, Returns and Raises as ``reference_rows``; one row per assumed TPU
+    slice, its source "modeled". Speedup and cost ratio are against the
+    table's 1x V100 and 8x V100 rows.
+    """
+    basis = throughput_basis()
+    by_name = {r["config"]: r for r in reference_rows(book, era, pricing, epochs_measured)}
+    rows = []
+    for c in CONFIGS:
+        if not c.name.startswith("TPU") or basis[c.name][1] != ASSUMPTION:
+            continue
+        ips, how = _modeled_rate(c, basis["TPU v2-512"][0])
+        q = quote(book, c.hardware, c.count, era, pricing)
+        p = cost.project(ips, q.usd_per_hour, epochs_measured)
+        rows.append({
+            "config": c.name, "chips": c.chips, "global_batch_size": c.global_batch_size,
+            "images_per_sec": ips, "train_hours": p.train_hours, "usd_per_hour": q.usd_per_hour,
+            "cost_usd": p.cost_usd, "source": MODELED, "source_label": SOURCE_LABELS[MODELED], "source_detail": how,
+            "price_as_of": q.as_of, "price_note": q.note, "price_parts": q.parts,
+            "speedup_vs_v100x1": cost.speedup(by_name["1x V100"]["train_hours"], p.train_hours),
+            "cost_ratio_vs_v100x8": cost.cost_ratio(p.cost_usd, by_name["8x V100"]["cost_usd"]),
+        })
+    return rows

@@ -1,5 +1,6 @@
 """bench/cli/reproduce.py: `podbench reproduce`, end to end, in-process."""
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,13 +22,38 @@ def test_reproduce_table(capsys):
     assert "not public" in out
 
 
+def table_lines(out: str) -> dict:
+    """{config: its line} of the reproduce table (the config column ends at two spaces)."""
+    return {re.match(r"(.*?)\s{2,}", line).group(1): line for line in out.split("\n\n")[1].splitlines()[1:]}
+
+
 def test_reproduce_labels_every_unpublished_row(capsys):
     _, out, _ = run_cli(capsys, "reproduce")
-    table = out.split("\n\n")[1].splitlines()[1:]
-    labels = {line.split()[0] + " " + line.split()[1]: line for line in table}
+    labels = table_lines(out)
     assert labels["TPU v2-512"].endswith("published") and "assumption" not in labels["TPU v2-512"]
     for name in ("4x V100", "TPU v2-8", "TPU v2-32", "TPU v2-128", "TPU v2-256"):
         assert labels[name].endswith("assumption, not published"), name
+
+
+def test_reproduce_sets_a_modeled_row_beside_each_assumed_slice(capsys):
+    _, out, _ = run_cli(capsys, "reproduce")
+    lines = table_lines(out)
+    order = list(lines)
+    for name in ("TPU v2-8", "TPU v2-32", "TPU v2-128", "TPU v2-256"):
+        assert order[order.index(name) + 1] == f"{name} modeled"
+        assert lines[f"{name} modeled"].endswith("modeled, not published")
+    assert "TPU v2-512 modeled" not in lines and "4x V100 modeled" not in lines  # published; not a TPU slice
+    assert "TPU v2-8 modeled       4,377" in out
+    modeled = out.split("modeled rows (`podbench project`")[1].split("\n\n")[0]
+    assert "v2's link bandwidth is not published" in modeled and "batch^0.2" in modeled
+
+
+def test_reproduce_json_keeps_modeled_rows_apart(capsys):
+    _, out, _ = run_cli(capsys, "reproduce", "--json")
+    data = json.loads(out)
+    assert len(data["rows"]) == 8 and {r["source"] for r in data["rows"]} == {"published", "derived", "assumption"}
+    assert [r["config"] for r in data["modeled_rows"]] == ["TPU v2-8", "TPU v2-32", "TPU v2-128", "TPU v2-256"]
+    assert {r["source"] for r in data["modeled_rows"]} == {"modeled"}
 
 
 def test_reproduce_shows_price_dates_and_sources(capsys):

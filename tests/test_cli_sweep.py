@@ -10,8 +10,8 @@ from bench.cluster import sweep
 from console import ENV, PODBENCH, REPO, error_lines, podbench_in_process, podbench_probing_tf
 
 EXIT_USAGE = 2
-SMALL_RUN = ["--image-size", "32", "--num-classes", "10", "--batch-size", "4", "--steps-per-epoch", "2",
-             "--epochs", "3"]
+CURVE_RUN = ["--image-size", "32", "--num-classes", "10", "--steps-per-epoch", "2", "--epochs", "3"]
+SMALL_RUN = CURVE_RUN + ["--batch-size", "4"]
 
 # --- one real sweep: 1 and 2 replicas on logical CPU devices -----------------------------------
 
@@ -72,6 +72,50 @@ def test_progress_and_the_shared_cpu_are_said(real_sweep):
     assert any(n.startswith(note) for n in json.loads((out / "sweep.json").read_text())["notes"])
 
 
+# --- one real device curve: batch 4 and 8 on one CPU device, then `podbench project` from it ---------
+
+
+@pytest.fixture(scope="module")
+def real_curve(tmp_path_factory):
+    out = tmp_path_factory.mktemp("curve") / "c"
+    proc = subprocess.run([str(PODBENCH), "sweep", "--batch-sizes", "8,4", *CURVE_RUN, "--output", str(out)],
+                          capture_output=True, text=True, env=ENV, cwd=REPO, timeout=600)
+    return proc, out
+
+
+def test_batch_sweep_runs_one_replica_at_each_batch(real_curve):
+    proc, out = real_curve
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for name in ("sweep.json", "sweep.csv", "device_curve.png", "device_curve.svg"):
+        assert (out / name).stat().st_size > 0, name
+    document = json.loads((out / "sweep.json").read_text())
+    assert (document["axis"], document["batch_sizes"]) == ("batch", [4, 8])
+    for b, row in zip((4, 8), document["sizes"]):
+        run = json.loads((out / f"batch-{b}" / "summary.json").read_text())
+        assert (run["num_replicas"], run["per_replica_batch_size"], run["status"]) == (1, b, "completed")
+        assert row["images_per_sec"] == pytest.approx(run["images_per_sec"]) and row["image_size"] == 32
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:2] == ["batch", "images/sec"] and [ln.split()[0] for ln in lines[1:3]] == ["4", "8"]
+    assert any("not at 224x224" in ln for ln in lines)
+    assert "[1/2] batch 4: running…" in proc.stderr.splitlines()
+
+
+def test_the_measured_curve_feeds_podbench_project(real_curve):
+    _, out = real_curve
+    proc = subprocess.run([str(PODBENCH), "project", "--run", str(out), "--interconnect", "v100-nvlink",
+                           "--devices", "1,2,8", "--json"], capture_output=True, text=True, env=ENV, cwd=REPO,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    measured = {r["per_replica_batch_size"]: r["images_per_sec"]
+                for r in json.loads((out / "sweep.json").read_text())["sizes"]}
+    assert [p["per_device_batch"] for p in data["source"]["points"]] == [4, 8]
+    one = data["rows"][0]
+    assert (one["devices"], one["per_device_batch"]) == (1, 8)  # the largest measured batch
+    assert one["images_per_sec"] == pytest.approx(measured[8])
+    assert any("measured at 32x32" in n for n in data["notes"])
+
+
 # --- bad input: one line, exit 2, no run, no TensorFlow -------------------------------------------
 
 BAD_INPUTS = [
@@ -81,7 +125,15 @@ BAD_INPUTS = [
     pytest.param(["--replicas", "1,2,2"], "2 appears twice", id="replicas_repeated"),
     pytest.param(["--replicas", "1,,4"], "not a comma list", id="replicas_empty_item"),
     pytest.param(["--replicas", ""], "not a comma list", id="replicas_empty"),
-    pytest.param([], "the following arguments are required: --replicas", id="replicas_missing"),
+    pytest.param([], "one of the arguments --replicas --batch-sizes is required", id="axis_missing"),
+    pytest.param(["--replicas", "1,2", "--batch-sizes", "4,8"], "not allowed with argument", id="both_axes"),
+    pytest.param(["--batch-sizes", "4,8", "--batch-size", "4"], "--batch-size clashes with --batch-sizes",
+                 id="batch_size_and_sizes"),
+    pytest.param(["--batch-sizes", "4,0"], "--batch-sizes: '0' is not a positive", id="batch_zero"),
+    pytest.param(["--batch-sizes", "4,4"], "4 appears twice; give each batch size once", id="batch_repeated"),
+    pytest.param(["--batch-sizes", "4", "--batch-sizes", "8"], "--batch-sizes given twice", id="batch_twice"),
+    pytest.param(["--batch-sizes", "4,8", "--epochs", "1"], "warm-up (1 epoch) must be shorter",
+                 id="batch_run_combo"),
     pytest.param(["--replicas", "1,2", "--replicas", "4"], "--replicas given twice", id="replicas_twice"),
     pytest.param(["--replicas", "1,2", "--output", "{tmp}/other"], "--output given twice", id="output_twice"),
     pytest.param(["--replicas", "1,2", "--strategy", "tpu"], "--strategy tpu clashes", id="strategy_tpu"),
@@ -107,7 +159,10 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path, monkeypatch, capsy
     assert not out.exists()
 
 
-@pytest.mark.parametrize("argv, fragment", [p for p in BAD_INPUTS if p.id in ("replicas_zero", "run_combo")])
+BEFORE_TF = ("replicas_zero", "run_combo", "batch_size_and_sizes")
+
+
+@pytest.mark.parametrize("argv, fragment", [p for p in BAD_INPUTS if p.id in BEFORE_TF])
 def test_bad_input_fails_before_tensorflow(tmp_path, argv, fragment):
     out = tmp_path / "sweep"
     proc, imported_tf = podbench_probing_tf("sweep", "--output", out, *argv)
@@ -130,7 +185,8 @@ def test_a_used_sweep_directory_is_refused(tmp_path):
 def test_help_lists_the_run_flags_without_tensorflow():
     proc, imported_tf = podbench_probing_tf("sweep", "--help")
     assert proc.returncode == 0
-    for flag in ("--replicas LIST", "--output SWEEP_DIR", "--batch-size", "--image-size", "--precision"):
+    for flag in ("--replicas LIST", "--batch-sizes LIST", "--output SWEEP_DIR", "--batch-size", "--image-size",
+                 "--precision"):
         assert flag in proc.stdout, flag
     assert "keeps going" in proc.stdout or "does not stop the sweep" in proc.stdout
     assert not imported_tf

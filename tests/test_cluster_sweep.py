@@ -79,7 +79,8 @@ def test_default_sweep_dir_is_under_results(tmp_path, monkeypatch):
         sweep.DEFAULT_SWEEPS_DIR / "20261122T000000Z-abcdef"
 
 
-@pytest.mark.parametrize("leftover", [sweep.SWEEP_JSON, f"replicas-2/{results.STEPS_FILE}"])
+@pytest.mark.parametrize("leftover", [sweep.SWEEP_JSON, f"replicas-2/{results.STEPS_FILE}",
+                                      f"batch-64/{results.STEPS_FILE}"])
 def test_prepare_sweep_dir_refuses_a_used_one(tmp_path, leftover):
     (tmp_path / leftover).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / leftover).write_text("{}")
@@ -249,3 +250,82 @@ def test_ctrl_c_stops_the_sweep_and_keeps_what_was_measured(tmp_path, fake_run, 
     assert rows[1]["images_per_sec"] == pytest.approx(100 * 5 ** 0.5)
     assert not (tmp_path / "replicas-8.log").exists()  # never started
     assert stream.getvalue().splitlines()[-1] == "interrupted: writing the 2 size(s) run so far"
+
+
+# --- the batch axis: one replica, one run a per-device batch (the device curve) ---------------------
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [pytest.param("64,8,16", (8, 16, 64), id="sorted"), pytest.param("256", (256,), id="one")],
+)
+def test_parse_batch_sizes(text, expected):
+    assert sweep.parse_batch_sizes(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        pytest.param("8,,16", "--batch-sizes '8,,16' is not a comma list of batch sizes", id="empty_item"),
+        pytest.param("0,8", "--batch-sizes: '0' is not a positive whole number", id="zero"),
+        pytest.param("8,8", "8 appears twice; give each batch size once", id="repeated"),
+    ],
+)
+def test_parse_batch_sizes_rejects(text, fragment):
+    with pytest.raises(UsageError, match=fragment):
+        sweep.parse_batch_sizes(text)
+
+
+def test_a_batch_size_runs_one_replica_at_that_batch(tmp_path):
+    run_dir = sweep.size_dir(tmp_path, 64, sweep.BATCH)
+    assert run_dir == tmp_path / "batch-64"
+    tail = sweep.run_command(64, ["--image-size", "32"], run_dir, sweep.BATCH)[4:]
+    assert tail[tail.index("--replicas") + 1] == "1" and tail[tail.index("--batch-size") + 1] == "64"
+    assert tail[tail.index("--strategy") + 1] == "mirrored" and tail[-1] == str(run_dir)
+
+
+def curve_result(batch, exit_code=0, rate=None, error=None, image_size=32):
+    s = None if rate is None else Summary(
+        run_id=f"b{batch}", status="completed", platform="cpu", device_kind="a CPU", num_replicas=1,
+        per_replica_batch_size=batch, global_batch_size=batch, precision="float32", image_size=image_size,
+        images_per_sec=rate, images_per_sec_per_replica=rate, step_time_s={"median": batch / rate}, measured_steps=4)
+    return sweep.SizeResult(batch, exit_code, s, error, Path(f"/sweep/batch-{batch}"), sweep.BATCH)
+
+
+def test_curve_rows_are_in_batch_order_without_an_ideal():
+    rows = sweep.sweep_rows([curve_result(16, rate=30.0), curve_result(8, rate=20.0),
+                             curve_result(32, exit_code=2, error="out of memory")])
+    assert [r["per_replica_batch_size"] for r in rows] == [8, 16, 32]  # the failed one keeps its batch
+    assert [r["replicas"] for r in rows] == [1, 1, 1]
+    assert [r["images_per_sec"] for r in rows] == [20.0, 30.0, None]
+    assert {r["scaling_efficiency"] for r in rows} == {None} and list(rows[0]) == list(sweep.CSV_COLUMNS)
+    assert rows[0]["image_size"] == 32
+
+
+def test_curve_notes_table_and_progress():
+    rows = sweep.sweep_rows([curve_result(8, rate=20.0), curve_result(16, exit_code=2, error="boom")])
+    notes = sweep.notes(rows, sweep.BATCH)
+    assert "failed: batch 16 (the error column says why; each size's log is SWEEP_DIR/batch-B.log)" in notes
+    assert any("not at 224x224" in n for n in notes)
+    table = sweep.format_table(rows, sweep.BATCH).splitlines()
+    assert table[0].split() == ["batch", "images/sec", "step", "p50", "(s)", "status"]
+    assert table[1].split() == ["8", "20.0", "0.4000", "completed"]
+    assert table[2].split()[:3] == ["16", "–", "–"] and table[2].endswith("failed: boom")
+    assert sweep.progress_line(1, 2, rows[0], sweep.BATCH) == "[1/2] batch 8: 20.0 images/sec, global batch 8"
+
+
+def test_no_size_note_at_224():
+    rows = sweep.sweep_rows([curve_result(64, rate=900.0, image_size=224)])
+    assert sweep.notes(rows, sweep.BATCH) == []
+
+
+def test_write_files_draws_the_device_curve(tmp_path):
+    rows = sweep.sweep_rows([curve_result(8, rate=20.0), curve_result(16, rate=30.0)])
+    written = sweep.write_files(tmp_path, {"sweep_id": "s", "axis": sweep.BATCH, "sizes": rows})
+    assert sorted(p.name for p in written) == ["device_curve.png", "device_curve.svg", "sweep.csv", "sweep.json"]
+
+
+def test_the_engine_runs_batch_sizes(tmp_path, fake_run):
+    stream = StringIO()
+    rows, interrupted = sweep.run_sweep((4, 1), fake_run, tmp_path, stream, forward_output=False, axis=sweep.BATCH)
+    assert not interrupted and (tmp_path / "batch-4.log").exists() and (tmp_path / "batch-1.log").exists()
+    assert stream.getvalue().splitlines()[0] == "[1/2] batch 4: running…"

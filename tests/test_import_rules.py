@@ -116,7 +116,10 @@ def test_read_only_commands_load_nothing_heavy():
     code = ("import contextlib, io\nfrom bench.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    assert main(['reproduce']) == 0\n"
-            "    assert main(['cost', '--images-per-sec', '1216', '--hardware', 'v100']) == 0\n")
+            "    assert main(['cost', '--images-per-sec', '1216', '--hardware', 'v100']) == 0\n"
+            "    assert main(['project', '--validate']) == 0\n"
+            "    assert main(['project', '--images-per-sec', '1270', '--per-device-batch', '256',"
+            " '--interconnect', 'v100-nvlink', '--devices', '1,8']) == 0\n")
     assert loaded_after(code) == []
 
 

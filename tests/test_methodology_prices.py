@@ -229,3 +229,37 @@ def test_price_is_frozen_and_validated_on_creation():
         price.usd_per_hour = 1.0
     with pytest.raises(ValueError, match="usd_per_hour"):
         prices.Price("v100", "r", "on_demand", "2018", "per_gpu", -2.48, "2018-12", "s")
+
+
+# --- N devices: slices, chips, VMs of 8 GPUs ------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "device, devices, era, usd, note",
+    [
+        pytest.param("tpu-v2", 4, "2018", 4.50 + 0.095, "", id="v2_8_slice_and_driver_vm"),
+        pytest.param("tpu-v2", 256, "2018", 384.0 + 0.095, "", id="v2_512_slice"),
+        pytest.param("tpu-v3", 1024, "current", 2.00 * 1024, "v3-2048 priced as 1024 chips", id="v3_pod_by_chip"),
+        pytest.param("tpu-v5e", 256, "current", 1.20 * 256, "", id="v5e_by_chip"),
+        pytest.param("v100", 8, "2018", 8 * 2.48 + 3.04, "", id="one_8_gpu_vm"),
+        pytest.param("v100", 64, "2018", 8 * (8 * 2.48 + 3.04), "8 VMs of 8 x v100", id="eight_vms"),
+        pytest.param("v100", 16, "2018", 2 * (8 * 2.48 + 3.04), "2 VMs of 8 x v100", id="offbyone_vm_count"),
+    ],
+)
+def test_quote_devices(device, devices, era, usd, note):
+    q = prices.quote_devices(prices.load_prices(), device, devices, era)
+    assert q.usd_per_hour == pytest.approx(usd)
+    assert note in q.note
+
+
+@pytest.mark.parametrize(
+    "device, devices, era, message",
+    [
+        pytest.param("tpu-v2", 8, "2018", "no price for 'v2-16'", id="a_v2_slice_not_sold"),
+        pytest.param("v100", 12, "2018", "not a whole number of 8-GPU VMs", id="partial_vm"),
+        pytest.param("v100", 3, "2018", "n1-standard-24", id="no_host_vm_price"),
+        pytest.param("v100", 0, "2018", "devices must be >= 1", id="zero"),
+    ],
+)
+def test_quote_devices_errors(device, devices, era, message):
+    with pytest.raises(ValueError, match=message):
+        prices.quote_devices(prices.load_prices(), device, devices, era)

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "bench.cli.sweep",
     "bench.cli.summarize",
     "bench.cli.reproduce",
+    "bench.cli.project",
     "bench.cli.cost",
     "bench.cli.report",
     "bench.cli.data",

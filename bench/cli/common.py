@@ -28,6 +28,14 @@ def reference_rows(book: prices.PriceBook, era: str | None) -> list[dict]:
         raise UsageError(f"{err} (the reference table needs every configuration priced)") from None
 
 
+def modeled_rows(book: prices.PriceBook, era: str | None) -> list[dict]:
+    """The reference's assumed TPU slices, estimated by `podbench project`'s model instead."""
+    try:
+        return reference.modeled_rows(book, era, "on_demand")
+    except ValueError as err:
+        raise UsageError(f"{err} (the reference table needs every configuration priced)") from None
+
+
 def text_table(rows: list, header: tuple, cells) -> str:
     """An aligned text table: first and last columns left-aligned, numbers right-aligned."""
     body = [tuple(str(c) for c in cells(r)) for r in rows]

@@ -24,7 +24,8 @@ def register(sub) -> None:
         description="Rebuild the comparison of Google Cloud's Dec 2018 blog: time to 76% top-1 "
                     "(90 epochs after a warm-up epoch) and cost for 1/4/8x V100 and TPU v2-8 ... v2-512. "
                     "Only the headline figures are published; each row says whether its throughput is "
-                    "published, derived from the headline, or an assumption.")
+                    "published, derived from the headline, or an assumption; beside each assumed TPU "
+                    "slice, a 'modeled' row estimates it with `podbench project`'s model.")
     r.add_argument("--prices", default="2018", metavar="2018|current|FILE.csv",
                    help=common.PRICES_HELP + " (default 2018)")
     r.add_argument("--json", action="store_true", help="rows, headline checks and prices as JSON")
@@ -40,18 +41,20 @@ _ROW_KEYS = ("config", "images_per_sec", "train_hours", "cost_usd", "speedup_vs_
 def handle(args: argparse.Namespace) -> int:
     book, era = common.price_book(args.prices)
     rows = common.reference_rows(book, era)
+    modeled = common.modeled_rows(book, era)
     if args.chart:
         _write_charts(Path(args.chart), book)
     # The headline is a claim about 2018 prices, whatever --prices shows in the table.
     headline = reference.headline_check(common.reference_rows(prices.load_prices(), "2018"))
     parts = [p for r in rows for p in r["price_parts"]]
     if args.json:
-        print(json.dumps({"rows": [{k: r[k] for k in _ROW_KEYS} for r in rows], "headline": headline,
+        print(json.dumps({"rows": [{k: r[k] for k in _ROW_KEYS} for r in rows],
+                          "modeled_rows": [{k: r[k] for k in _ROW_KEYS} for r in modeled], "headline": headline,
                           "context": reference.context_rows(),
                           "prices": {"file": book.path, "era": era, "pricing": "on_demand",
                                      "parts": [common.part_json(p) for p in dict.fromkeys(parts)]}}, indent=2))
         return 0
-    print(_reproduce_text(rows, headline, book, era, parts))
+    print(_reproduce_text(rows, modeled, headline, book, era, parts))
     return 0
 
 
@@ -66,11 +69,17 @@ def _write_charts(directory: Path, book: prices.PriceBook) -> None:
         print(f"wrote {path}", file=sys.stderr)
 
 
-def _reproduce_text(rows, headline, book, era, parts) -> str:
+def _with_modeled(rows: list[dict], modeled: list[dict]) -> list[dict]:
+    """The table's rows, each assumed TPU slice followed by its modeled estimate."""
+    by_config = {r["config"]: dict(r, config=f"{r['config']} modeled") for r in modeled}
+    return [row for r in rows for row in ([r, by_config[r["config"]]] if r["config"] in by_config else [r])]
+
+
+def _reproduce_text(rows, modeled, headline, book, era, parts) -> str:
     prices_name = f"{era} on-demand prices" if era else f"on-demand prices from {book.path}"
     lines = [f"ResNet-50 v1.5 to {constants.TARGET_TOP1_BLOG:.0%} top-1: {constants.MEASURED_EPOCHS} measured "
              f"epochs after one warm-up epoch, at {prices_name}", ""]
-    lines.append(common.text_table(rows, ("config", "images/s", "train time", "USD/h", "cost USD", "speedup vs 1xV100",
+    lines.append(common.text_table(_with_modeled(rows, modeled), ("config", "images/s", "train time", "USD/h", "cost USD", "speedup vs 1xV100",
                                "cost vs 8xV100", "images/s source"),
                         lambda r: (r["config"], format_rate(r["images_per_sec"]), format_hours(r["train_hours"]),
                                    format_usd(r["usd_per_hour"]), format_usd(r["cost_usd"]),
@@ -78,6 +87,8 @@ def _reproduce_text(rows, headline, book, era, parts) -> str:
                                    r["source_label"])))
     lines += ["", "images/s sources (the blog's per-configuration chart values are not public):"]
     lines += [f"  {r['config']:<11} {r['source_detail']}" for r in rows]
+    lines += ["", "modeled rows (`podbench project`; a second estimate beside the assumption, not published):"]
+    lines += [f"  {r['config']:<11} {r['source_detail']}" for r in modeled]
     lines += ["", f"prices ({prices_name}; accelerator plus the host VM the reference used):"]
     lines += common.price_lines(parts)
     notes = sorted({r["price_note"] for r in rows if r["price_note"]})

@@ -1,4 +1,5 @@
-"""`podbench sweep`: the same benchmark at several replica counts -> table and scaling chart.
+"""`podbench sweep`: the same benchmark at several replica counts (scaling chart), or at several
+per-device batches on one device (the device curve `podbench project` starts from).
 
 The sweep takes every `podbench run` flag (its parser is the run parser's,
 so a typo fails the same way) and checks the whole configuration at the
@@ -37,16 +38,25 @@ Writes SWEEP_DIR/sweep.csv, sweep.json, scaling.png and scaling.svg; scaling
 efficiency = images_per_sec(n) / (n x images_per_sec(1)), or relative to the
 smallest size when 1 is not in the list.
 
+The device curve: --batch-sizes 8,16,32,64 runs one replica at each batch
+(`podbench run --strategy mirrored --replicas 1 --batch-size B --output
+SWEEP_DIR/batch-B`) and writes device_curve.png/.svg instead: images/sec
+against the per-device batch, what `podbench project --run SWEEP_DIR` extrapolates
+from. Give --replicas or --batch-sizes, not both.
+
 examples:
   podbench sweep --replicas 1,2,4,8                       # the default benchmark at 4 sizes
   podbench sweep --replicas 1,2 --preset smoke            # 32x32, a minute on 2 CPU cores
   podbench sweep --replicas 1,2,4,8 --batch-size 256 --output results/sweeps/gpu   # a GPU host
+  podbench sweep --batch-sizes 32,64,128,256 --output results/sweeps/curve       # one GPU's device curve
+  podbench sweep --batch-sizes 4,8 --preset smoke                                # the curve on a CPU, 32x32
 """
 
 
 # A second --replicas or --output is a run's own flag clashing with the sweep's.
 _TWICE = {
     "replicas": "give one comma list, e.g. --replicas 1,2,4,8 (it sets each run's --replicas)",
+    "batch_sizes": "give one comma list, e.g. --batch-sizes 8,16,32,64 (it sets each run's --batch-size)",
     "output": "it names the sweep's directory (each size writes SWEEP_DIR/replicas-N)",
 }
 
@@ -62,23 +72,30 @@ class _Once(argparse.Action):
 
 # Flags the sweep sets on every run itself, or takes over for its own meaning.
 SWEEP_OWNED = frozenset({"--replicas", "--output", "--strategy", "--tpu", "--json"})
+# A batch sweep also sets each run's --batch-size.
+CURVE_OWNED = SWEEP_OWNED | {"--batch-size"}
 
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "sweep", help="run the benchmark at several replica counts: scaling table and chart",
+        "sweep", help="run the benchmark at several replica counts (or batches): scaling table and chart",
         description="Run `podbench run` once per replica count (--strategy mirrored) and write a "
-                    "table and a chart of images/sec and scaling efficiency against replicas. "
+                    "table and a chart of images/sec and scaling efficiency against replicas; or, with "
+                    "--batch-sizes, once per per-device batch on one device: the device curve. "
                     "Takes every `podbench run` flag except --strategy/--tpu (always mirrored).",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_run_flags(p, skip=SWEEP_OWNED)
     g = p.add_argument_group("sweep")
-    g.add_argument("--replicas", required=True, action=_Once, metavar="LIST",
-                   help="replica counts, comma-separated, e.g. 1,2,4,8; each size runs --replicas N")
+    axis = g.add_mutually_exclusive_group(required=True)
+    axis.add_argument("--replicas", action=_Once, metavar="LIST",
+                      help="replica counts, comma-separated, e.g. 1,2,4,8; each size runs --replicas N")
+    axis.add_argument("--batch-sizes", action=_Once, metavar="LIST",
+                      help="per-device batches, e.g. 8,16,32,64: each runs one replica at --batch-size B "
+                           "(the device curve for `podbench project`)")
     g.add_argument("--output", action=_Once, metavar="SWEEP_DIR",
                    help=f"the sweep's directory; default {sweep.DEFAULT_SWEEPS_DIR}/<sweep_id>, "
-                        "each size in SWEEP_DIR/replicas-N")
+                        "each size in SWEEP_DIR/replicas-N (or batch-B)")
     g.add_argument("--strategy", choices=cfg.STRATEGIES, metavar="mirrored",
                    help="the only strategy a sweep runs (the default here)")
     g.add_argument("--tpu", help=argparse.SUPPRESS)  # refused with a reason, not "unrecognized"
@@ -87,17 +104,23 @@ def register(sub) -> None:
     p.set_defaults(handler=handle)
 
 
-def check_args(args: argparse.Namespace) -> tuple[int, ...]:
-    """The replica list, with every run flag checked as the largest size's `podbench run` would.
+def check_args(args: argparse.Namespace) -> tuple[str, tuple[int, ...]]:
+    """The axis and its sizes, with every run flag checked as the largest size's `podbench run` would.
 
     Returns:
-      The replica counts, sorted.
+      (sweep.REPLICAS or sweep.BATCH, the sizes sorted).
 
     Raises:
       UsageError: a bad list, a flag that clashes with the sweep, or a run flag
         (or combination) that `podbench run` would refuse.
     """
-    replicas = sweep.parse_replicas(args.replicas)
+    if args.batch_sizes is not None:
+        axis, sizes = sweep.BATCH, sweep.parse_batch_sizes(args.batch_sizes)
+        if args.batch_size is not None:
+            raise UsageError("--batch-size clashes with --batch-sizes: each size runs --batch-size B; "
+                             "drop --batch-size")
+    else:
+        axis, sizes = sweep.REPLICAS, sweep.parse_replicas(args.replicas)
     if args.strategy not in (None, "mirrored"):
         raise UsageError(f"--strategy {args.strategy} clashes with the sweep: every size runs "
                          "--strategy mirrored; drop --strategy")
@@ -105,12 +128,14 @@ def check_args(args: argparse.Namespace) -> tuple[int, ...]:
         raise UsageError("--tpu does not apply to a sweep: it runs --strategy mirrored on this "
                          "machine's CPU or GPUs; drop --tpu")
     largest = copy.copy(args)
-    largest.strategy, largest.replicas, largest.output = "mirrored", max(replicas), None
+    largest.strategy, largest.replicas, largest.output = "mirrored", max(sizes) if axis == sweep.REPLICAS else 1, None
+    if axis == sweep.BATCH:
+        largest.batch_size = max(sizes)
     config_from_args(largest)  # the run's own checks (the preset's name among them)
     if args.preset and presets.from_preset(args.preset).runtime.strategy == "tpu":
         raise UsageError(f"preset {args.preset} is for a TPU; a sweep runs --strategy mirrored on this "
                          "machine: choose another preset")
-    return replicas
+    return axis, sizes
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -122,22 +147,24 @@ def handle(args: argparse.Namespace) -> int:
     Raises:
       UsageError: bad flags, or an unusable sweep directory (before any run).
     """
-    replicas = check_args(args)
+    axis, sizes = check_args(args)
     sweep_id = rundir.new_run_id()
     sweep_dir = sweep.prepare_sweep_dir(args.output, sweep_id)
-    flags = run_argv(args, skip=SWEEP_OWNED)
-    print(f"podbench sweep {sweep_id}: {len(replicas)} size(s), replicas {','.join(map(str, replicas))}, "
+    flags = run_argv(args, skip=CURVE_OWNED if axis == sweep.BATCH else SWEEP_OWNED)
+    what = "replicas" if axis == sweep.REPLICAS else "per-device batch"
+    print(f"podbench sweep {sweep_id}: {len(sizes)} size(s), {what} {','.join(map(str, sizes))}, "
           f"writing {sweep_dir}/", file=sys.stderr, flush=True)
-    if replicas[0] != 1:
-        print(f"note: no 1-replica size: scaling efficiency will be relative to {replicas[0]} replicas",
+    if axis == sweep.REPLICAS and sizes[0] != 1:
+        print(f"note: no 1-replica size: scaling efficiency will be relative to {sizes[0]} replicas",
               file=sys.stderr, flush=True)
     rows, interrupted = sweep.run_sweep(
-        replicas, lambda n, run_dir: sweep.run_command(n, flags, run_dir), sweep_dir,
-        forward_output=not args.quiet)
-    document = {"sweep_id": sweep_id, "replicas": list(replicas), "run_flags": flags,
-                "interrupted": interrupted, "notes": sweep.notes(rows), "sizes": rows}
+        sizes, lambda n, run_dir: sweep.run_command(n, flags, run_dir, axis), sweep_dir,
+        forward_output=not args.quiet, axis=axis)
+    document = {"sweep_id": sweep_id, "axis": axis, "replicas": list(sizes) if axis == sweep.REPLICAS else [1],
+                "batch_sizes": list(sizes) if axis == sweep.BATCH else None, "run_flags": flags,
+                "interrupted": interrupted, "notes": sweep.notes(rows, axis), "sizes": rows}
     written = sweep.write_files(sweep_dir, document)
-    print(rundir.dumps(document) if args.json else sweep.format_table(rows))
+    print(rundir.dumps(document) if args.json else sweep.format_table(rows, axis))
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     if interrupted:
         return EXIT_INTERRUPTED

@@ -1,7 +1,9 @@
-"""`podbench sweep`'s engine: one `podbench run` process per replica count, then the table.
+"""`podbench sweep`'s engine: one `podbench run` process per size, then the table.
 
-Weak scaling: every size keeps the run's per-replica batch, so the global batch
-grows with the replicas. Each size runs in a fresh process: splitting a CPU
+Two axes, one a sweep. Replicas (weak scaling): every size keeps the run's
+per-replica batch, so the global batch grows with the replicas. Batch (the
+device curve): one replica, one run per per-device batch, the points
+`podbench project` extrapolates from. Each size runs in a fresh process: splitting a CPU
 into N logical devices must happen before TensorFlow starts, and a size that
 crashes must not take the others' results with it. The sweep keeps going
 after a failed size. Nothing here imports TensorFlow; pandas and matplotlib
@@ -27,48 +29,68 @@ from methodology import scaling
 DEFAULT_SWEEPS_DIR = Path("results") / "sweeps"
 SWEEP_JSON = "sweep.json"
 SWEEP_CSV = "sweep.csv"
-CHART_STEM = "scaling"
+REPLICAS, BATCH = "replicas", "batch"  # the axes; also each size's directory prefix (replicas-N, batch-B)
+AXES = (REPLICAS, BATCH)
+CHART_STEMS = {REPLICAS: "scaling", BATCH: "device_curve"}
 # After Ctrl-C: the run got the same SIGINT from the terminal and is writing its
 # summary; it gets this long before it is asked again, then this long before it is killed.
 CHILD_SUMMARY_WAIT_S = 15.0
 CHILD_KILL_WAIT_S = 30.0
 CSV_COLUMNS = (
     "replicas", "status", "platform", "device_kind", "per_replica_batch_size", "global_batch_size",
-    "precision", "images_per_sec", "ideal_images_per_sec", "scaling_efficiency",
+    "precision", "image_size", "images_per_sec", "ideal_images_per_sec", "scaling_efficiency",
     "efficiency_base_replicas", "images_per_sec_per_replica", "step_time_p50_s", "measured_steps",
     "physical_devices", "replicas_share_a_device", "run_dir", "error",
 )
 
 
-def parse_replicas(text: str) -> tuple[int, ...]:
+def parse_sizes(text: str, flag: str = "--replicas", what: str = "replica count",
+                example: str = "1,2,4,8") -> tuple[int, ...]:
     """``"1,2,4,8"`` -> (1, 2, 4, 8): positive integers, each once, sorted.
+
+    Args:
+      text: the flag's value.
+      flag, what, example: how the messages name the flag, one item, and a good value.
 
     Raises:
       UsageError: empty, not an integer, not positive, or repeated.
     """
     parts = [part.strip() for part in text.split(",")]
     if not text.strip() or any(not part for part in parts):
-        raise UsageError(f"--replicas {text!r} is not a comma list of replica counts; "
-                         "give e.g. --replicas 1,2,4,8")
+        raise UsageError(f"{flag} {text!r} is not a comma list of {what}s; give e.g. {flag} {example}")
     counts = []
     for part in parts:
         if not part.isdigit() or int(part) < 1:
-            raise UsageError(f"--replicas: {part!r} is not a positive whole number; give e.g. --replicas 1,2,4,8")
+            raise UsageError(f"{flag}: {part!r} is not a positive whole number; give e.g. {flag} {example}")
         if int(part) in counts:
-            raise UsageError(f"--replicas: {int(part)} appears twice; give each replica count once")
+            raise UsageError(f"{flag}: {int(part)} appears twice; give each {what} once")
         counts.append(int(part))
     return tuple(sorted(counts))
 
 
-def size_dir(sweep_dir: Path, replicas: int) -> Path:
-    """The run directory of one size: SWEEP_DIR/replicas-N."""
-    return Path(sweep_dir) / f"replicas-{replicas}"
+def parse_replicas(text: str) -> tuple[int, ...]:
+    """--replicas: ``"1,2,4,8"`` -> (1, 2, 4, 8) (``parse_sizes``)."""
+    return parse_sizes(text)
 
 
-def run_command(replicas: int, flags: Sequence[str], run_dir: Path) -> list[str]:
-    """`podbench run` for one size, through this interpreter (no PATH lookup)."""
-    return [sys.executable, "-m", "bench.cli", "run", *flags, "--strategy", "mirrored",
-            "--replicas", str(replicas), "--output", str(run_dir)]
+def parse_batch_sizes(text: str) -> tuple[int, ...]:
+    """--batch-sizes: ``"64,8,16"`` -> (8, 16, 64) (``parse_sizes``)."""
+    return parse_sizes(text, "--batch-sizes", "batch size", "8,16,32,64")
+
+
+def size_dir(sweep_dir: Path, value: int, axis: str = REPLICAS) -> Path:
+    """The run directory of one size: SWEEP_DIR/replicas-N or SWEEP_DIR/batch-B."""
+    return Path(sweep_dir) / f"{axis}-{value}"
+
+
+def run_command(value: int, flags: Sequence[str], run_dir: Path, axis: str = REPLICAS) -> list[str]:
+    """`podbench run` for one size, through this interpreter (no PATH lookup).
+
+    A replicas size runs ``--replicas N``; a batch size runs one replica at ``--batch-size B``.
+    """
+    size = ["--replicas", str(value)] if axis == REPLICAS else ["--replicas", "1", "--batch-size", str(value)]
+    return [sys.executable, "-m", "bench.cli", "run", *flags, "--strategy", "mirrored", *size,
+            "--output", str(run_dir)]
 
 
 def prepare_sweep_dir(output: str | None, sweep_id: str) -> Path:
@@ -78,7 +100,7 @@ def prepare_sweep_dir(output: str | None, sweep_id: str) -> Path:
       UsageError: not writable, or it holds sweep.json or a replicas-N run.
     """
     path = Path(output) if output else DEFAULT_SWEEPS_DIR / sweep_id
-    if (path / SWEEP_JSON).exists() or any(path.glob(f"replicas-*/{rundir.STEPS_FILE}")):
+    if (path / SWEEP_JSON).exists() or any(any(path.glob(f"{axis}-*/{rundir.STEPS_FILE}")) for axis in AXES):
         raise UsageError(f"{path} already holds a sweep; choose a new --output")
     rundir.prepare_run_dir(str(path), sweep_id)  # creates it and proves it writable
     return path
@@ -89,22 +111,24 @@ class SizeResult:
     """What one size's `podbench run` left behind.
 
     Attributes:
-      replicas: the replica count it ran.
+      value: the size it ran: a replica count, or a per-replica batch.
       exit_code: the process's exit code (0 completed, 130 interrupted, else failed).
       summary: its summary, if it wrote one.
       error: the run's own ``error: ...`` line, without the prefix (None if it gave none).
       run_dir: its run directory.
+      axis: which of the two ``value`` is (REPLICAS or BATCH).
     """
 
-    replicas: int
+    value: int
     exit_code: int
     summary: Summary | None
     error: str | None
     run_dir: Path
+    axis: str = REPLICAS
 
 
-def run_size(command: Sequence[str], replicas: int, run_dir: Path, log_path: Path,
-             forward: Callable[[str], None] | None = None) -> SizeResult:
+def run_size(command: Sequence[str], value: int, run_dir: Path, log_path: Path,
+             forward: Callable[[str], None] | None = None, axis: str = REPLICAS) -> SizeResult:
     """Runs one size to the end, its stderr saved to ``log_path`` (and passed to ``forward``).
 
     Raises:
@@ -127,7 +151,7 @@ def run_size(command: Sequence[str], replicas: int, run_dir: Path, log_path: Pat
         except KeyboardInterrupt:
             _stop(proc)
             raise
-    return SizeResult(replicas, exit_code, summary_of(run_dir), error, run_dir)
+    return SizeResult(value, exit_code, summary_of(run_dir), error, run_dir, axis)
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -170,37 +194,44 @@ def size_row(result: SizeResult) -> dict:
     """One size's table row (the scaling columns are added by ``sweep_rows``)."""
     s = result.summary or Summary(run_id="", status="failed")
     status = _status(result)
-    devices = physical_devices(s.platform, result.replicas)
+    batch_axis = result.axis == BATCH
+    replicas = (s.num_replicas or 1) if batch_axis else result.value
+    devices = physical_devices(s.platform, replicas)
     error = result.error
     if status == "failed" and error is None:
         error = s.error or f"exit code {result.exit_code}; see {result.run_dir}.log"
     measured = status != "failed"
     return {
-        "replicas": result.replicas,
+        "replicas": replicas,
         "status": status,
         "platform": s.platform,
         "device_kind": s.device_kind,
-        "per_replica_batch_size": s.per_replica_batch_size,
+        "per_replica_batch_size": s.per_replica_batch_size or (result.value if batch_axis else None),
         "global_batch_size": s.global_batch_size,
         "precision": s.precision,
+        "image_size": s.image_size,
         "images_per_sec": s.images_per_sec if measured else None,
         "images_per_sec_per_replica": s.images_per_sec_per_replica if measured else None,
         "step_time_p50_s": s.step_time_s.get("median") if measured else None,
         "measured_steps": s.measured_steps if result.summary else None,
         "physical_devices": devices,
-        "replicas_share_a_device": None if devices is None else result.replicas > devices,
+        "replicas_share_a_device": None if devices is None else replicas > devices,
         "run_dir": str(result.run_dir),
         "error": error,
     }
 
 
 def sweep_rows(size_results: Sequence[SizeResult]) -> list[dict]:
-    """Table rows in replica order, with ideal images/sec and scaling efficiency.
+    """Table rows in size order; a replicas sweep's with ideal images/sec and scaling efficiency.
 
     Efficiency is relative to the smallest replica count that measured a rate
     (methodology/scaling.py): 1 replica when the sweep includes it and it ran.
+    A batch sweep has no ideal: its rows are the device curve.
     """
-    rows = {r.replicas: size_row(r) for r in size_results}
+    if size_results and size_results[0].axis == BATCH:
+        rows = [size_row(r) for r in sorted(size_results, key=lambda r: r.value)]
+        return [{column: row.get(column) for column in CSV_COLUMNS} for row in rows]
+    rows = {r.value: size_row(r) for r in size_results}
     points = scaling.scaling_points({n: row["images_per_sec"] or None for n, row in rows.items()})
     out = []
     for point in points:
@@ -212,7 +243,7 @@ def sweep_rows(size_results: Sequence[SizeResult]) -> list[dict]:
     return out
 
 
-def notes(rows: Sequence[dict]) -> list[str]:
+def notes(rows: Sequence[dict], axis: str = REPLICAS) -> list[str]:
     """What a reader must know to read the table: the base, shared devices, failures."""
     out = []
     bases = {row["efficiency_base_replicas"] for row in rows} - {None}
@@ -225,9 +256,14 @@ def notes(rows: Sequence[dict]) -> list[str]:
                    f"{shared[0]['platform'].upper()} (split into logical devices): the sweep shows each size "
                    "runs, not how hardware scales")
     failed = [row for row in rows if row["status"] == "failed"]
-    if failed:
+    if failed and axis == BATCH:
+        out.append(f"failed: batch {', '.join(str(row['per_replica_batch_size']) for row in failed)} "
+                   "(the error column says why; each size's log is SWEEP_DIR/batch-B.log)")
+    elif failed:
         out.append(f"failed: {', '.join(str(row['replicas']) for row in failed)} replicas "
                    "(the error column says why; each size's log is SWEEP_DIR/replicas-N.log)")
+    if axis == BATCH and rows and any(row["image_size"] not in (None, 224) for row in rows):
+        out.append("the runs were not at 224x224: this device curve says nothing about ImageNet training")
     return out
 
 
@@ -235,8 +271,10 @@ def _cell(value, fmt: str) -> str:
     return "–" if value is None else format(value, fmt)
 
 
-def format_table(rows: Sequence[dict]) -> str:
+def format_table(rows: Sequence[dict], axis: str = REPLICAS) -> str:
     """The table a person reads: one line per size, then the notes (pure)."""
+    if axis == BATCH:
+        return _format_curve(rows)
     lines = [f"{'replicas':>8}  {'global batch':>12}  {'images/sec':>11}  {'ideal':>11}  "
              f"{'efficiency':>10}  status"]
     for row in rows:
@@ -245,6 +283,15 @@ def format_table(rows: Sequence[dict]) -> str:
                      f"{_cell(row['images_per_sec'], '>11,.1f')}  {_cell(row['ideal_images_per_sec'], '>11,.1f')}  "
                      f"{_cell(row['scaling_efficiency'], '>10.1%')}  {status}")
     return "\n".join(lines + [f"note: {note}" for note in notes(rows)])
+
+
+def _format_curve(rows: Sequence[dict]) -> str:
+    lines = [f"{'batch':>7}  {'images/sec':>11}  {'step p50 (s)':>12}  status"]
+    for row in rows:
+        status = row["status"] + (f": {row['error']}" if row["error"] and row["status"] == "failed" else "")
+        lines.append(f"{row['per_replica_batch_size']:>7}  {_cell(row['images_per_sec'], '>11,.1f')}  "
+                     f"{_cell(row['step_time_p50_s'], '>12.4f')}  {status}")
+    return "\n".join(lines + [f"note: {note}" for note in notes(rows, BATCH)])
 
 
 def write_files(sweep_dir: Path, document: dict) -> list[Path]:
@@ -263,13 +310,15 @@ def write_files(sweep_dir: Path, document: dict) -> list[Path]:
     rundir.write_json(json_path, document)
     table = pd.DataFrame(document["sizes"], columns=list(CSV_COLUMNS))
     table.to_csv(csv_path, index=False)
-    fig, _ = scaling_charts.plot_scaling(table)
-    return [json_path, csv_path, *report_files.save_figure(fig, sweep_dir, CHART_STEM)]
+    axis = document.get("axis", REPLICAS)
+    draw = scaling_charts.plot_device_curve if axis == BATCH else scaling_charts.plot_scaling
+    fig, _ = draw(table)
+    return [json_path, csv_path, *report_files.save_figure(fig, sweep_dir, CHART_STEMS[axis])]
 
 
-def progress_line(index: int, total: int, row: dict) -> str:
+def progress_line(index: int, total: int, row: dict, axis: str = REPLICAS) -> str:
     """``[2/4] replicas 4: 123.4 images/sec, global batch 16, 61.2% of linear`` (pure)."""
-    head = f"[{index}/{total}] replicas {row['replicas']}"
+    head = f"[{index}/{total}] {axis} {row['replicas' if axis == REPLICAS else 'per_replica_batch_size']}"
     if row["status"] == "failed":
         return f"{head}: failed: {row['error']}"
     rate = _cell(row["images_per_sec"], ",.1f")
@@ -279,35 +328,37 @@ def progress_line(index: int, total: int, row: dict) -> str:
         "" if row["status"] == "completed" else f" ({row['status']})")
 
 
-def run_sweep(replicas: Sequence[int], command_for: Callable[[int, Path], list[str]], sweep_dir: Path,
-              stream: TextIO = sys.stderr, forward_output: bool = True) -> tuple[list[dict], bool]:
+def run_sweep(sizes: Sequence[int], command_for: Callable[[int, Path], list[str]], sweep_dir: Path,
+              stream: TextIO = sys.stderr, forward_output: bool = True,
+              axis: str = REPLICAS) -> tuple[list[dict], bool]:
     """Runs every size in turn, a progress line before and after each.
 
     Args:
-      replicas: replica counts, in the order to run.
-      command_for: (replicas, run_dir) -> argv of that size's run.
-      sweep_dir: existing sweep directory (runs go to replicas-N/, logs to replicas-N.log).
+      sizes: replica counts (or per-replica batches), in the order to run.
+      command_for: (size, run_dir) -> argv of that size's run.
+      sweep_dir: existing sweep directory (runs go to AXIS-N/, logs to AXIS-N.log).
       stream: where progress goes.
       forward_output: also pass each run's own progress lines through, indented.
+      axis: REPLICAS or BATCH.
 
     Returns:
       (rows so far, whether Ctrl-C stopped the sweep).
     """
     done: list[SizeResult] = []
-    total = len(replicas)
+    total = len(sizes)
     say = lambda line: print(line, file=stream, flush=True)  # noqa: E731
     forward = (lambda line: say(f"    {line}")) if forward_output else None
     try:
-        for index, n in enumerate(replicas, start=1):
-            run_dir = size_dir(sweep_dir, n)
-            say(f"[{index}/{total}] replicas {n}: running…")
+        for index, n in enumerate(sizes, start=1):
+            run_dir = size_dir(sweep_dir, n, axis)
+            say(f"[{index}/{total}] {axis} {n}: running…")
             try:
-                done.append(run_size(command_for(n, run_dir), n, run_dir, Path(f"{run_dir}.log"), forward))
+                done.append(run_size(command_for(n, run_dir), n, run_dir, Path(f"{run_dir}.log"), forward, axis))
             except KeyboardInterrupt:
-                done.append(SizeResult(n, EXIT_INTERRUPTED, summary_of(run_dir), None, run_dir))
+                done.append(SizeResult(n, EXIT_INTERRUPTED, summary_of(run_dir), None, run_dir, axis))
                 raise
-            row = next(r for r in sweep_rows(done) if r["replicas"] == n)
-            say(progress_line(index, total, row))
+            row = next(r for r in sweep_rows(done) if r["run_dir"] == str(run_dir))
+            say(progress_line(index, total, row, axis))
     except KeyboardInterrupt:
         say(f"interrupted: writing the {len(done)} size(s) run so far")
         return sweep_rows(done), True

@@ -1,0 +1,315 @@
+"""`podbench project`: from one device's rate to N devices: images/sec, efficiency, time and cost to target.
+
+Read-only: methodology/ (the model), bench.results (summaries, sweep.json)
+and the standard library; never TensorFlow, and pandas/matplotlib only for
+--chart, so it answers in well under a second. ``--validate`` prints the
+model against the published runs of methodology/validation.py.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.cli import common, project_text
+from bench.cluster.sweep import SWEEP_JSON, parse_sizes
+from bench.errors import UsageError
+from bench.results import rundir
+from bench.results.summary import read_summary
+from methodology import epochs, interconnect, prices, projection, validation
+
+DEFAULT_DEVICES = "1,8,64,256,1024"
+CHART_STEM = "projection"
+
+_EPILOG = """\
+examples:
+  podbench project --run results/sweeps/curve --interconnect v100-nvlink --devices 1,2,4,8
+  podbench project --images-per-sec 1270 --per-device-batch 256 --interconnect v100-nvlink \\
+      --network gce-100gbps --devices 1,8,64,256 --global-batch-max 32768
+  podbench project --images-per-sec 31225 --per-device-batch 256 --measured-devices 16 \\
+      --interconnect tpu-v3 --devices 16,64,256,1024 --global-batch-max 32768 --chart results/charts
+  podbench project --validate            # the model against published runs, with each error
+
+The model: a device's step time at its batch comes from the device curve (measured points,
+power law between them; outside them extrapolated as batch^a and flagged); one all-reduce of
+every gradient a step over the interconnect (ring, 2-D/3-D torus, or NVLink + network between
+hosts), --exposed-fraction of it not hidden; epochs to the target at the global batch from
+MLPerf's RCP table (or a fixed 90); time = epochs x 1,281,167 images / images/sec.
+Interconnects: methodology/interconnects.csv (dated and sourced; empty where unpublished).
+"""
+
+
+def register(sub) -> None:
+    """Adds the `project` command to ``sub`` (argparse subparsers)."""
+    p = sub.add_parser(
+        "project", help="project one device's rate to N devices: images/sec, efficiency, time and cost",
+        description="What 8, 64 or 1,024 devices would give before renting them: per-device and global "
+                    "batch, compute and all-reduce time a step, images/sec, scaling efficiency, epochs, "
+                    "time and cost to the target at each size.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--run", nargs="+", metavar="DIR",
+                     help="a `podbench sweep --batch-sizes` directory, or one-replica run directories")
+    src.add_argument("--images-per-sec", type=float, metavar="X", help="a rate (all --measured-devices together)")
+    src.add_argument("--validate", action="store_true", help="print the model against published runs")
+    p.add_argument("--per-device-batch", type=int, metavar="B",
+                   help="the batch of --images-per-sec; with --run, the point to project from (default the largest)")
+    p.add_argument("--measured-devices", type=int, metavar="N",
+                   help="devices --images-per-sec was measured on (default 1); their modeled all-reduce is taken out")
+    p.add_argument("--interconnect", metavar="NAME", help="fabric: " + ", ".join(_names(("ici", "intra_host"))))
+    p.add_argument("--network", metavar="NAME",
+                   help="network between GPU hosts: " + ", ".join(_names(("network",))))
+    p.add_argument("--link-gb-per-s", type=float, metavar="X", help="the interconnect's link bandwidth, one way")
+    p.add_argument("--network-gb-per-s", type=float, metavar="X", help="the network's bandwidth a host")
+    p.add_argument("--devices", metavar="LIST", help=f"device counts (default {DEFAULT_DEVICES})")
+    p.add_argument("--global-batch-max", type=int, metavar="B", help="cap the global batch (strong scaling above)")
+    p.add_argument("--epochs-rule", choices=epochs.RULES, help="rcp (MLPerf's table, default) or fixed-90")
+    p.add_argument("--target", choices=("0.759", "0.76"), help="the target the time is named after "
+                   "(default: the rule's: 0.759 for rcp, 0.76 for fixed-90)")
+    p.add_argument("--all-reduce-dtype", choices=tuple(interconnect.BYTES_PER_VALUE),
+                   help="gradient precision on the wire (default float32)")
+    p.add_argument("--exposed-fraction", type=float, metavar="F",
+                   help=f"share of the all-reduce not hidden behind the backward pass "
+                        f"(default {projection.EXPOSED_FRACTION:g}: none hidden)")
+    p.add_argument("--small-batch-exponent", type=float, metavar="A",
+                   help=f"a of batch^a outside the curve (default {projection.SMALL_BATCH_EXPONENT:g}, "
+                        "fitted on MLPerf v0.7 TPU v4)")
+    p.add_argument("--strict", action="store_true", help="refuse sizes that need extrapolation")
+    p.add_argument("--prices", metavar="2018|current|FILE.csv", help=common.PRICES_HELP)
+    p.add_argument("--usd-per-device-hour", type=float, metavar="X", help="your own price a device, host included")
+    p.add_argument("--json", action="store_true", help="the answer as JSON")
+    p.add_argument("--chart", nargs="?", const="results/charts", metavar="DIR",
+                   help="also save projection.png/.svg to DIR (default results/charts)")
+    p.set_defaults(handler=handle)
+
+
+def _names(kinds: tuple[str, ...]) -> list[str]:
+    return [n for n, item in interconnect.load_interconnects().items() if item.kind in kinds]
+
+
+_PROJECTION_ONLY = ("per_device_batch", "measured_devices", "interconnect", "network", "link_gb_per_s",
+                    "network_gb_per_s", "devices", "global_batch_max", "epochs_rule", "target", "all_reduce_dtype",
+                    "exposed_fraction", "small_batch_exponent", "prices", "usd_per_device_hour")
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    if args.validate:
+        given = [n for n in _PROJECTION_ONLY if getattr(args, n) is not None] + (["strict"] if args.strict else [])
+        if given:
+            raise UsageError(f"--validate runs each case with its own settings: drop --{given[0].replace('_', '-')}")
+        return
+    for flag in ("images_per_sec", "link_gb_per_s", "network_gb_per_s", "usd_per_device_hour"):
+        value = getattr(args, flag)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UsageError(f"--{flag.replace('_', '-')} must be a positive number, got {value:g}")
+    for flag in ("per_device_batch", "measured_devices", "global_batch_max"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise UsageError(f"--{flag.replace('_', '-')} must be a positive whole number, got {value}")
+    if args.images_per_sec is not None and args.per_device_batch is None:
+        raise UsageError("--images-per-sec needs --per-device-batch B: the batch that rate was measured at")
+    if args.run is not None and args.measured_devices is not None:
+        raise UsageError("--measured-devices applies to --images-per-sec; --run reads one-device runs")
+    if args.interconnect is None:
+        raise UsageError("give --interconnect NAME (see `podbench project --help` for the catalogue)")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the device curve comes from.
+
+    Attributes:
+      points: {per-device batch: the figure's images/sec, all its devices}.
+      devices: how many devices the figures were measured on.
+      what: one line for the output.
+      notes: what the reader must know (image size, platform).
+    """
+
+    points: dict
+    devices: int
+    what: str
+    notes: tuple[str, ...] = ()
+
+
+def _sweep_points(path: Path) -> tuple[dict, list]:
+    try:
+        document = rundir.read_json(path / SWEEP_JSON)
+    except (OSError, ValueError) as err:
+        raise UsageError(f"cannot read {path / SWEEP_JSON} ({err})") from None
+    if not isinstance(document, dict) or document.get("axis") != "batch":
+        raise UsageError(f"{path} is a --replicas sweep; the device curve needs `podbench sweep --batch-sizes`")
+    rows = [r for r in document.get("sizes", []) if r.get("status") != "failed" and r.get("images_per_sec")]
+    return {r["per_replica_batch_size"]: r["images_per_sec"] for r in rows}, rows
+
+
+def _run_point(path: Path) -> tuple[dict, list]:
+    try:
+        s = read_summary(path)
+    except (FileNotFoundError, ValueError) as err:
+        raise UsageError(str(err)) from None
+    if not s.measured:
+        raise UsageError(f"{path} has no steady-state images_per_sec (status {s.status}); rerun it with more steps")
+    if s.num_replicas != 1:
+        raise UsageError(f"{path} ran {s.num_replicas} replicas: the device curve needs one-device runs "
+                         "(`podbench sweep --batch-sizes`)")
+    return {s.per_replica_batch_size: s.images_per_sec}, [{"image_size": s.image_size, "platform": s.platform,
+                                                          "device_kind": s.device_kind}]
+
+
+def read_source(args: argparse.Namespace) -> Source:
+    """The device curve's points: from --run directories, or --images-per-sec.
+
+    Raises:
+      UsageError: a missing directory, a --replicas sweep, a multi-replica run, a batch twice, nothing measured.
+    """
+    if args.images_per_sec is not None:
+        n = args.measured_devices or 1
+        return Source({args.per_device_batch: args.images_per_sec}, n,
+                      f"--images-per-sec {args.images_per_sec:,g} on {n} device(s) at {args.per_device_batch} a device")
+    points, rows = {}, []
+    for name in args.run:
+        path = Path(name)
+        if not path.is_dir():
+            raise UsageError(f"no directory {path}; give a sweep directory or run directories")
+        found, described = _sweep_points(path) if (path / SWEEP_JSON).exists() else _run_point(path)
+        for batch in found:
+            if batch in points:
+                raise UsageError(f"batch {batch} is measured twice ({name}): give each batch once")
+        points.update(found)
+        rows += described
+    if not points:
+        raise UsageError(f"nothing measured in {' '.join(args.run)}: every size failed")
+    notes = []
+    sizes = sorted({r.get("image_size") for r in rows} - {None})
+    if sizes and sizes != [224]:
+        notes.append(f"measured at {', '.join(f'{s}x{s}' for s in sizes)}, not ImageNet's 224x224: the "
+                     "projection shows the method, not ResNet-50 training at 224")
+    kinds = sorted({r.get("device_kind") or r.get("platform") or "?" for r in rows})
+    return Source(points, 1, f"{len(points)} measured point(s) from {' '.join(args.run)} ({', '.join(kinds)})",
+                  tuple(notes))
+
+
+def _fabrics(args) -> tuple[interconnect.Interconnect, interconnect.Interconnect | None]:
+    catalogue = interconnect.load_interconnects()
+    try:
+        fabric = interconnect.find(catalogue, args.interconnect, ("ici", "intra_host"))
+        network = interconnect.find(catalogue, args.network, ("network",)) if args.network else None
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if args.link_gb_per_s is not None:
+        fabric = interconnect.with_link_bandwidth(fabric, args.link_gb_per_s, "--link-gb-per-s (yours)")
+    if args.network_gb_per_s is not None:
+        if network is None:
+            raise UsageError("--network-gb-per-s needs --network NAME (the network it replaces the bandwidth of)")
+        network = interconnect.with_link_bandwidth(network, args.network_gb_per_s, "--network-gb-per-s (yours)")
+    return fabric, network
+
+
+def build_model(args, source: Source) -> projection.Model:
+    """The projection model the flags describe (the device curve's points de-embedded where needed).
+
+    Raises:
+      UsageError: anything the model refuses.
+    """
+    fabric, network = _fabrics(args)
+    try:
+        payload = interconnect.gradient_bytes(args.all_reduce_dtype or "float32")
+        exposed = projection.EXPOSED_FRACTION if args.exposed_fraction is None else args.exposed_fraction
+        measured_reduce_s = (interconnect.all_reduce_s(fabric, source.devices, payload, network)
+                             if source.devices > 1 else 0.0)
+        points = tuple(projection.device_point(rate, batch, source.devices, measured_reduce_s, exposed)
+                       for batch, rate in sorted(source.points.items()))
+        exponent = projection.SMALL_BATCH_EXPONENT if args.small_batch_exponent is None else args.small_batch_exponent
+        curve = projection.DeviceCurve(points, exponent)
+        batch = args.per_device_batch or curve.largest_batch
+        return projection.Model(curve, fabric, network, batch, payload, args.global_batch_max, exposed,
+                                args.epochs_rule or epochs.RCP)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def parse_devices(text: str | None) -> tuple[int, ...]:
+    """``"1,8,64"`` -> (1, 8, 64), sorted, each once.
+
+    Raises:
+      UsageError: not a comma list of positive whole numbers.
+    """
+    return parse_sizes(text or DEFAULT_DEVICES, "--devices", "device count", DEFAULT_DEVICES)
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """The hourly price of every size, and where it comes from.
+
+    Attributes:
+      usd_per_hour: {devices: price or None}.
+      label: which prices ("2018 on-demand prices", "--usd-per-device-hour 2.5" ...).
+      parts: the catalogue rows used.
+      notes: sizes without a price, and why.
+    """
+
+    usd_per_hour: dict
+    label: str
+    parts: tuple = ()
+    notes: tuple[str, ...] = ()
+
+
+def hourly_prices(args: argparse.Namespace, device: str, sizes) -> Pricing:
+    """Each size's hourly price: --usd-per-device-hour, or the catalogue (2018 for v2 and V100, else current).
+
+    Raises:
+      UsageError: an unreadable --prices file.
+    """
+    if args.usd_per_device_hour is not None:
+        return Pricing({n: n * args.usd_per_device_hour for n in sizes},
+                       f"--usd-per-device-hour {args.usd_per_device_hour:g}")
+    choice = args.prices or ("2018" if device in ("tpu-v2", "v100") else "current")
+    book, era = common.price_book(choice)
+    out, notes, parts = {}, [], []
+    for n in sizes:
+        try:
+            q = prices.quote_devices(book, device, n, era)
+        except ValueError as err:
+            out[n] = None
+            notes.append(f"{n} devices: no price ({err})")
+            continue
+        out[n] = q.usd_per_hour
+        parts += q.parts
+    label = f"{era} on-demand prices" if era else f"on-demand prices from {book.path}"
+    return Pricing(out, label, tuple(dict.fromkeys(parts)), tuple(notes))
+
+
+def handle(args: argparse.Namespace) -> int:
+    _check_numbers(args)
+    if args.validate:
+        checks, calibration = validation.validate(), validation.calibration_checks()
+        print(rundir.dumps(project_text.validation_json(checks, calibration)) if args.json
+              else project_text.validation_text(checks, calibration))
+        return 0
+    source = read_source(args)
+    model = build_model(args, source)
+    sizes = parse_devices(args.devices)
+    pricing = hourly_prices(args, model.fabric.device, sizes)
+    try:
+        rows = projection.project(model, sizes, pricing.usd_per_hour, strict=args.strict)
+    except ValueError as err:
+        raise UsageError(f"{err}" + ("; drop --strict to see it flagged" if args.strict else "")) from None
+    answer = project_text.projection_answer(args, source, model, rows, pricing)
+    if args.chart:
+        _write_chart(Path(args.chart), rows, model.fabric.name)
+    print(rundir.dumps(answer) if args.json else project_text.projection_text(answer))
+    return 0
+
+
+def _write_chart(directory: Path, rows, fabric_name: str) -> None:
+    import pandas as pd  # noqa: PLC0415 (only with --chart)
+
+    from bench.report import files, scaling_charts  # noqa: PLC0415
+
+    directory.mkdir(parents=True, exist_ok=True)
+    published = pd.DataFrame(validation.published_points(fabric_name), columns=["devices", "images_per_sec", "label"])
+    fig, _ = scaling_charts.plot_projection(pd.DataFrame([r.to_json() for r in rows]), published)
+    for path in files.save_figure(fig, directory, CHART_STEM):
+        print(f"wrote {path}", file=sys.stderr)

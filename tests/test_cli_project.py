@@ -1,0 +1,234 @@
+"""bench/cli/project.py: `podbench project` end to end, in-process: a published figure, run and sweep
+directories, --validate, the chart, and bad input refused in one line."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.cluster import sweep
+from bench.results.summary import read_summary
+from console import REPO, podbench_probing_tf, run_cli
+from run_fixture import write_run
+
+EXIT_USAGE = 2
+V3_POD = ["--images-per-sec", "31225", "--per-device-batch", "256", "--measured-devices", "16",
+          "--interconnect", "tpu-v3", "--devices", "16,64,256,1024", "--global-batch-max", "32768"]
+
+
+def strict_json(text: str):
+    def refuse(name):
+        raise ValueError(f"{name} in podbench's JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+# --- a published figure -------------------------------------------------------------------------
+
+def test_tpu_v3_pod_text(capsys):
+    code, out, err = run_cli(capsys, "project", *V3_POD)
+    assert code == 0 and err == ""
+    assert out.startswith("ResNet-50 v1.5 to 75.9% top-1, projected over tpu-v3 (torus-2d, 83 GB/s")
+    assert "one device: 1,960 img/s at 256 (its modeled all-reduce taken out)" in out
+    table = out.split("\n\n")[2].splitlines()
+    assert table[0].split()[:3] == ["devices", "layout", "batch/dev"]
+    assert [line.split()[0] for line in table[1:5]] == ["16", "64", "256", "1024"]
+    assert "32x32 torus" in table[4] and "1,292,153*" in table[4] and "64.4%" in table[4]
+    assert "* extrapolated beyond the measured points" in out
+    assert "1024 devices: batch 32 is below the curve's smallest (256): extrapolated as batch^0.2" in out
+    assert "1024 devices: global batch capped at 32,768: 32 a device" in out
+    assert "tpu-v3          $2.00/h a chip" in out and "caveat: derived from the pod figure" in out
+
+
+def test_tpu_v3_pod_json(capsys):
+    code, out, _ = run_cli(capsys, "project", *V3_POD, "--json")
+    data = strict_json(out)
+    rows = {r["devices"]: r for r in data["rows"]}
+    assert code == 0 and sorted(rows) == [16, 64, 256, 1024]
+    assert rows[16]["images_per_sec"] == pytest.approx(31_225)  # the anchor comes back out
+    assert rows[1024]["per_device_batch"] == 32 and rows[1024]["epochs"] == 56.0
+    assert rows[1024]["images_per_sec_per_device"] == pytest.approx(1_262, abs=1)  # MLPerf v0.6: 1,268
+    assert rows[64]["usd_per_hour"] == pytest.approx(128.0) and rows[64]["shape"] == "8x8 torus"
+    assert data["interconnect"]["name"] == "tpu-v3" and data["all_reduce"]["payload_bytes"] == 102_228_128
+    assert data["target_top1"] == 0.759 and data["epochs_rule"] == "rcp"
+
+
+def test_one_v100_to_eight_by_hand(capsys):
+    # 256 / 1270 s of compute + 2 x 7/8 x 102,228,128 B / 150 GB/s of all-reduce a step.
+    _, out, _ = run_cli(capsys, "project", "--images-per-sec", "1270", "--per-device-batch", "256",
+                        "--interconnect", "v100-nvlink", "--devices", "1,8", "--json")
+    rows = strict_json(out)["rows"]
+    assert rows[0]["images_per_sec"] == pytest.approx(1270)
+    assert rows[1]["images_per_sec"] == pytest.approx(8 * 256 / (256 / 1270 + 1.192661493e-3), rel=1e-9)
+    assert rows[1]["usd_per_hour"] == pytest.approx(8 * 2.48 + 3.04)  # 2018 prices for a V100
+
+
+def test_gpus_beyond_one_host_need_the_network(capsys):
+    code, out, _ = run_cli(capsys, "project", "--images-per-sec", "1270", "--per-device-batch", "256",
+                           "--interconnect", "v100-nvlink", "--network", "gce-100gbps", "--devices", "8,64",
+                           "--json")
+    rows = strict_json(out)["rows"]
+    assert code == 0 and rows[1]["shape"] == "8 hosts x 8"
+    assert rows[1]["all_reduce_s"] == pytest.approx(1.550459941e-2, rel=1e-9)
+
+
+def test_overrides_and_rules(capsys):
+    _, out, _ = run_cli(capsys, "project", "--images-per-sec", "4418", "--per-device-batch", "256",
+                        "--measured-devices", "4", "--interconnect", "tpu-v2", "--link-gb-per-s", "60",
+                        "--devices", "4,256", "--global-batch-max", "32768", "--epochs-rule", "fixed-90",
+                        "--exposed-fraction", "0.5", "--all-reduce-dtype", "bfloat16", "--json")
+    data = strict_json(out)
+    assert data["interconnect"]["link_gb_per_s"] == 60 and "yours" in data["interconnect"]["flag"]
+    assert data["all_reduce"] == {"dtype": "bfloat16", "payload_bytes": 51_114_064,
+                                  "parameters": 25_557_032, "exposed_fraction": 0.5}
+    assert data["target_top1"] == 0.76 and [r["epochs"] for r in data["rows"]] == [90, 90]
+    assert data["rows"][1]["train_hours"] * 60 == pytest.approx(7.8, abs=0.1)  # the blog: 7.9 min
+
+
+def test_a_target_that_does_not_match_the_rule_is_said(capsys):
+    _, out, _ = run_cli(capsys, "project", *V3_POD, "--target", "0.76")
+    assert "the RCP epochs are to 75.9%; 76% needs more" in out
+
+
+def test_own_price(capsys):
+    _, out, _ = run_cli(capsys, "project", *V3_POD, "--usd-per-device-hour", "1.5", "--json")
+    data = strict_json(out)
+    assert data["rows"][0]["usd_per_hour"] == pytest.approx(24.0) and data["prices"]["parts"] == []
+
+
+def test_sizes_without_a_price_say_why(capsys):
+    _, out, _ = run_cli(capsys, "project", "--images-per-sec", "4418", "--per-device-batch", "256",
+                        "--measured-devices", "4", "--interconnect", "tpu-v2", "--link-gb-per-s", "83",
+                        "--devices", "4,8")
+    assert "8 devices: no price (no price for 'v2-16'" in out
+
+
+def test_chart(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "project", *V3_POD, "--chart", tmp_path / "charts")
+    assert code == 0 and "projection.png" in err
+    assert (tmp_path / "charts" / "projection.svg").stat().st_size > 1000
+
+
+# --- measured points: run directories and a batch sweep -------------------------------------------
+
+def test_run_directories_make_the_device_curve(capsys, tmp_path):
+    runs = [write_run(tmp_path, f"20261122T12000{i}Z-cpu00{i}", per_replica_batch=b, image_size=32)
+            for i, b in enumerate((32, 64))]
+    code, out, _ = run_cli(capsys, "project", "--run", *runs, "--interconnect", "v100-nvlink", "--devices",
+                           "1,8", "--json")
+    data = strict_json(out)
+    rates = {b: read_summary(r).images_per_sec for b, r in zip((32, 64), runs)}
+    assert code == 0 and data["source"]["points"] == [{"per_device_batch": b, "images_per_sec": rates[b]}
+                                                      for b in (32, 64)]
+    assert data["rows"][0]["per_device_batch"] == 64 and data["rows"][0]["images_per_sec"] == pytest.approx(rates[64])
+    assert any("measured at 32x32" in n for n in data["notes"])
+
+
+def test_a_batch_sweep_directory_is_read(capsys, tmp_path):
+    rows = [{"per_replica_batch_size": 8, "images_per_sec": 20.0, "status": "completed"},
+            {"per_replica_batch_size": 16, "images_per_sec": None, "status": "failed"},
+            {"per_replica_batch_size": 32, "images_per_sec": 40.0, "status": "completed"}]
+    (tmp_path / sweep.SWEEP_JSON).write_text(json.dumps({"axis": "batch", "sizes": rows}))
+    _, out, _ = run_cli(capsys, "project", "--run", tmp_path, "--interconnect", "v100-nvlink",
+                        "--per-device-batch", "16", "--devices", "1", "--json")
+    data = strict_json(out)
+    assert [p["per_device_batch"] for p in data["source"]["points"]] == [8, 32]  # the failed size is left out
+    assert data["rows"][0]["images_per_sec"] == pytest.approx((20.0 * 40.0) ** 0.5)  # between the points
+    assert not any("curve" in n for n in data["rows"][0]["notes"])  # inside the points: not extrapolated
+
+
+# --- --validate --------------------------------------------------------------------------------
+
+def test_validate_text(capsys):
+    code, out, _ = run_cli(capsys, "project", "--validate")
+    assert code == 0
+    assert "tpu-v3-2048 (1024 chips, batch 32,768)     1024         32        32,768      1,262      1,268" in out
+    assert "TPU v2-512 (256 chips, batch 32,768)" in out and "7.83 min   7.90 min  -0.9%  yes" in out
+    assert "why TF1 DGX-2 V100-32G AMP+XLA, PyTorch DGX-1 V100-16G AMP, PyTorch DGX A100-80G AMP miss:" in out
+    assert out.rstrip().splitlines()[-1].startswith("result: 19 of 24 cases within ±10% (anchors not counted)")
+
+
+def test_validate_json(capsys):
+    _, out, _ = run_cli(capsys, "project", "--validate", "--json")
+    data = strict_json(out)
+    assert data["summary"]["cases"] == 24 and data["summary"]["within"] == 19
+    assert len(data["checks"]) == 25 and len(data["calibration"]) == 3
+    assert data["small_batch_exponent"] == 0.2 and data["fitted_exponent"] == pytest.approx(0.198, abs=1e-3)
+
+
+def test_read_only_and_fast():
+    proc, imported_tf = podbench_probing_tf("project", "--validate")
+    assert proc.returncode == 0 and not imported_tf
+
+
+# --- bad input: one line, exit 2 ----------------------------------------------------------------
+
+def _placeholders(tmp_path) -> dict:
+    """{placeholder: path} for the directories the bad inputs name."""
+    replicas_sweep = tmp_path / "sweep"
+    replicas_sweep.mkdir()
+    (replicas_sweep / sweep.SWEEP_JSON).write_text(json.dumps({"replicas": [1, 2], "sizes": []}))
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / sweep.SWEEP_JSON).write_text('{"axis": "batch", "sizes": [')
+    two = write_run(tmp_path / "runs", "20261122T120000Z-two000", replicas=2, strategy="mirrored")
+    one = write_run(tmp_path / "runs", "20261122T120001Z-one000")
+    return {"{tmp}": str(tmp_path), "{replicas_sweep}": str(replicas_sweep), "{two_replicas}": str(two),
+            "{one}": str(one), "{corrupt}": str(corrupt)}
+
+
+BAD = [
+    pytest.param([], "one of the arguments --run --images-per-sec --validate is required", id="no_source"),
+    pytest.param(["--images-per-sec", "100", "--interconnect", "tpu-v3"], "needs --per-device-batch",
+                 id="rate_without_batch"),
+    pytest.param(["--images-per-sec", "-5", "--per-device-batch", "8", "--interconnect", "tpu-v3"],
+                 "--images-per-sec must be a positive number", id="negative_rate"),
+    pytest.param(["--images-per-sec", "100", "--per-device-batch", "8"], "give --interconnect NAME",
+                 id="no_interconnect"),
+    pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "nvlink9"],
+                 "no interconnect 'nvlink9'", id="unknown_interconnect"),
+    pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "gce-100gbps"],
+                 "no interconnect 'gce-100gbps' of kind ici/intra_host", id="a_network_as_fabric"),
+    pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "tpu-v3",
+                  "--devices", "2048"], "exceed the tpu-v3 pod", id="beyond_the_pod"),
+    pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "v100-nvlink",
+                  "--devices", "16"], "name the network", id="second_host"),
+    pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "tpu-v2",
+                  "--devices", "4"], "give --link-gb-per-s", id="unpublished_bandwidth"),
+    pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "tpu-v3",
+                  "--devices", "0,8"], "--devices: '0' is not a positive whole number", id="zero_devices"),
+    pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "tpu-v3",
+                  "--exposed-fraction", "2"], "exposed_fraction must be within [0, 1]", id="exposed_above_1"),
+    pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "tpu-v3",
+                  "--network-gb-per-s", "10"], "--network-gb-per-s needs --network", id="network_bw_alone"),
+    pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "tpu-v3",
+                  "--global-batch-max", "0"], "--global-batch-max must be a positive whole number", id="zero_cap"),
+    pytest.param(["--images-per-sec", "100", "--per-device-batch", "256", "--interconnect", "tpu-v3",
+                  "--devices", "16,256", "--global-batch-max", "32768", "--strict"],
+                 "256 devices need extrapolation", id="strict"),
+    pytest.param(["--validate", "--interconnect", "tpu-v3"], "drop --interconnect", id="validate_with_flags"),
+    pytest.param(["--run", "{tmp}/nope", "--interconnect", "tpu-v3"], "no directory", id="missing_dir"),
+    pytest.param(["--run", "{replicas_sweep}", "--interconnect", "tpu-v3"], "is a --replicas sweep",
+                 id="replicas_sweep"),
+    pytest.param(["--run", "{two_replicas}", "--interconnect", "tpu-v3"], "ran 2 replicas", id="multi_replica"),
+    pytest.param(["--run", "{corrupt}", "--interconnect", "tpu-v3"], "cannot read", id="corrupt_sweep_json"),
+    pytest.param(["--run", "{one}", "{one}", "--interconnect", "tpu-v3"], "measured twice", id="twice"),
+    pytest.param(["--run", "{one}", "--measured-devices", "4", "--interconnect", "tpu-v3"],
+                 "--measured-devices applies to --images-per-sec", id="measured_devices_with_run"),
+]
+
+
+@pytest.mark.parametrize("argv, fragment", BAD)
+def test_bad_input_is_one_line(capsys, tmp_path, argv, fragment):
+    for key, value in _placeholders(tmp_path).items():
+        argv = [a.replace(key, value) for a in argv]
+    code, out, err = run_cli(capsys, "project", *argv)
+    assert (code, out) == (EXIT_USAGE, ""), err
+    assert err.count("\n") == 1 and err.startswith("error: ") and fragment in err, err
+
+
+def test_readme_shows_what_validate_prints(capsys):
+    """README.md's validation table is this command's output, so its errors cannot drift from the model's."""
+    _, out, _ = run_cli(capsys, "project", "--validate")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("### Validation: `podbench project --validate`")[1].split("```\n")[1]
+    assert shown == out

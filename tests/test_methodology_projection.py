@@ -1,0 +1,197 @@
+"""methodology/projection.py: the device curve at, between and beyond its points; de-embedding a
+published figure; the per-device batch under a cap; a whole size computed by hand."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from methodology import epochs, interconnect, projection
+from methodology.projection import CurvePoint, DeviceCurve
+
+CATALOGUE = interconnect.load_interconnects()
+GRADIENTS = 102_228_128
+CURVE = DeviceCurve((CurvePoint(64, 400.0), CurvePoint(256, 1000.0)), exponent=0.25, saturation_batch=512)
+
+
+# --- the device curve -------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "batch, expected, extrapolated",
+    [
+        pytest.param(64, 400.0, False, id="smallest_point"),
+        pytest.param(256, 1000.0, False, id="largest_point"),
+        pytest.param(128, math.sqrt(400.0 * 1000.0), False, id="log_midpoint_is_the_geometric_mean"),
+        pytest.param(65, 400.0 * (65 / 64) ** (math.log(2.5) / math.log(4)), False, id="offbyone_inside"),
+        pytest.param(63, 400.0 * (63 / 64) ** 0.25, True, id="offbyone_below"),
+        pytest.param(16, 400.0 * 0.25 ** 0.25, True, id="far_below_as_batch_to_the_a"),
+        pytest.param(257, 1000.0 * (257 / 256) ** 0.25, True, id="offbyone_above"),
+        pytest.param(512, 1000.0 * 2 ** 0.25, True, id="above_up_to_saturation"),
+        pytest.param(4096, 1000.0 * 2 ** 0.25, True, id="flat_beyond_saturation"),
+    ],
+)
+def test_rate_at(batch, expected, extrapolated):
+    rate = CURVE.rate_at(batch)
+    assert rate.images_per_sec == pytest.approx(expected, rel=1e-12)
+    assert (rate.extrapolation is not None) is extrapolated
+
+
+def test_extrapolation_says_how():
+    assert "below the curve's smallest (64): extrapolated as batch^0.25" in CURVE.rate_at(32).extrapolation
+    assert "flat beyond" in CURVE.rate_at(300).extrapolation
+
+
+def test_a_point_at_or_above_saturation_is_held_flat():
+    curve = DeviceCurve((CurvePoint(256, 1000.0),))
+    rate = curve.rate_at(1024)
+    assert rate.images_per_sec == 1000.0 and "held at its rate" in rate.extrapolation
+
+
+@pytest.mark.parametrize(
+    "points, exponent, fragment",
+    [
+        pytest.param((), 0.2, "at least one point", id="empty"),
+        pytest.param((CurvePoint(64, 1.0), CurvePoint(64, 2.0)), 0.2, "distinct and increasing", id="repeated"),
+        pytest.param((CurvePoint(64, 1.0), CurvePoint(32, 2.0)), 0.2, "distinct and increasing", id="unsorted"),
+        pytest.param((CurvePoint(64, 1.0),), 1.5, "within \\[0, 1\\]", id="exponent_above_1"),
+        pytest.param((CurvePoint(64, 1.0),), -0.1, "within \\[0, 1\\]", id="negative_exponent"),
+    ],
+)
+def test_bad_curves_are_refused(points, exponent, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        DeviceCurve(points, exponent)
+
+
+@pytest.mark.parametrize("batch, rate", [pytest.param(0, 1.0, id="zero_batch"),
+                                         pytest.param(8, 0.0, id="zero_rate"),
+                                         pytest.param(8, math.inf, id="infinite_rate")])
+def test_bad_points_are_refused(batch, rate):
+    with pytest.raises(ValueError, match="must be a positive"):
+        CurvePoint(batch, rate)
+
+
+def test_fit_exponent_recovers_a_power_law():
+    points = [CurvePoint(b, 50.0 * b ** 0.3) for b in (16, 32, 128, 256)]
+    assert projection.fit_exponent(points) == pytest.approx(0.3, abs=1e-12)
+    with pytest.raises(ValueError, match="two batches"):
+        projection.fit_exponent([CurvePoint(16, 1.0)])
+
+
+# --- a published figure back to one device -----------------------------------------------------
+
+def test_device_point_takes_the_modeled_all_reduce_out():
+    # 16 chips at 256 each, 31,225 img/s: a 131.18 ms step, 0.58 ms of it the modeled all-reduce.
+    reduce_s = interconnect.all_reduce_s(CATALOGUE["tpu-v3"], 16, GRADIENTS)
+    point = projection.device_point(31_225, 256, 16, reduce_s)
+    assert point.per_device_batch == 256
+    assert point.images_per_sec == pytest.approx(256 / (4096 / 31_225 - reduce_s), rel=1e-12)
+    assert projection.device_point(1270, 256, 1, 0.0).images_per_sec == pytest.approx(1270)
+
+
+def test_an_all_reduce_longer_than_the_step_is_refused():
+    with pytest.raises(ValueError, match="as long as the measured step"):
+        projection.device_point(1000, 10, 2, 0.5)
+
+
+# --- the batch under a cap -------------------------------------------------------------------------
+
+def _model(**changes) -> projection.Model:
+    base = dict(curve=DeviceCurve((CurvePoint(32, 1000.0), CurvePoint(256, 2000.0))), fabric=CATALOGUE["tpu-v3"],
+                network=None, per_device_batch=256, payload_bytes=GRADIENTS, global_batch_max=32_768)
+    return projection.Model(**{**base, **changes})
+
+
+@pytest.mark.parametrize(
+    "devices, batch",
+    [
+        pytest.param(128, 256, id="at_the_cap"),
+        pytest.param(129, 254, id="offbyone_past_the_cap_floors"),
+        pytest.param(1024, 32, id="v3_pod"),
+        pytest.param(32_768, 1, id="one_image_a_device"),
+    ],
+)
+def test_batch_at(devices, batch):
+    assert _model().batch_at(devices) == batch
+
+
+def test_a_cap_below_one_image_a_device_is_refused():
+    with pytest.raises(ValueError, match="less than one image a device"):
+        _model(global_batch_max=100).batch_at(101)
+
+
+@pytest.mark.parametrize(
+    "changes, fragment",
+    [
+        pytest.param({"exposed_fraction": 1.5}, "exposed_fraction", id="exposed_above_1"),
+        pytest.param({"epochs_rule": "linear"}, "epochs rule", id="unknown_rule"),
+        pytest.param({"global_batch_max": 0}, "global_batch_max", id="zero_cap"),
+        pytest.param({"per_device_batch": 0}, "per_device_batch", id="zero_batch"),
+    ],
+)
+def test_bad_models_are_refused(changes, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        _model(**changes)
+
+
+# --- whole sizes, by hand ---------------------------------------------------------------------
+
+def test_a_weak_scaling_size():
+    # 64 chips at 256: compute 256/2000 = 128 ms; all-reduce 2 x 63/64 x 102,228,128 B / 332 GB/s = 0.6062 ms.
+    row = projection.project_size(_model(), 64, usd_per_hour=128.0)
+    assert (row.per_device_batch, row.global_batch) == (256, 16_384)
+    assert row.compute_s == pytest.approx(0.128)
+    assert row.all_reduce_s == pytest.approx(6.062097199e-4, rel=1e-9)
+    assert row.images_per_sec == pytest.approx(127_396.64776, rel=1e-9)
+    assert row.scaling_efficiency == pytest.approx(0.99528631066, rel=1e-9)
+    assert row.epochs == pytest.approx(47.2727272727)  # RCP between 13,056 (45.5) and 32,768 (56)
+    assert row.train_hours == pytest.approx(0.13205531971, rel=1e-9)
+    assert row.cost_usd == pytest.approx(0.13205531971 * 128.0, rel=1e-9)
+    assert not row.extrapolated and row.notes == ()
+
+
+def test_a_strong_scaling_size():
+    # 1,024 chips: the cap leaves 32 a device, the curve's smallest point: compute 32 ms.
+    row = projection.project_size(_model(), 1024, usd_per_hour=2048.0)
+    assert (row.per_device_batch, row.global_batch, row.epochs) == (32, 32_768, 56.0)
+    assert row.images_per_sec == pytest.approx(1_004_683.98656, rel=1e-9)
+    assert row.ideal_images_per_sec == pytest.approx(2_048_000)
+    assert row.scaling_efficiency == pytest.approx(0.49056835281, rel=1e-9)
+    assert row.cost_usd == pytest.approx(40.6248473434, rel=1e-9)
+    assert row.notes == ("global batch capped at 32,768: 32 a device",)
+
+
+def test_exposed_fraction_scales_the_all_reduce():
+    model = _model(fabric=CATALOGUE["v100-nvlink"], exposed_fraction=0.5, global_batch_max=None,
+                   curve=DeviceCurve((CurvePoint(256, 1000.0),)))
+    row = projection.project_size(model, 2)
+    assert row.exposed_all_reduce_s == pytest.approx(row.all_reduce_s / 2)
+    assert row.images_per_sec == pytest.approx(1997.34134809, rel=1e-9)
+
+
+def test_one_device_is_the_curve_itself():
+    row = projection.project_size(_model(), 1)
+    assert (row.all_reduce_s, row.images_per_sec, row.scaling_efficiency) == (0.0, 2000.0, 1.0)
+
+
+def test_no_price_no_cost_and_no_epochs_no_time():
+    row = projection.project_size(_model(global_batch_max=None), 512)  # 131,072 images a step
+    assert row.epochs is None and row.train_hours is None and row.cost_usd is None
+    assert row.extrapolated and any("no figure" in n for n in row.notes)
+
+
+def test_fixed_90():
+    row = projection.project_size(_model(epochs_rule=epochs.FIXED_90), 64)
+    assert row.epochs == 90 and row.train_hours == pytest.approx(90 * 1_281_167 / row.images_per_sec / 3600)
+
+
+def test_strict_refuses_the_first_extrapolated_size():
+    model = _model(curve=DeviceCurve((CurvePoint(256, 2000.0),)))
+    assert len(projection.project(model, [16, 64])) == 2
+    with pytest.raises(ValueError, match="256 devices need extrapolation: batch 128 is below"):
+        projection.project(model, [16, 256, 1024], strict=True)
+
+
+def test_to_json_has_the_per_device_rate():
+    data = projection.project_size(_model(), 64).to_json()
+    assert data["images_per_sec_per_device"] == pytest.approx(data["images_per_sec"] / 64)
+    assert data["notes"] == []
