@@ -26,6 +26,12 @@ MIN_IMAGE_SIZE = 32  # five stride-2 stages: 32x32 still leaves a 1x1 final map
 # the first, a 3x3), from 50 on bottlenecks with the stride on the 3x3 conv (v1.5).
 DEPTHS = (10, 18, 26, 34, 50, 101, 152)
 OPTIMIZER_CHOICES = ("auto",) + schedule.OPTIMIZERS
+# XLA's compiled all-reduce cannot span processes: on GPUs, TensorFlow's XLA launch has no
+# NCCL clique exchange between processes (tensorflow/models#10752, tensorflow/tensorflow#58961,
+# workaround tensorflow/models#10845: drop jit_compile); on CPUs the ring all-reduce does not
+# compile at all ("Only compiling NCCL/auto collective is supported, got: ring", measured here).
+MULTI_WORKER_XLA = ("--xla cannot run under --strategy multi_worker: XLA cannot all-reduce across processes "
+                    "(a known TensorFlow limitation); drop --xla (multi_worker runs without XLA by default)")
 
 
 def positive(name: str, value: int | None) -> None:
@@ -178,11 +184,14 @@ class RuntimeConfig:
       strategy: tf.distribute strategy name, or "auto" (TPU, then GPUs, then CPU).
       tpu: Cloud TPU name, grpc://host:port, or "local" (TPU VM); strategy tpu only.
       replicas: replicas for "mirrored" (on a CPU: logical devices to split into).
+      require_gpu: the run means nothing without GPUs (the V100 presets): fail in one
+        line when TensorFlow sees none, rather than run their batch on a CPU for hours.
     """
 
     strategy: str = "auto"
     tpu: str | None = None
     replicas: int | None = None
+    require_gpu: bool = False
 
     def __post_init__(self):
         choice("strategy", self.strategy, STRATEGIES)
@@ -302,6 +311,8 @@ def check_ready(config: RunConfig) -> RunConfig:
     """
     if config.runtime.strategy == "tpu" and not config.runtime.tpu:
         raise ValueError("--strategy tpu needs --tpu NAME, grpc://HOST:PORT or local (on a TPU VM)")
+    if config.runtime.strategy == "multi_worker" and config.train.xla:
+        raise ValueError(MULTI_WORKER_XLA)
     if config.train.evaluates and not config.data.real:
         raise ValueError("evaluation needs a validation split: add --data imagenet or --data tfds with --data-dir "
                          "(`podbench data make` writes one from a folder of images)")

@@ -35,19 +35,29 @@ def cpu(config: RunConfig) -> RunConfig:
 
 
 # The reference's GPU side ran tf_cnn_benchmarks with --batch_size=312 (per GPU),
-# --use_fp16 --xla_compile: one warm-up epoch here, then one measured epoch.
+# --use_fp16 --xla_compile on Google Cloud's V100s (tensorflow/tpu benchmarks/
+# ResNet-50_v1.5_Performance_Comparison_TensorFlow_1.12_GCP.md): one warm-up epoch here,
+# then one measured epoch. 312 is kept because it is the reference's batch, and the
+# reference ran it on those GPUs; it is above the 256 NVIDIA suggests for a 16 GB V100
+# under mixed precision (the GPU default, bench/resolve.py), and podbench's Keras graph is
+# not tf_cnn_benchmarks', so whether 312 fits here is unmeasured: README, "first hour on
+# real hardware". If it runs out of memory, --batch-size 256 runs, at a global batch that
+# differs from the reference's.
 V100_BATCH_PER_GPU = 312
 
 
 def _reference_v100(config: RunConfig, num_gpus: int) -> RunConfig:
+    # A V100 preset means GPUs (one `error:` line without them), and exactly num_gpus of them:
+    # its epoch is ImageNet at num_gpus x 312, so a bigger machine must not add replicas.
+    runtime = dict(strategy="mirrored", replicas=num_gpus) if num_gpus > 1 else dict(strategy="one_device")
     return replace(config, data=dict(steps_per_epoch=imagenet_steps_per_epoch(num_gpus * V100_BATCH_PER_GPU)),
                    train=dict(per_replica_batch_size=V100_BATCH_PER_GPU, epochs=2, precision="mixed_float16",
                               xla=True),
-                   runtime=dict(strategy="mirrored" if num_gpus > 1 else "one_device"))
+                   runtime=dict(**runtime, require_gpu=True))
 
 
 def v100_x1(config: RunConfig) -> RunConfig:
-    """1x V100 as the reference: batch 312, fp16, XLA, 1 warm-up + 1 measured ImageNet epoch.
+    """1x V100 as the reference: batch 312, fp16, XLA, 1 warm-up + 1 measured ImageNet epoch (needs a GPU).
 
     `podbench run --preset v100-x1` on an n1-standard-8 with one V100: about 36 min
     at the reference's ~1,216 img/s a GPU.
@@ -56,7 +66,7 @@ def v100_x1(config: RunConfig) -> RunConfig:
 
 
 def v100_x4(config: RunConfig) -> RunConfig:
-    """4x V100 as the reference: batch 312 a GPU, fp16, XLA, 1 warm-up + 1 measured ImageNet epoch.
+    """4x V100 as the reference: batch 312 a GPU, fp16, XLA, 1 warm-up + 1 measured ImageNet epoch, 4 GPUs exactly.
 
     `podbench run --preset v100-x4` on an n1-standard-32 with 4 V100: about 9 min
     at the reference's ~1,216 img/s a GPU.
@@ -65,7 +75,7 @@ def v100_x4(config: RunConfig) -> RunConfig:
 
 
 def v100_x8(config: RunConfig) -> RunConfig:
-    """8x V100 as the reference: batch 312 a GPU, fp16, XLA, 1 warm-up + 1 measured ImageNet epoch.
+    """8x V100 as the reference: batch 312 a GPU, fp16, XLA, 1 warm-up + 1 measured ImageNet epoch, 8 GPUs exactly.
 
     `podbench run --preset v100-x8` on an n1-standard-64 with 8 V100: about 5 min
     at the reference's ~1,216 img/s a GPU.

@@ -1,10 +1,13 @@
 """Platform defaults -> ``ResolvedRun``: everything about what will run, computed once.
 
-``resolve`` takes what the user asked for (bench/config.py), the platform and
-replica count the strategy found, and what the data holds, and returns one
-complete, checked ``ResolvedRun``: batches, steps, warm-up, evaluation steps,
-the learning-rate schedule and the input pipelines' specs. Nothing downstream
-computes any of these again; a run writes this to config.json. No TensorFlow.
+``resolve`` takes what the user asked for (bench/config.py), the platform,
+strategy, replica and host counts the strategy found, and what the data holds,
+and returns one complete, checked ``ResolvedRun``: batches (by precision),
+steps, warm-up, the evaluation's own batch and steps, the learning-rate
+schedule and the input pipelines' specs (how images travel to the devices).
+What cannot run on the hardware found is refused here, in one line
+(``check_hardware``), before any model is built. Nothing downstream computes
+any of these again; a run writes this to config.json. No TensorFlow.
 """
 from __future__ import annotations
 
@@ -27,15 +30,23 @@ class PlatformDefaults:
     These follow the reference: bfloat16 on TPU, mixed float16 with XLA on GPU,
     float32 without XLA on CPU (XLA makes a 2-core CPU slower: 1.9 vs 3.2
     img/s at batch 32, measured here).
+
+    Attributes:
+      per_replica_batch_size: images a replica, at the platform's 16-bit precision.
+      float32_batch_size: images a replica under float32, where that must be smaller (None: the same).
+      precision, xla, steps_per_execution, log_steps: how the step computes and reports.
+      steps_per_epoch: synthetic data: what counts as an epoch.
+      epochs: total, the warm-up epoch included.
     """
 
     per_replica_batch_size: int
     precision: str
     xla: bool
     steps_per_execution: int
-    steps_per_epoch: int  # synthetic data: what counts as an epoch
-    epochs: int  # total, the warm-up epoch included
+    steps_per_epoch: int
+    epochs: int
     log_steps: int
+    float32_batch_size: int | None = None
 
 
 PLATFORM_DEFAULTS = {
@@ -44,11 +55,21 @@ PLATFORM_DEFAULTS = {
     # steps: 1 warm-up epoch of 4 steps + 12 measured: `make demo` takes ~1.5 min
     # on a quiet 2-core machine and stays under 3 on a busy one.
     "cpu": PlatformDefaults(8, "float32", False, 1, 4, 4, 1),
-    # 256 a V100-16GB under AMP, per NVIDIA's ResNet-50 v1.5 guidance.
-    "gpu": PlatformDefaults(256, "mixed_float16", True, 1, 200, 3, 50),
-    # 128 a core = the reference's 1024 global batch on a v2-8.
-    "tpu": PlatformDefaults(128, "mixed_bfloat16", True, 100, 200, 3, 100),
+    # NVIDIA's suggested ResNet-50 v1.5 batches "per single V100 16 GB": 256 under mixed
+    # precision, 128 in float32 (NVIDIA/DeepLearningExamples,
+    # TensorFlow/Classification/ConvNets/resnet50v1.5/README.md). 25 steps a host round
+    # trip: the harness's callbacks read the step's results (a device sync) once a block,
+    # not once a step (tests/perf/test_steps_per_execution.py measures what a sync costs);
+    # 2 measured epochs of 200 steps are 16 blocks.
+    "gpu": PlatformDefaults(256, "mixed_float16", True, 25, 200, 3, 50, float32_batch_size=128),
+    # 128 a core = the reference's 1024 global batch on a v2-8; 100 steps a device loop (the
+    # reference's iterations_per_loop); 5 measured epochs of 200 steps are 10 blocks, the
+    # fewest whose spread the summary does not flag (methodology.throughput.MIN_SPREAD_INTERVALS).
+    "tpu": PlatformDefaults(128, "mixed_bfloat16", True, 100, 200, 6, 100),
 }
+# An evaluation pads its last batches with zero-weight examples so that every validation
+# record counts once; the eval batch is the largest (up to the training one) padding at most this.
+EVAL_PADDING_MAX_FRACTION = 0.01
 
 
 @dataclass(frozen=True)
@@ -66,9 +87,11 @@ class ResolvedRun:
       log_steps: a progress line every this many steps.
       label_smoothing: of the loss.
       eval_every_epochs: evaluate every this many epochs (0: never).
-      eval_steps: global batches in one evaluation (0 without evaluation).
+      eval_steps: global batches in one evaluation, which covers every validation record
+        once (0 without evaluation).
       schedule: the learning-rate schedule (its optimizer is the run's).
-      train_input, eval_input: what each host's pipelines produce.
+      train_input, eval_input: what each host's pipelines produce (eval_input: its own
+        per-replica batch, padded with zero-weight examples).
       input_bench_batches, input_bench_warmup_batches: the input-only benchmark (0: none).
       num_examples, eval_examples: records in the real data's training and validation splits.
     """
@@ -141,29 +164,120 @@ def resolved_from_dict(d: dict) -> ResolvedRun:
     d = dict(d)
     s = dict(d.pop("schedule"))
     s["decays"] = tuple(tuple(pair) for pair in s.get("decays", ()))
-    train_input = InputSpec(**d.pop("train_input"))
+    train_input = _input_spec_from_dict(d.pop("train_input"))
     eval_input = d.pop("eval_input", None)
     return ResolvedRun(**d, schedule=schedule.Schedule(**s), train_input=train_input,
-                       eval_input=InputSpec(**eval_input) if eval_input else None)
+                       eval_input=_input_spec_from_dict(eval_input) if eval_input else None)
+
+
+def _input_spec_from_dict(d: dict) -> InputSpec:
+    """An InputSpec from config.json; runs written before image_dtype said ``uint8_images``."""
+    d = dict(d)
+    if "uint8_images" in d:
+        d["image_dtype"] = "uint8" if d.pop("uint8_images") else "float32"
+    return InputSpec(**d)
+
+
+def default_precision(config: cfg.RunConfig, platform: str) -> str:
+    """The run's precision: the user's, else the platform's."""
+    cfg.choice("platform", platform, PLATFORMS)
+    return config.train.precision or PLATFORM_DEFAULTS[platform].precision
 
 
 def per_replica_batch_size(config: cfg.RunConfig, platform: str) -> int:
-    """The per-replica batch: the user's, else the platform's default."""
-    cfg.choice("platform", platform, PLATFORMS)
-    return config.train.per_replica_batch_size or PLATFORM_DEFAULTS[platform].per_replica_batch_size
+    """The per-replica batch: the user's, else the platform's default for the run's precision."""
+    d = PLATFORM_DEFAULTS[platform]
+    if config.train.per_replica_batch_size:
+        return config.train.per_replica_batch_size
+    if default_precision(config, platform) == "float32" and d.float32_batch_size:
+        return d.float32_batch_size
+    return d.per_replica_batch_size
 
 
-def uint8_images(config: cfg.RunConfig, platform: str) -> bool:
-    """Whether real images travel to the device as bytes and are normalised there.
+def image_dtype(platform: str, precision: str) -> str:
+    """How images travel from the host to the replicas, synthetic and real data alike.
 
-    On a GPU that is 4x less host-to-device traffic than float32. TPU infeed
-    takes float (the reference fed bfloat16), and on a CPU there is no copy to save.
+    A GPU gets bytes and normalises them on the device: a quarter of float32's
+    host-to-device traffic. A TPU under mixed_bfloat16 gets bfloat16, as the
+    reference fed it: half of float32's. A CPU has no copy to save: float32.
     """
-    return config.data.real and platform == "gpu"
+    if platform == "gpu":
+        return "uint8"
+    if platform == "tpu" and precision == "mixed_bfloat16":
+        return "bfloat16"
+    return "float32"
 
 
-def resolve(config: cfg.RunConfig, platform: str, num_replicas: int,
-            counts: DataCounts | None = None) -> ResolvedRun:
+def check_hardware(config: cfg.RunConfig, platform: str, strategy: str, num_replicas: int = 1,
+                   input_hosts: int = 1) -> None:
+    """Combinations that cannot run (or run for hours to no purpose) on what TensorFlow found.
+
+    Args:
+      config: what the user asked for.
+      platform: cpu, gpu or tpu, as the strategy found it.
+      strategy: the strategy's resolved name (default, one_device, mirrored, multi_worker, tpu).
+      num_replicas: replicas in sync.
+      input_hosts: hosts that each run an input pipeline (a Pod slice's hosts, multi_worker's workers).
+
+    Raises:
+      ValueError: the combination, and the fix, in one line.
+    """
+    t = config.train
+    if config.runtime.require_gpu and platform != "gpu":
+        raise ValueError(f"{'the ' + config.preset + ' preset' if config.preset else 'this run'} needs GPUs and "
+                         "TensorFlow sees none: on a GPU VM install podbench with pip install -e '.[gpu]' "
+                         "(TensorFlow's CUDA libraries) and check that nvidia-smi lists the GPUs")
+    if default_precision(config, platform) == "mixed_float16" and platform == "cpu":
+        raise ValueError("mixed_float16 is for GPUs and TensorFlow sees none: use --precision float32 on a CPU, "
+                         "or install podbench with pip install -e '.[gpu]' on a GPU VM")
+    if platform == "tpu" and t.xla is False:
+        raise ValueError("a TPU always compiles the step with XLA: drop --no-xla")
+    if strategy == "multi_worker" and t.xla:
+        raise ValueError(cfg.MULTI_WORKER_XLA)
+    if platform == "cpu" and t.xla and strategy == "mirrored" and num_replicas > 1:
+        # MirroredStrategy keeps merge_call off GPUs, and a jit-compiled step then cannot reach
+        # the other replicas' variables (an InvalidArgumentError, seen here; one replica runs).
+        raise ValueError("--xla with --strategy mirrored runs only on GPUs (TensorFlow cannot compile the "
+                         "all-reduce between CPU devices): drop --xla")
+    if config.data.skip_corrupt and platform == "tpu" and input_hosts > 1:
+        raise ValueError(f"--skip-corrupt counts skipped records in a variable of this process, which the other "
+                         f"{input_hosts - 1} host(s) of a Pod slice cannot update: drop it on a multi-host slice "
+                         "(check the data first with `podbench data inspect`)")
+
+
+def eval_batches(num_examples: int | None, num_replicas: int, max_per_replica: int,
+                 input_hosts: int = 1) -> tuple[int, int]:
+    """(per-replica batch, steps) of an evaluation in which every validation record counts once.
+
+    The validation records are dealt to the hosts one by one, so a host reads at
+    most ceil(N / hosts) of them; after its last one, its pipeline yields
+    zero-weight padding, which no metric counts. The batch is the largest, up to
+    the training one (``max_per_replica``: it fits), whose steps pad at most
+    EVAL_PADDING_MAX_FRACTION of N; when none does, the one padding least.
+
+    Raises:
+      ValueError: no validation split, an empty one, or replicas not spread evenly over the hosts.
+    """
+    if num_examples is None:
+        raise ValueError("evaluation needs a validation split: the data has none")
+    if num_examples <= 0:
+        raise ValueError("the validation split has no records: add validation data")
+    if num_replicas % input_hosts:
+        raise ValueError(f"{num_replicas} replicas do not spread evenly over {input_hosts} hosts")
+    per_host, replicas_per_host = math.ceil(num_examples / input_hosts), num_replicas // input_hosts
+    best = None
+    for batch in range(max_per_replica, 0, -1):
+        steps = math.ceil(per_host / (batch * replicas_per_host))
+        padding = steps * batch * num_replicas - num_examples
+        if padding <= EVAL_PADDING_MAX_FRACTION * num_examples:
+            return batch, steps
+        if best is None or padding < best[2]:
+            best = (batch, steps, padding)
+    return best[0], best[1]
+
+
+def resolve(config: cfg.RunConfig, platform: str, num_replicas: int, counts: DataCounts | None = None, *,
+            strategy: str | None = None, input_hosts: int = 1) -> ResolvedRun:
     """Fills the platform's defaults into ``config`` and checks the result.
 
     Args:
@@ -171,18 +285,28 @@ def resolve(config: cfg.RunConfig, platform: str, num_replicas: int,
       platform: cpu, gpu or tpu.
       num_replicas: replicas in sync.
       counts: what the real data holds (None: synthetic data).
+      strategy: the strategy's resolved name (None: the config's).
+      input_hosts: hosts running an input pipeline each.
 
     Raises:
       ValueError: an invalid combination, with the fix in the message.
     """
     counts = counts or DataCounts()
+    strategy = strategy or config.runtime.strategy
     per_replica = per_replica_batch_size(config, platform)  # checks the platform name
+    check_hardware(config, platform, strategy, num_replicas, input_hosts)
     d, t = PLATFORM_DEFAULTS[platform], config.train
+    precision = default_precision(config, platform)
     global_batch = per_replica * num_replicas
     steps_per_epoch, train_steps, warmup = _lengths(config, d, counts, global_batch)
     optimizer = schedule.default_optimizer(global_batch) if t.optimizer == "auto" else t.optimizer
     eval_every = (t.eval_every_epochs or 1) if t.evaluates else 0
     train_input = input_spec(config, platform, per_replica)
+    eval_input, eval_steps = None, 0
+    if eval_every:
+        eval_batch, eval_steps = eval_batches(counts.eval_examples, num_replicas, per_replica, input_hosts)
+        eval_input = dataclasses.replace(train_input, split="validation", per_replica_batch_size=eval_batch,
+                                         eval_padding=True)
     bench_batches = config.data.input_bench_batches if config.data.real else 0
     return ResolvedRun(
         platform=platform,
@@ -194,8 +318,9 @@ def resolve(config: cfg.RunConfig, platform: str, num_replicas: int,
         train_steps=train_steps,
         warmup_steps=warmup,
         steps_per_execution=t.steps_per_execution or d.steps_per_execution,
-        precision=t.precision or d.precision,
-        xla=d.xla if t.xla is None else t.xla,
+        precision=precision,
+        # XLA cannot all-reduce across processes: multi_worker runs without it.
+        xla=(d.xla and strategy != "multi_worker") if t.xla is None else t.xla,
         log_steps=t.log_steps or max(d.log_steps, t.steps_per_execution or 1),
         # The reference's schedule over the run (its epochs are the cap when training to a target).
         schedule=schedule.reference_schedule(optimizer, global_batch, train_steps / steps_per_epoch,
@@ -204,8 +329,8 @@ def resolve(config: cfg.RunConfig, platform: str, num_replicas: int,
         label_smoothing=(schedule.default_label_smoothing(global_batch) if t.label_smoothing is None
                          else t.label_smoothing),
         eval_every_epochs=eval_every,
-        eval_steps=eval_steps(counts.eval_examples, global_batch) if eval_every else 0,
-        eval_input=dataclasses.replace(train_input, split="validation") if eval_every else None,
+        eval_steps=eval_steps,
+        eval_input=eval_input,
         input_bench_batches=bench_batches,
         input_bench_warmup_batches=min(warmup, INPUT_BENCH_MAX_WARMUP) if bench_batches else 0,
         num_examples=counts.train_examples,
@@ -235,7 +360,7 @@ def input_spec(config: cfg.RunConfig, platform: str, per_replica: int, split: st
     return InputSpec(
         source=d.source, data_dir=d.data_dir, split=split, image_size=m.image_size,
         num_classes=m.num_classes, per_replica_batch_size=per_replica,
-        seed=config.train.seed, uint8_images=uint8_images(config, platform),
+        seed=config.train.seed, image_dtype=image_dtype(platform, default_precision(config, platform)),
         skip_corrupt=d.skip_corrupt, cache=d.cache, augment=d.augment)
 
 
@@ -250,21 +375,4 @@ def real_epoch_steps(num_examples: int | None, global_batch_size: int) -> int | 
     if num_examples < global_batch_size:
         raise ValueError(f"the training data has {num_examples} records, fewer than one global batch "
                          f"({global_batch_size}): lower --batch-size or use more data")
-    return num_examples // global_batch_size
-
-
-def eval_steps(num_examples: int | None, global_batch_size: int) -> int:
-    """Whole global batches in one pass over the validation split.
-
-    Static shapes drop the remainder, as the reference did
-    (NUM_EVAL_IMAGES // eval_batch_size): 48 steps of ImageNet's 50,000 images at batch 1024.
-
-    Raises:
-      ValueError: no validation split, or fewer validation records than one global batch.
-    """
-    if num_examples is None:
-        raise ValueError("evaluation needs a validation split: the data has none")
-    if num_examples < global_batch_size:
-        raise ValueError(f"the validation split has {num_examples} records, fewer than one global batch "
-                         f"({global_batch_size}): lower --batch-size or add validation data")
     return num_examples // global_batch_size

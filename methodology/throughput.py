@@ -21,6 +21,10 @@ from typing import Iterable, Sequence
 # 1.4826 * MAD estimates the standard deviation of normally distributed data,
 # as tf_cnn_benchmarks' "jitter" does; robust to the odd slow step.
 MAD_TO_STD = 1.4826
+# Fewer measured intervals than this and the spread (±, jitter, p90/p99) is flagged as resting on
+# too few samples: a standard deviation estimated from n samples is itself uncertain by about
+# 1/sqrt(2(n - 1)) of its value, 35% at n = 5 and 24% at n = 10. A judgement, not a law.
+MIN_SPREAD_INTERVALS = 10
 
 
 @dataclass(frozen=True)

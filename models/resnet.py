@@ -19,6 +19,14 @@ import tf_keras
 from official.vision.modeling.backbones import resnet as tfm_resnet
 
 RESNET50_DEPTH = 50
+# Batch norm as the reference trained it (tensorflow/tpu models/official/resnet/resnet_model.py:
+# moving-average decay 0.9, epsilon 1e-5), and as tf-models-official's own ImageNet ResNet
+# experiment sets it (official/vision/configs/image_classification.py: norm_momentum=0.9,
+# norm_epsilon=1e-5). The backbone's own defaults, 0.99 and 1e-3, make the moving averages
+# lag the weights for ~100 steps: at a Pod's 39 steps an epoch, early evaluations would suffer.
+BATCH_NORM_MOMENTUM = 0.9
+BATCH_NORM_EPSILON = 1e-5
+INPUT_DTYPES = ("float32", "bfloat16", "uint8")
 
 # Op types whose multiply-adds the analytic count includes. Like the published
 # "3.8 GFLOPs" of ResNet-50 v1, this counts conv and fully connected MACs only;
@@ -33,6 +41,7 @@ def build_resnet50(
     weight_decay: float = 1e-4,
     input_mean_std: tuple[Sequence[float], Sequence[float]] | None = None,
     depth: int = RESNET50_DEPTH,
+    input_dtype: str = "float32",
 ) -> tf_keras.Model:
     """Builds ResNet-50 v1.5 (or another depth) that outputs float32 logits.
 
@@ -43,19 +52,22 @@ def build_resnet50(
       image_size: square input side in pixels, >= 32.
       num_classes: width of the classifier.
       weight_decay: L2 factor on conv and dense kernels (the reference's 1e-4).
-      input_mean_std: per-channel (mean, std): the model then takes uint8
-        images and normalises them itself, on the device (images cross to an
+      input_mean_std: per-channel (mean, std), with uint8 input: the model
+        normalises the bytes itself, on the device (images cross to an
         accelerator as bytes, a quarter of float32's traffic).
       depth: a tf-models-official ResNet depth. 50 is the benchmark. Below 50
         the blocks are basic (two 3x3 convs, the stride on the first 3x3, so
         v1 and v1.5 coincide); from 50 on, bottlenecks strided on the 3x3.
+      input_dtype: what the images arrive as: float32 or bfloat16 (normalised
+        on the host), or uint8 (with input_mean_std).
 
     Returns:
-      A tf_keras functional model, inputs (batch, size, size, 3) float32 (or
-      uint8 with input_mean_std), outputs (batch, num_classes) float32 logits.
+      A tf_keras functional model, inputs (batch, size, size, 3) of input_dtype,
+      outputs (batch, num_classes) float32 logits.
 
     Raises:
-      ValueError: image_size below 32, num_classes below 2 or an unknown depth.
+      ValueError: image_size below 32, num_classes below 2, an unknown depth or
+        input dtype, or uint8 input without input_mean_std (or the other way round).
     """
     if image_size < 32:
         raise ValueError(f"image_size must be >= 32, got {image_size}")
@@ -63,9 +75,12 @@ def build_resnet50(
         raise ValueError(f"num_classes must be >= 2, got {num_classes}")
     if depth not in tfm_resnet.RESNET_SPECS:
         raise ValueError(f"unknown ResNet depth {depth}; choose one of {sorted(tfm_resnet.RESNET_SPECS)}")
+    if input_dtype not in INPUT_DTYPES:
+        raise ValueError(f"unknown input dtype {input_dtype!r}; choose one of {', '.join(INPUT_DTYPES)}")
+    if (input_dtype == "uint8") != (input_mean_std is not None):
+        raise ValueError("uint8 input needs input_mean_std (the model normalises the bytes), and only uint8 does")
     regularizer = tf_keras.regularizers.L2(weight_decay) if weight_decay else None
-    inputs = tf_keras.Input(shape=(image_size, image_size, 3), name="images",
-                            dtype="uint8" if input_mean_std else "float32")
+    inputs = tf_keras.Input(shape=(image_size, image_size, 3), name="images", dtype=input_dtype)
     images = inputs
     if input_mean_std:
         mean, std = (tf.constant(v, tf.float32) for v in input_mean_std)
@@ -75,6 +90,8 @@ def build_resnet50(
         model_id=depth,
         input_specs=tf_keras.layers.InputSpec(shape=[None, image_size, image_size, 3]),
         kernel_regularizer=regularizer,
+        norm_momentum=BATCH_NORM_MOMENTUM,
+        norm_epsilon=BATCH_NORM_EPSILON,
     )
     endpoints = backbone(images)
     features = endpoints[max(endpoints, key=int)]  # the last stage ("5")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.cli import launch as launch_cli
 from bench.results import jsonl
 from bench.results import rundir as results
 from console import ENV, PODBENCH, REPO, alive, error_lines, podbench_in_process, podbench_probing_tf
@@ -47,6 +48,8 @@ def podbench(*args, cwd=REPO, timeout=RUN_TIMEOUT_S):
         pytest.param(["--workers", 2, "--", "run", "--bogus"], "--bogus", id="bad_run_flag"),
         pytest.param(["--workers", 2, "--", "run", "--warmup-steps", 9, "--train-steps", 4], "warm-up",
                      id="bad_run_combination"),
+        pytest.param(["--workers", 2, "--", "run", "--xla"], "cannot all-reduce across processes",
+                     id="xla_across_processes"),
         pytest.param(["--workers", 0, "--", "run"], "--workers must be at least 1", id="no_workers"),
         pytest.param(["--workers", 2, "--timeout", 0, "--", "run"], "--timeout must be a positive", id="timeout_0"),
         pytest.param(["--workers", 2, "--timeout", -5, "--", "run"], "--timeout must be a positive",
@@ -71,6 +74,31 @@ def test_usage_errors_before_tensorflow(tmp_path, argv):
     assert "Traceback" not in proc.stderr
     assert not imported_tf
     assert not (tmp_path / "results").exists()  # no run directory was made
+
+
+def test_more_workers_than_gpus_is_one_line_before_any_worker(tmp_path, monkeypatch, capsys):
+    # CUDA_VISIBLE_DEVICES names the GPUs the launcher shares out (here 2, for 3 workers).
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    code, out, err = podbench_in_process(monkeypatch, capsys, "launch", "--workers", 3, "--", "run")
+    assert (code, out) == (EXIT_USAGE, ""), err
+    assert err.startswith("error: --workers 3 but this host has 2 GPU(s)") and err.count("\n") == 1, err
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    "shares, expected",
+    [
+        pytest.param(["0,1,2,3", "4,5,6,7"], ["0,1,2,3", "4,5,6,7"], id="each_its_gpus"),
+        pytest.param([], ["as-given", "as-given"], id="cpu_host_environment_unchanged"),
+    ],
+)
+def test_each_worker_gets_its_share_of_the_gpus(tmp_path, shares, expected):
+    environ = {"CUDA_VISIBLE_DEVICES": "as-given", "PATH": "/bin"}
+    specs = launch_cli.worker_specs(["run"], ["127.0.0.1:1", "127.0.0.1:2"], "r1", tmp_path, environ, shares)
+    assert [spec.env["CUDA_VISIBLE_DEVICES"] for spec in specs] == expected
+    assert [json.loads(spec.env["TF_CONFIG"])["task"]["index"] for spec in specs] == [0, 1]
+    assert all(spec.env["PATH"] == "/bin" for spec in specs)
 
 
 def test_output_that_already_holds_a_run(tmp_path):

@@ -187,6 +187,27 @@ def test_unreachable_tpu_fails_within_a_minute(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        # Would have run batch 312, fp16 and XLA over 8 slices of this CPU, for hours.
+        pytest.param(["--preset", "v100-x8"], "the v100-x8 preset needs GPUs and TensorFlow sees none", id="v100_x8"),
+        pytest.param(["--strategy", "mirrored"], "--strategy mirrored found no GPU", id="mirrored_without_gpus"),
+        # Would have been a raw InvalidArgumentError traceback out of the first step.
+        pytest.param(["--preset", "smoke", "--strategy", "mirrored", "--replicas", 2, "--xla"],
+                     "--xla with --strategy mirrored runs only on GPUs", id="xla_mirrored_cpus"),
+    ],
+)
+def test_gpu_only_runs_on_this_cpu_are_one_line(tmp_path, argv, fragment):
+    """Refused once TensorFlow has looked for GPUs, before any model is built (no run directory stays)."""
+    proc = podbench("run", *argv, "--output", tmp_path / "run", timeout=120)
+    assert proc.returncode == EXIT_USAGE, proc.stderr[-3000:]
+    (error,) = error_lines(proc.stderr)
+    assert fragment in error and "Traceback" not in proc.stderr
+    assert "building ResNet" not in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
 # --- Ctrl-C -------------------------------------------------------------------
 
 

@@ -74,6 +74,20 @@ def test_length_checks_pass_what_may_run(train, data):
     assert cfg.check_ready(config) is config
 
 
+@pytest.mark.parametrize("xla, refused", [
+    pytest.param(True, True, id="xla_refused"),
+    pytest.param(None, False, id="default_runs_without"),
+    pytest.param(False, False, id="no_xla"),
+])
+def test_multi_worker_with_xla_is_refused_before_tensorflow(xla, refused):
+    config = cfg.RunConfig(train=cfg.TrainConfig(xla=xla), runtime=cfg.RuntimeConfig(strategy="multi_worker"))
+    if refused:
+        with pytest.raises(ValueError, match="cannot all-reduce across processes"):
+            cfg.check_ready(config)
+    else:
+        assert cfg.check_ready(config) is config
+
+
 def test_configs_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.ModelConfig().image_size = 64

@@ -1,5 +1,7 @@
 """bench/data/pipeline.py: synthetic and real (TFRecord, TFDS) pipelines, under the default and a
 2-replica mirrored strategy, on real JPEG-encoded records written by the tests."""
+from dataclasses import replace as dataclasses_replace
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -152,8 +154,39 @@ def test_real_batches_have_static_shapes_and_normalised_values(imagenet_dir, spl
 
 
 def test_uint8_images_for_normalising_on_the_device(imagenet_dir):
-    images, _ = next(iter(pipeline_of(real_spec(imagenet_dir, uint8_images=True)).dataset_fn(None)))
+    images, _ = next(iter(pipeline_of(real_spec(imagenet_dir, image_dtype="uint8")).dataset_fn(None)))
     assert images.dtype == tf.uint8 and images.shape == (PER_REPLICA_BATCH, IMAGE_SIZE, IMAGE_SIZE, 3)
+
+
+def test_bfloat16_images_for_a_tpus_infeed(imagenet_dir):
+    def whole_split(dtype):  # every validation image in one batch, in a fixed order (by content)
+        spec = real_spec(imagenet_dir, split="validation", image_dtype=dtype)
+        spec = dataclasses_replace(spec, per_replica_batch_size=examples_of(spec))
+        images, _ = next(iter(pipeline_of(spec).dataset_fn(None)))
+        as_float = tf.cast(images, tf.float32).numpy()
+        return images.dtype, as_float[np.argsort(as_float.reshape(len(as_float), -1).mean(axis=1))]
+
+    dtype, halves = whole_split("bfloat16")
+    _, floats = whole_split("float32")
+    assert dtype == tf.bfloat16 and halves.shape == floats.shape
+    # The same normalised pixels, rounded to bfloat16's 8 significant bits.
+    np.testing.assert_allclose(halves, floats, rtol=2 ** -8, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "dtype, low, high",
+    [
+        pytest.param("float32", -2.0, 2.0, id="float32_normalised"),
+        pytest.param("bfloat16", -2.0, 2.0, id="bfloat16_normalised"),
+        pytest.param("uint8", 0, 255, id="uint8_bytes_like_real_data"),
+    ],
+)
+def test_synthetic_images_travel_as_real_ones_do(dtype, low, high):
+    spec = InputSpec("synthetic", IMAGE_SIZE, NUM_CLASSES, PER_REPLICA_BATCH, seed=3, image_dtype=dtype)
+    images, labels = next(iter(pipeline_of(spec).dataset_fn(None)))
+    assert images.dtype == tf.as_dtype(dtype) and images.shape == (PER_REPLICA_BATCH, IMAGE_SIZE, IMAGE_SIZE, 3)
+    values = tf.cast(images, tf.float32).numpy()
+    assert low <= values.min() < values.max() <= high and labels.dtype == tf.int32
 
 
 def test_labels_lose_the_files_offset(imagenet_dir):
@@ -191,9 +224,10 @@ def test_training_split_repeats_and_shuffles(imagenet_dir):
     assert np.concatenate(labels)[:len(in_file_order)].tolist() != sorted(in_file_order)
 
 
-def test_each_host_reads_its_own_shards(imagenet_dir):
-    """Under multi-worker each host gets a disjoint share of the files: two input contexts
-    over a one-pass split see disjoint records that add up to the whole split."""
+def test_each_host_reads_its_own_share(imagenet_dir):
+    """Under multi-worker each host gets a disjoint share (of the files when training, of the
+    records one by one when validating): two input contexts over a one-pass split see
+    disjoint records that add up to the whole split."""
     spec = real_spec(imagenet_dir, split="validation", per_replica_batch_size=1)
     pipeline = pipeline_of(spec)
     seen = []
@@ -309,3 +343,128 @@ def test_tfds_class_count_must_match(tfds_dir):
 def test_tfds_not_prepared_says_how(tmp_path):
     with pytest.raises(UsageError, match="podbench never downloads it.*tfds build imagenet2012"):
         pipeline_of(real_spec(tmp_path, source="tfds"))
+
+
+# --- evaluation: every validation record counts exactly once ---------------------------------------
+
+@pytest.fixture(scope="module")
+def fifteen_validation_records(tmp_path_factory):
+    """15 validation records (5 classes x 3), in 2 shards: 15 divides no batch of 2 or 4."""
+    from imagenet_fixture import write_imagenet_dir
+
+    return write_imagenet_dir(tmp_path_factory.mktemp("eval15"), num_classes=5, train_per_class=2,
+                              validation_per_class=3)
+
+
+def eval_spec(data_dir, batch, **changes):
+    return InputSpec(**{"source": "imagenet", "image_size": IMAGE_SIZE, "num_classes": 5, "split": "validation",
+                        "per_replica_batch_size": batch, "data_dir": str(data_dir), "image_dtype": "uint8",
+                        "eval_padding": True, **changes})
+
+
+def one_pass(data_dir) -> list[tuple[bytes, int]]:
+    """Every validation record once, as (image bytes, label): the unpadded split, batch 1."""
+    spec = eval_spec(data_dir, 1, eval_padding=False)
+    return sorted((x[0].numpy().tobytes(), int(y[0])) for x, y in pipeline_of(spec).dataset_fn(None))
+
+
+def evaluated(dataset, steps) -> list[tuple[bytes, int, float]]:
+    return [(x.numpy().tobytes(), int(y), float(w)) for images, labels, weights in dataset.take(steps)
+            for x, y, w in zip(images, labels, weights)]
+
+
+@pytest.mark.parametrize("replicas, hosts", [pytest.param(1, 1, id="one_host"), pytest.param(2, 1, id="two_replicas"),
+                                             pytest.param(2, 2, id="two_hosts")])
+def test_every_validation_record_counts_once(fifteen_validation_records, replicas, hosts):
+    from bench.resolve import eval_batches
+
+    batch, steps = eval_batches(15, replicas, PER_REPLICA_BATCH, hosts)
+    pipeline = pipeline_of(eval_spec(fifteen_validation_records, batch))
+    seen = []
+    for host in range(hosts):
+        context = tf.distribute.InputContext(num_input_pipelines=hosts, input_pipeline_id=host,
+                                             num_replicas_in_sync=replicas) if hosts > 1 else None
+        # A host's replicas each take a batch a step, from the host's one pipeline.
+        seen += evaluated(pipeline.dataset_fn(context), steps * replicas // hosts)
+    real = sorted((image, label) for image, label, weight in seen if weight == 1.0)
+    assert real == one_pass(fifteen_validation_records)  # each record once, none dropped
+    padding = [(label, weight) for image, label, weight in seen if weight != 1.0]
+    assert padding == [(0, 0.0)] * (steps * batch * replicas - 15)
+
+
+def test_padding_never_counts_in_a_keras_evaluation(fifteen_validation_records):
+    """A model that always answers class 0 is right on exactly the 3 records of class 0: top-1 3/15.
+    Padding (label 0, weight 0) counted would give 4/16, drop_remainder 2/12 or 3/12."""
+    import tf_keras
+
+    batch, steps = 4, 4  # 16 evaluated, 1 padded
+    info = make_strategy("default")
+    dataset = make_dataset(info.strategy, pipeline_of(eval_spec(fifteen_validation_records, batch)))
+    with info.strategy.scope():
+        model = tf_keras.Sequential([
+            tf_keras.Input((IMAGE_SIZE, IMAGE_SIZE, 3), dtype="uint8"),
+            tf_keras.layers.Lambda(lambda x: tf.cast(x, tf.float32)),
+            tf_keras.layers.GlobalAveragePooling2D(),
+            tf_keras.layers.Dense(5, kernel_initializer="zeros",
+                                  bias_initializer=tf_keras.initializers.Constant([1.0, 0, 0, 0, 0])),
+        ])
+        # weighted_metrics: tf_keras leaves compile's plain `metrics` unweighted (padding would count).
+        model.compile(loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      weighted_metrics=[tf_keras.metrics.SparseCategoricalAccuracy(name="top_1")])
+    results = model.evaluate(dataset, steps=steps, verbose=0, return_dict=True)
+    assert results["top_1"] == pytest.approx(3 / 15)
+
+
+# --- an error out of fit: the data's, or the model's? ---------------------------------------------
+
+@pytest.mark.parametrize(
+    "message, from_input",
+    [
+        # What TensorFlow 2.20 raised here (messages shortened to their node lines).
+        pytest.param("Graph execution error:\n\t [[{{node ExtractJpegShape}}]]\n\t [[IteratorGetNext]] "
+                     "[Op:__inference_train_function_666]", True, id="default_strategy_input"),
+        pytest.param("\t [[{{node ExtractJpegShape}}]]\n\t [[MultiDeviceIteratorGetNextFromShard]]\n\t "
+                     "[[RemoteCall]]\n\t [[while/body/_1/while/IteratorGetNext]]", True, id="mirrored_input_in_a_block"),
+        pytest.param("assertion failed: [podbench bad record] [/d/train-00001-of-00002] [record] [3] [label outside "
+                     "1..5 (got 9)]", True, id="a_checked_record"),
+        pytest.param("Trying to access resource dense/kernel/replica_1/9 located in device CPU:1 from device CPU:0\n"
+                     "\t [[{{node StatefulPartitionedCall}}]] [Op:__inference_train_function_1093]", False,
+                     id="xla_mirrored_on_cpu"),
+        pytest.param("Detected unsupported operations when trying to compile graph cluster_0 on XLA_TPU_JIT: "
+                     "ImageProjectiveTransformV3\n\t [[{{node StatefulPartitionedCall}}]]", False,
+                     id="tpu_compile_failure"),
+    ],
+)
+def test_is_input_error(message, from_input):
+    assert data.is_input_error(tf.errors.InvalidArgumentError(None, None, message)) is from_input
+
+
+def _fit_error(model, dataset, steps) -> tf.errors.OpError:
+    import tf_keras
+
+    model.compile(tf_keras.optimizers.SGD(0.1), tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0)
+    return raised.value
+
+
+def _small_model(*middle):
+    import tf_keras
+
+    return tf_keras.Sequential([tf_keras.Input((IMAGE_SIZE, IMAGE_SIZE, 3)), *middle,
+                                tf_keras.layers.GlobalAveragePooling2D(), tf_keras.layers.Dense(NUM_CLASSES)])
+
+
+def test_a_real_corrupt_jpeg_out_of_fit_is_the_datas(tmp_path):
+    spec, _, _ = _bad_spec(tmp_path, "corrupt_jpeg")  # 12 records, one whose JPEG does not decode
+    dataset = pipeline_of(dataclasses_replace(spec, per_replica_batch_size=2)).dataset_fn(None)
+    assert data.is_input_error(_fit_error(_small_model(), dataset, steps=6))
+
+
+def test_a_real_model_error_out_of_fit_is_not_the_datas(imagenet_dir):
+    import tf_keras
+
+    # A model-side failure (as an XLA or TPU compilation failure is): a check on its activations.
+    broken = tf_keras.layers.Lambda(lambda x: tf.debugging.check_numerics(x / 0.0, "activations"))
+    dataset = pipeline_of(real_spec(imagenet_dir, per_replica_batch_size=2)).dataset_fn(None)
+    assert not data.is_input_error(_fit_error(_small_model(broken), dataset, steps=4))

@@ -7,6 +7,8 @@ from official.vision.modeling.layers import nn_blocks
 
 from models.resnet import build_resnet50, forward_macs_per_image
 
+REFERENCE_BN_MOMENTUM, REFERENCE_BN_EPSILON = 0.9, 1e-5  # tensorflow/tpu resnet_model.py (not tfm's 0.99, 1e-3)
+
 RESNET50_PARAMS_1000 = 25_610_152  # torchvision/Keras ResNet-50 at 1000 classes (v1 and v1.5 alike)
 MACS_224 = 4_089_184_256  # torchvision's "GFLOPS 4.09" for ResNet-50 v1.5 (v1: 3.86 G)
 FC_MACS_1000 = 2048 * 1000  # the classifier: 2048 pooled features x 1000 classes, size-independent
@@ -130,7 +132,7 @@ def test_uint8_input_is_normalised_inside_the_model():
     tf_keras.utils.set_random_seed(0)
     float_model = build_resnet50(32, 10)
     tf_keras.utils.set_random_seed(0)
-    byte_model = build_resnet50(32, 10, input_mean_std=(mean, std))
+    byte_model = build_resnet50(32, 10, input_mean_std=(mean, std), input_dtype="uint8")
     assert byte_model.inputs[0].dtype == tf.uint8
     assert byte_model.count_params() == float_model.count_params() == 25_610_152 - 2049 * (1000 - 10)
     images = tf.random.stateless_uniform((2, 32, 32, 3), seed=[1, 2], maxval=256, dtype=tf.int32)
@@ -139,3 +141,36 @@ def test_uint8_input_is_normalised_inside_the_model():
     np.testing.assert_allclose(byte_model(as_bytes, training=False).numpy(),
                                float_model(normalised, training=False).numpy(), rtol=1e-4, atol=1e-5)
     assert forward_macs_per_image(byte_model) == forward_macs_per_image(float_model)
+
+
+def test_batch_norm_is_the_references(models_by_size):
+    norms = [layer for layer in models_by_size[224].submodules
+             if isinstance(layer, tf_keras.layers.BatchNormalization)]
+    assert len(norms) == 53  # the stem, 3 a bottleneck x 16, and 4 projection shortcuts
+    assert {(n.momentum, n.epsilon) for n in norms} == {(REFERENCE_BN_MOMENTUM, REFERENCE_BN_EPSILON)}
+
+
+def test_bfloat16_input_for_a_tpus_infeed():
+    """A TPU is fed bfloat16 (half of float32's bytes): the model takes it as it comes, same graph."""
+    tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    model = build_resnet50(32, 10, input_dtype="bfloat16")
+    assert model.inputs[0].dtype == tf.bfloat16
+    images = tf.cast(tf.random.stateless_uniform((2, 32, 32, 3), seed=[3, 4], minval=-2, maxval=2), tf.bfloat16)
+    logits = model(images, training=False)
+    assert logits.dtype == tf.float32 and logits.shape == (2, 10)
+    tf_keras.mixed_precision.set_global_policy("float32")
+    assert forward_macs_per_image(model) == forward_macs_per_image(build_resnet50(32, 10))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        pytest.param(dict(input_dtype="uint8"), "uint8 input needs input_mean_std", id="bytes_without_statistics"),
+        pytest.param(dict(input_mean_std=((1.0,) * 3, (1.0,) * 3)), "uint8 input needs input_mean_std",
+                     id="statistics_without_bytes"),
+        pytest.param(dict(input_dtype="float16"), "unknown input dtype", id="unknown_dtype"),
+    ],
+)
+def test_input_dtype_and_normalisation_go_together(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        build_resnet50(32, 10, **kwargs)

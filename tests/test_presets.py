@@ -22,15 +22,44 @@ def test_imagenet_steps_per_epoch(global_batch, expected):
     assert presets.imagenet_steps_per_epoch(global_batch) == expected
 
 
+def platform_of(config) -> str:
+    return "tpu" if config.runtime.strategy == "tpu" else "gpu" if config.runtime.require_gpu else "cpu"
+
+
 @pytest.mark.parametrize("name", sorted(presets.PRESETS))
 def test_every_preset_resolves_and_documents_its_command(name):
     config = presets.from_preset(name)
     assert config.preset == name
     assert f"--preset {name}" in presets.PRESETS[name].__doc__
-    platform = {"tpu": "tpu"}.get(config.runtime.strategy, "cpu")
-    replicas = 8 if name == "v100-x8" else 1
-    r = rs.resolve(config, platform, replicas)
+    r = rs.resolve(config, platform_of(config), config.runtime.replicas or 1)
     assert r.warmup_steps < r.train_steps
+
+
+@pytest.mark.parametrize("name, strategy, replicas", [
+    pytest.param("v100-x1", "one_device", None, id="x1_one_gpu"),
+    # Pinned: on a bigger machine the preset still runs its 4 or 8 GPUs, so its epoch (ImageNet at
+    # 4 or 8 x 312) is one pass over ImageNet; a machine with fewer fails up front.
+    pytest.param("v100-x4", "mirrored", 4, id="x4_pins_4"),
+    pytest.param("v100-x8", "mirrored", 8, id="x8_pins_8"),
+])
+def test_v100_presets_need_exactly_their_gpus(name, strategy, replicas):
+    runtime = presets.from_preset(name).runtime
+    assert (runtime.strategy, runtime.replicas, runtime.require_gpu) == (strategy, replicas, True)
+
+
+@pytest.mark.parametrize("name", ["v100-x1", "v100-x4", "v100-x8"])
+def test_v100_presets_on_a_cpu_are_refused_in_one_line(name):
+    config = presets.from_preset(name)
+    with pytest.raises(ValueError, match=f"the {name} preset needs GPUs and TensorFlow sees none"):
+        rs.resolve(config, "cpu", config.runtime.replicas or 1)
+
+
+def test_v100_presets_keep_the_references_312_and_say_why():
+    # 312 is the reference's; the docs must say it exceeds NVIDIA's 256 and what to do if it does not fit.
+    assert presets.V100_BATCH_PER_GPU == 312
+    assert rs.resolve(presets.from_preset("v100-x1"), "gpu", 1).per_replica_batch_size == 312
+    source = open(presets.__file__, encoding="utf-8").read()
+    assert "--batch-size 256" in source and "unmeasured" in source
 
 
 def test_unknown_preset_lists_known_ones():

@@ -69,13 +69,13 @@ def test_optimizer_by_schedule():
     assert isinstance(recipe.make_optimizer(lr.reference_schedule("lars", 16384, 90), 10, 1e-4), lars.LARS)
 
 
-def tiny(optimizer="momentum", evaluate=False):
+def tiny(optimizer="momentum", evaluate=False, platform="cpu"):
     config = dataclasses.replace(
         cfg.RunConfig(), model=cfg.ModelConfig(depth=10, image_size=32, num_classes=10),
         data=cfg.DataConfig(source="imagenet", data_dir="/unused"),
         train=cfg.TrainConfig(per_replica_batch_size=4, epochs=2, optimizer=optimizer,
                               eval_every_epochs=1 if evaluate else None))
-    r = resolve(config, "cpu", 1, DataCounts(40, 40))
+    r = resolve(config, platform, 1, DataCounts(40, 40))
     return recipe.build_model(config.model, r, config.train.seed, tf.distribute.get_strategy())
 
 
@@ -84,6 +84,24 @@ def test_metrics_only_when_evaluating():
     plain, evaluating = tiny(), tiny(evaluate=True)
     assert set(plain.evaluate(x, y, verbose=0, return_dict=True)) == {"loss"}
     assert set(evaluating.evaluate(x, y, verbose=0, return_dict=True)) == {"loss", "top_1", "top_5"}
+
+
+def test_accuracy_is_weighted_so_evaluation_padding_never_counts():
+    model = tiny(evaluate=True)
+    x = tf.zeros((4, 32, 32, 3))
+    answer = int(tf.argmax(model(x[:1], training=False)[0]))  # what the model says for these images
+    y = tf.constant([answer, answer, (answer + 1) % 10, (answer + 1) % 10])
+    weights = tf.constant([1.0, 1.0, 0.0, 0.0])  # the two wrong answers are padding
+    weighted = model.evaluate(x, y, sample_weight=weights, verbose=0, return_dict=True)
+    assert weighted["top_1"] == 1.0  # unweighted it would be 0.5
+
+
+@pytest.mark.parametrize("platform, dtype", [("cpu", tf.float32), ("gpu", tf.uint8), ("tpu", tf.bfloat16)])
+def test_the_model_takes_images_as_they_travel(platform, dtype):
+    model = tiny(platform=platform)
+    assert model.inputs[0].dtype == dtype
+    # Bytes are normalised by the model, on the device; floats arrive normalised.
+    assert ("normalize" in {layer.name for layer in model.layers}) == (dtype == tf.uint8)
 
 
 def test_weight_decay_is_the_optimizers_with_lars_and_a_loss_term_otherwise():

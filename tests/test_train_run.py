@@ -285,3 +285,29 @@ def test_bad_record_mid_run_writes_a_failed_summary(tmp_path):
     summary = json.loads((run_dir / results.SUMMARY_FILE).read_text())
     assert summary["status"] == "failed" and "label outside" in summary["error"]
     assert (run_dir / results.STEPS_FILE).exists()  # what was measured stays
+
+
+def test_evaluation_on_two_replicas_pads_rather_than_drops(tmp_path):
+    """15 validation records on 2 replicas of batch 4: 2 steps of 8, the 16th example a zero-weight pad.
+
+    The pipeline (tests/test_data_pipeline.py) shows each record is evaluated once and the padding
+    weighs 0; this run shows the whole path (weighted metrics, (image, label, weight) batches,
+    MirroredStrategy, evaluation inside fit) runs, in its own process as `podbench run` always is.
+    """
+    from imagenet_fixture import write_imagenet_dir
+
+    data_dir = write_imagenet_dir(tmp_path / "data", num_classes=5, train_per_class=8, validation_per_class=3)
+    run_dir = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.cli", "run", "--preset", "smoke", "--strategy", "mirrored", "--replicas", "2",
+         "--data", "imagenet", "--data-dir", str(data_dir), "--num-classes", "5", "--input-bench-batches", "0",
+         "--eval-every-epochs", "1", "--epochs", "2", "--output", str(run_dir), "--json"],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == EXIT_OK, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    resolved = json.loads((run_dir / results.CONFIG_FILE).read_text())["resolved"]
+    assert (resolved["eval_examples"], resolved["eval_steps"]) == (15, 2)
+    assert resolved["eval_input"]["per_replica_batch_size"] == 4 and resolved["eval_input"]["eval_padding"]
+    assert [e["epoch"] for e in summary["eval_curve"]] == [1, 2]
+    # Top-1 over 15 records is a whole number of fifteenths (over 16 examples it need not be).
+    assert all(round(e["top_1"] * 15, 4) == round(e["top_1"] * 15) for e in summary["eval_curve"])

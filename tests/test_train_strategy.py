@@ -30,7 +30,6 @@ FIT_STEPS = 3
         pytest.param("auto", None, ("/cpu:0",), id="auto_is_default_on_cpu"),
         pytest.param("one_device", None, ("/cpu:0",), id="one_device"),
         pytest.param("mirrored", 2, ("/cpu:0", "/cpu:1"), id="mirrored_2"),
-        pytest.param("mirrored", None, ("/cpu:0",), id="mirrored_default_1"),
     ],
 )
 def test_make_strategy_on_cpu(name, replicas, expected_devices):
@@ -40,6 +39,12 @@ def test_make_strategy_on_cpu(name, replicas, expected_devices):
     assert info.strategy.num_replicas_in_sync == len(expected_devices)
     assert info.devices == expected_devices
     assert info.name == ("default" if name == "auto" else name)  # "auto" never escapes
+
+
+def test_mirrored_without_gpus_or_replicas_is_refused():
+    # Mirrored over what? On a GPU VM whose TensorFlow sees no GPU it would have run one CPU replica.
+    with pytest.raises(UsageError, match=r"no GPU that TensorFlow can use: on a CPU give --replicas N.*'\.\[gpu\]'"):
+        make_strategy("mirrored")
 
 
 def test_auto_with_replicas_is_mirrored():
@@ -175,6 +180,7 @@ def test_tpu_local_without_a_tpu_is_a_usage_error(tmp_path):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, proc.stderr[-2000:]
     assert "TPU" in errors[0] and "local" in errors[0]
+    assert "pip install -e '.[tpu]'" in errors[0]  # this TensorFlow is not the TPU build
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "run").exists()  # the empty run directory is removed
 
@@ -295,3 +301,49 @@ def test_input_under_a_strategy_has_static_per_replica_shapes(tmp_path, split):
     for part in info.strategy.experimental_local_results(images):
         assert part.shape == (PER_REPLICA_BATCH, 32, 32, 3)
     assert pipeline.input_pipelines == 1  # one host: it reads every shard
+
+
+# --- TPU: what the resolver's answers decide (pure: no TPU here) -----------------------------------
+
+@pytest.mark.parametrize(
+    "cluster, hosts",
+    [
+        pytest.param({"worker": ["10.0.0.2:8470"]}, 1, id="v2_8"),
+        pytest.param({"worker": [f"10.0.0.{i}:8470" for i in range(64)]}, 64, id="v2_512"),
+        pytest.param({}, 1, id="no_worker_job"),
+    ],
+)
+def test_tpu_hosts(cluster, hosts):
+    from bench.train.strategy import tpu_hosts
+
+    assert tpu_hosts(cluster) == hosts
+
+
+@pytest.mark.parametrize("hosts, timeout_s", [(1, 41.0), (4, 44.0), (64, 104.0)])
+def test_the_connect_bound_grows_with_the_slice(hosts, timeout_s):
+    from bench.train.strategy import connect_timeout_s
+
+    assert connect_timeout_s(hosts) == timeout_s
+
+
+@pytest.mark.parametrize(
+    "cluster, master, device",
+    [
+        pytest.param({"worker": ["10.0.0.2:8470", "10.0.0.3:8470"]}, "grpc://10.0.0.3:8470",
+                     "/job:worker/replica:0/task:1", id="second_task"),
+        pytest.param({"worker": {0: "10.0.0.2:8470"}}, "grpc://10.0.0.2:8470", "/job:worker/replica:0/task:0",
+                     id="sparse_tasks"),
+        pytest.param({"worker": ["10.0.0.2:8470"]}, "grpc://10.9.9.9:8470", None, id="no_match"),
+    ],
+)
+def test_master_device(cluster, master, device):
+    from bench.train.strategy import master_device
+
+    assert master_device(cluster, master) == device
+
+
+def test_tpu_install_hint_only_without_the_tpu_build():
+    from bench.train.strategy import tpu_install_hint
+
+    assert tpu_install_hint(True) == ""
+    assert "pip install -e '.[tpu]'" in tpu_install_hint(False)

@@ -116,7 +116,7 @@ def handle_bench(args: argparse.Namespace) -> int:
     try:
         spec = InputSpec(source=args.data, data_dir=args.data_dir, split=args.split,
                          image_size=args.image_size, num_classes=args.num_classes,
-                         per_replica_batch_size=args.batch_size, uint8_images=args.uint8,
+                         per_replica_batch_size=args.batch_size, image_dtype="uint8" if args.uint8 else "float32",
                          skip_corrupt=args.skip_corrupt, cache=args.cache)
     except ValueError as err:
         raise UsageError(str(err)) from None

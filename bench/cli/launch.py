@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench import config as cfg
 from bench.cli.run_flags import RUN_FLAGS
-from bench.cluster import launch, tf_config
+from bench.cluster import gpus, launch, tf_config
 from bench.results import jsonl, rundir
 from bench.results.runfiles import read_run
 from bench.results.summary import write_summary
@@ -30,9 +30,11 @@ FAILED_LOG_TAIL_LINES = 15  # of a failed worker's log, shown above the error li
 _EPILOG = """\
 Everything after `--` is a `podbench run` command; its flags apply to every worker
 (`--strategy multi_worker` is added when not given). Worker 0 is the chief: it writes
-the run directory and its progress and summary are shown here. Each worker uses one
-device (on a CPU, the whole CPU), so replicas = workers and the global batch is
-per-replica batch x workers.
+the run directory and its progress and summary are shown here. On a CPU each worker
+uses the whole CPU as one device, so replicas = workers. On a GPU host the GPUs are
+shared out: each worker gets an equal share through CUDA_VISIBLE_DEVICES (8 GPUs, 2
+workers: 0-3 and 4-7), so replicas = GPUs used; set CUDA_VISIBLE_DEVICES to choose
+which. The global batch is per-replica batch x replicas.
 
 If a worker dies, the others are stopped (SIGTERM, then SIGKILL 15 s later: a peer of a
 dead worker may wait in an all-reduce forever), the chief's summary.json says which
@@ -94,16 +96,20 @@ def checked_run_command(command: list[str]) -> tuple[list[str], cfg.RunConfig]:
 
 
 def worker_specs(command: list[str], addresses: list[str], run_id: str, log_dir: Path,
-                 environ: dict[str, str]) -> list[launch.WorkerSpec]:
-    """One spec per address: the same run command, its own TF_CONFIG, its own log (pure)."""
+                 environ: dict[str, str], gpu_shares: list[str] | None = None) -> list[launch.WorkerSpec]:
+    """One spec per address: the same run command, its own TF_CONFIG, its own log, its own GPUs (pure).
+
+    Args:
+      gpu_shares: each worker's CUDA_VISIBLE_DEVICES (gpus.split_gpus); empty or None: no GPUs
+        (the environment is passed on as it is).
+    """
+    def env(k: int) -> dict[str, str]:
+        gpu = {gpus.VISIBLE_ENV: gpu_shares[k]} if gpu_shares else {}
+        return {**environ, **gpu, "TF_CONFIG": tf_config.make_tf_config(addresses, k), tf_config.RUN_ID_ENV: run_id}
+
     return [
-        launch.WorkerSpec(
-            index=k,
-            argv=(sys.executable, "-m", "bench.cli", *command),
-            env={**environ, "TF_CONFIG": tf_config.make_tf_config(addresses, k), tf_config.RUN_ID_ENV: run_id},
-            log_path=log_dir / f"worker-{k}.log",
-            echo=k == 0,
-        )
+        launch.WorkerSpec(index=k, argv=(sys.executable, "-m", "bench.cli", *command), env=env(k),
+                          log_path=log_dir / f"worker-{k}.log", echo=k == 0)
         for k in range(len(addresses))
     ]
 
@@ -125,6 +131,9 @@ def handle(args: argparse.Namespace) -> int:
     if args.max_restarts < 0:
         raise UsageError(f"--max-restarts must be >= 0, got {args.max_restarts}")
     command, config = checked_run_command(args.run_command)
+    # Without a share each, every worker would build its strategy over every GPU of the host.
+    gpu_ids = gpus.visible_gpus(os.environ, gpus.driver_gpus())
+    split = (gpu_ids, gpus.split_gpus(gpu_ids, args.workers))
     run_id = rundir.new_run_id()
     run_dir = rundir.prepare_run_dir(config.output.dir, run_id)
     log_dir = run_dir / WORKERS_DIR
@@ -132,7 +141,7 @@ def handle(args: argparse.Namespace) -> int:
     for attempt in range(args.max_restarts + 1):
         resuming = attempt > 0 and (run_dir / rundir.CONFIG_FILE).is_file()  # else it had not started: start over
         outcome, specs = _launch_once(args, resume_command(command, run_dir) if resuming else command,
-                                      run_id, run_dir, attempt)
+                                      run_id, run_dir, attempt, split)
         if outcome.exit_code != 0:
             record_ending(run_dir, outcome)
         if outcome.failed_index is None or attempt == args.max_restarts:
@@ -144,14 +153,17 @@ def handle(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
-def _launch_once(args: argparse.Namespace, command: list[str], run_id: str, run_dir: Path,
-                 attempt: int) -> tuple[launch.LaunchOutcome, list[launch.WorkerSpec]]:
+def _launch_once(args: argparse.Namespace, command: list[str], run_id: str, run_dir: Path, attempt: int,
+                 split: tuple[list[str], list[str]]) -> tuple[launch.LaunchOutcome, list[launch.WorkerSpec]]:
+    """One start of every worker; ``split``: the visible GPUs and each worker's share of them."""
+    gpu_ids, shares = split
     addresses = [f"{tf_config.LOOPBACK}:{port}" for port in tf_config.free_ports(args.workers)]
     log_dir = run_dir / WORKERS_DIR
-    specs = worker_specs(command, addresses, run_id, log_dir, dict(os.environ))
+    specs = worker_specs(command, addresses, run_id, log_dir, dict(os.environ), shares)
     what = "resuming" if attempt else "starting"
-    print(f"podbench launch {run_id}: {what} {args.workers} worker(s) on {', '.join(addresses)}; worker 0 is the "
-          f"chief and writes {run_dir}; each worker's output: {log_dir}/worker-K.log", file=sys.stderr, flush=True)
+    print(f"podbench launch {run_id}: {what} {args.workers} worker(s) on {', '.join(addresses)}"
+          f"{gpus.describe_split(gpu_ids, shares)}; worker 0 is the chief and writes {run_dir}; each worker's "
+          f"output: {log_dir}/worker-K.log", file=sys.stderr, flush=True)
 
     def started(pids: list[int]) -> None:
         print(f"podbench launch {run_id}: started worker pids {', '.join(map(str, pids))} (worker 0 first)",

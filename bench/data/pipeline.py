@@ -20,6 +20,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from bench.cluster import gpus
 from bench.data import preprocess, records
 from bench.data.spec import DataCounts, InputSpec
 from bench.errors import UsageError
@@ -49,27 +50,37 @@ class Pipeline:
       skipped_records: a CPU counter of records dropped by --skip-corrupt (None otherwise).
       input_pipelines: hosts reading the data, once the strategy has asked for
         the datasets (each reads its own share of the shards).
+      decodes: real data: the host decodes and augments JPEGs (synthetic data does nothing per step).
     """
 
     dataset_fn: object
     files: tuple[str, ...] = ()
     skipped_records: tf.Variable | None = None
     input_pipelines: int = 1
+    decodes: bool = False
 
 
-def synthetic_dataset_fn(image_size: int, num_classes: int, per_replica_batch_size: int, seed: int):
+def synthetic_dataset_fn(image_size: int, num_classes: int, per_replica_batch_size: int, seed: int,
+                         image_dtype: str = "float32"):
     """Returns a dataset_fn yielding one fixed ImageNet-shaped batch forever.
 
     The batch is generated once and cached, so each step costs the host a
     copy and nothing else, as tf_cnn_benchmarks' synthetic mode intends. It
     is made inside the pipeline rather than embedded as a constant, so a
-    large batch never bloats the graph sent to a remote TPU host.
+    large batch never bloats the graph sent to a remote TPU host. Its images
+    travel as real data's do (``image_dtype``: bytes to a GPU, bfloat16 to a
+    TPU), so synthetic and real runs copy the same bytes to the device.
     """
     shape = (per_replica_batch_size, image_size, image_size, 3)
 
     def make_batch(_):
         # One stream a pipeline: workers and hosts draw different batches.
-        images = tf.random.stateless_uniform(shape, seed=[seed, 1], minval=-2.0, maxval=2.0)
+        if image_dtype == "uint8":  # bytes, normalised by the model on the device
+            images = tf.cast(tf.random.stateless_uniform(shape, seed=[seed, 1], maxval=256, dtype=tf.int32),
+                             tf.uint8)
+        else:  # already on the normalised scale
+            images = tf.cast(tf.random.stateless_uniform(shape, seed=[seed, 1], minval=-2.0, maxval=2.0),
+                             image_dtype)
         labels = tf.random.stateless_uniform(
             (per_replica_batch_size,), seed=[seed, 2], maxval=num_classes, dtype=tf.int32
         )
@@ -124,26 +135,64 @@ def count_examples(source: str, data_dir: str | None, num_classes: int,
 def make_pipeline(spec: InputSpec, counts: DataCounts) -> Pipeline:
     """The input of one host for ``spec``, over the shards ``counts`` found."""
     if spec.source == "synthetic":
-        # Synthetic images are already on the normalised scale: nothing to ship as bytes.
         return Pipeline(synthetic_dataset_fn(spec.image_size, spec.num_classes,
-                                             spec.per_replica_batch_size, spec.seed))
+                                             spec.per_replica_batch_size, spec.seed, spec.image_dtype))
     counter = None
     if spec.skip_corrupt:
         with tf.init_scope(), tf.device("/cpu:0"):
             counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_records")
     if spec.source == "imagenet":
         files = counts.train_files if spec.training else counts.eval_files
-        return Pipeline(_tfrecord_dataset_fn(spec, list(files), counter), files, counter)
-    return Pipeline(_tfds_dataset_fn(spec, tfds_builder(spec.data_dir), counter), (), counter)
+        return Pipeline(_tfrecord_dataset_fn(spec, list(files), counter), files, counter, decodes=True)
+    return Pipeline(_tfds_dataset_fn(spec, tfds_builder(spec.data_dir), counter), (), counter, decodes=True)
 
 
 def make_dataset(strategy: tf.distribute.Strategy, pipeline: Pipeline):
-    """The training input for ``strategy``: a distributed dataset of per-replica batches."""
+    """The training input for ``strategy``: a distributed dataset of per-replica batches.
+
+    On a host with several GPUs, real data decodes in a private thread pool
+    that leaves cores to the GPUs' own threads (``private_threads``).
+    """
+    threads = None
+    if pipeline.decodes:
+        threads = gpus.private_threads(gpus.count_gpu_devices(_local_devices(strategy)), gpus.usable_cpus())
+
     def dataset_fn(input_context: tf.distribute.InputContext):
         pipeline.input_pipelines = input_context.num_input_pipelines
-        return pipeline.dataset_fn(input_context)
+        dataset = pipeline.dataset_fn(input_context)
+        if threads:
+            options = tf.data.Options()
+            options.threading.private_threadpool_size = threads
+            dataset = dataset.with_options(options)
+        return dataset
 
     return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+# Where an input pipeline's failure surfaces when a step pulls its batch: the iterator op
+# (default strategy: "[[IteratorGetNext]]"; mirrored: "[[MultiDeviceIteratorGetNextFromShard]]",
+# both measured here, with steps_per_execution 1 and 4).
+INPUT_OPS = ("IteratorGetNext", "MultiDeviceIteratorGetNextFromShard")
+
+
+def is_input_error(err: tf.errors.OpError) -> bool:
+    """Whether an error out of ``fit`` came from the input pipeline, not from the model.
+
+    A bad record carries podbench's tag; any other input failure (a shard cut
+    short, a JPEG that does not decode) names the iterator op it surfaced at. A
+    model's error, an XLA or TPU compilation failure included, names neither:
+    searching every shard for a bad record then would blame the data, for hours.
+    """
+    text = str(err)
+    return records.BAD_RECORD_TAG in text or any(op in text for op in INPUT_OPS)
+
+
+def _local_devices(strategy: tf.distribute.Strategy) -> tuple[str, ...]:
+    """This host's replica devices (the default strategy has no such list: its one device)."""
+    try:
+        return tuple(strategy.extended.worker_devices)
+    except RuntimeError:
+        return ()
 
 
 def diagnose(err: tf.errors.OpError, pipeline: Pipeline, num_classes: int, progress=None) -> str:
@@ -191,18 +240,22 @@ _plain_tf = tf.autograph.experimental.do_not_convert
 
 def _tfrecord_dataset_fn(spec: InputSpec, files: list[str], counter: tf.Variable | None):
     def dataset_fn(input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+        hosts = input_context.num_input_pipelines if input_context is not None else 1
         paths = tf.data.Dataset.from_tensor_slices(files)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            if len(files) < input_context.num_input_pipelines:
-                raise UsageError(f"{len(files)} {spec.split} shards cannot feed "
-                                 f"{input_context.num_input_pipelines} hosts: each host reads whole "
-                                 "shards; write the data in at least as many shards as hosts")
-            paths = paths.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        if hosts > 1 and spec.training:
+            if len(files) < hosts:
+                raise UsageError(f"{len(files)} {spec.split} shards cannot feed {hosts} hosts: each host reads "
+                                 "whole shards; write the data in at least as many shards as hosts")
+            paths = paths.shard(hosts, input_context.input_pipeline_id)
         if spec.training:
             paths = paths.shuffle(len(files), seed=spec.seed, reshuffle_each_iteration=True)
-        # (file, index in file, record): a bad record can then be named.
+        # (file, index in file, record): a bad record can then be named. Validation reads in a
+        # fixed order, so that hosts can deal its records out between them one by one.
         raw = paths.interleave(_numbered_records, cycle_length=min(len(files), INTERLEAVE_SHARDS),
-                               num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+                               num_parallel_calls=tf.data.AUTOTUNE, deterministic=not spec.training)
+        if hosts > 1 and not spec.training:
+            raw = raw.shard(hosts, input_context.input_pipeline_id)
+
         @_plain_tf
         def check(path, index, record):
             return records.parse(record, path, index, spec.num_classes, fail=not spec.skip_corrupt)
@@ -222,12 +275,17 @@ def _tfds_dataset_fn(spec: InputSpec, builder, counter: tf.Variable | None):
     import tensorflow_datasets as tfds  # noqa: PLC0415 (only for --data tfds; slow to import)
 
     def dataset_fn(input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
-        read_config = tfds.ReadConfig(input_context=input_context, shuffle_seed=spec.seed,
-                                      interleave_cycle_length=INTERLEAVE_SHARDS)
+        hosts = input_context.num_input_pipelines if input_context is not None else 1
+        # Training: TFDS gives each host its own files. Validation: every host reads the split
+        # in its fixed order and keeps every hosts-th record, as for TFRecords.
+        read_config = tfds.ReadConfig(input_context=input_context if spec.training else None,
+                                      shuffle_seed=spec.seed, interleave_cycle_length=INTERLEAVE_SHARDS)
         # Encoded bytes, not decoded images: our decode crops while decoding.
         examples = builder.as_dataset(split=spec.split, shuffle_files=spec.training,
                                       decoders={"image": tfds.decode.SkipDecoding()},
                                       read_config=read_config)
+        if hosts > 1 and not spec.training:
+            examples = examples.shard(hosts, input_context.input_pipeline_id)
         checked = examples.map(_plain_tf(lambda ex: _tfds_checked(ex, spec)), num_parallel_calls=tf.data.AUTOTUNE,
                                deterministic=False)
         return _finish(checked, spec, counter)
@@ -242,7 +300,7 @@ def _tfds_checked(example: dict, spec: InputSpec):
 
 
 def _finish(checked: tf.data.Dataset, spec: InputSpec, counter: tf.Variable | None) -> tf.data.Dataset:
-    """(encoded, label, ok) records -> skip/count, cache, shuffle, augment, batch, prefetch."""
+    """(encoded, label, ok) records -> skip/count, cache, shuffle, augment, pad, batch, prefetch."""
     if counter is not None:
         @_plain_tf
         def count(encoded, label, ok):
@@ -257,16 +315,32 @@ def _finish(checked: tf.data.Dataset, spec: InputSpec, counter: tf.Variable | No
         pairs = pairs.repeat().shuffle(SHUFFLE_BUFFER_RECORDS, seed=spec.seed)
     images = pairs.map(_plain_tf(lambda encoded, label: (_image(encoded, spec), label)),
                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+    if spec.eval_padding:
+        images = _padded(images, spec)
     batched = images.batch(spec.per_replica_batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
     options = tf.data.Options()
     options.deterministic = False
     return batched.with_options(options)
 
 
+def _padded(images: tf.data.Dataset, spec: InputSpec) -> tf.data.Dataset:
+    """(image, label, weight): 1 for each record, then zero images of weight 0 without end.
+
+    Keras weighs each example's metrics by its weight, so padding fills the last
+    batches (static shapes, every replica a batch) without being counted.
+    """
+    real = images.map(_plain_tf(lambda image, label: (image, label, tf.constant(1.0))))
+    zero = tf.zeros([spec.image_size, spec.image_size, 3], spec.image_dtype)
+    padding = tf.data.Dataset.from_tensors((zero, tf.constant(0, tf.int32), tf.constant(0.0))).repeat()
+    return real.concatenate(padding)
+
+
 def _image(encoded: tf.Tensor, spec: InputSpec) -> tf.Tensor:
     image = (preprocess.train_image(encoded, spec.image_size) if spec.training and spec.augment
              else preprocess.eval_image(encoded, spec.image_size))
-    return preprocess.to_uint8(image) if spec.uint8_images else preprocess.normalize(image)
+    if spec.uint8_images:
+        return preprocess.to_uint8(image)
+    return tf.cast(preprocess.normalize(image), spec.image_dtype)  # bfloat16 to a TPU: half the infeed
 
 
 def tfds_builder(data_dir: str):

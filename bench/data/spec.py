@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from bench.config import DATA_SOURCES, REAL_DATA_SOURCES
 
 SPLITS = ("train", "validation")
+# How images travel to the replicas: bytes normalised on the device (GPU), bfloat16 (TPU), float32.
+IMAGE_DTYPES = ("float32", "uint8", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -40,13 +42,19 @@ class InputSpec:
       num_classes: labels are 0..num_classes-1 after the file format's offset.
       per_replica_batch_size: images per replica per step.
       seed: synthetic data, file order and augmentation.
-      uint8_images: ship images as bytes and normalise on the device (4x less
-        host-to-device traffic); otherwise normalised float32 on the host.
+      image_dtype: how images travel to the replicas, synthetic and real alike:
+        "uint8" (bytes, normalised on the device: 4x less host-to-device traffic
+        than float32), "bfloat16" (normalised on the host, half of float32's
+        traffic) or "float32" (normalised on the host).
       skip_corrupt: drop records that fail the checks, and count them, instead of stopping.
       cache: keep the serialized records in memory after the first pass
         (augmentation still differs each epoch); for datasets that fit in RAM.
       augment: training images get the reference's random crop and flip;
         without, the evaluation's centre crop (still shuffled and repeated).
+      eval_padding: validation: every example carries a weight, 1 for a record and
+        0 for the zero images that follow the host's last record, endlessly, so the
+        last batches are full and every record counts once (the evaluation takes
+        exactly its steps).
     """
 
     source: str
@@ -56,10 +64,11 @@ class InputSpec:
     data_dir: str | None = None
     split: str = "train"
     seed: int = 0
-    uint8_images: bool = False
+    image_dtype: str = "float32"
     skip_corrupt: bool = False
     cache: bool = False
     augment: bool = True
+    eval_padding: bool = False
 
     def __post_init__(self):
         if self.source not in DATA_SOURCES:
@@ -72,6 +81,10 @@ class InputSpec:
             raise ValueError(f"unknown split {self.split!r}; choose one of: {', '.join(SPLITS)}")
         if self.per_replica_batch_size <= 0:
             raise ValueError(f"batch size must be positive, got {self.per_replica_batch_size}")
+        if self.image_dtype not in IMAGE_DTYPES:
+            raise ValueError(f"unknown image dtype {self.image_dtype!r}; choose one of: {', '.join(IMAGE_DTYPES)}")
+        if self.eval_padding and self.split != "validation":
+            raise ValueError("eval_padding applies to the validation split only")
 
     @property
     def training(self) -> bool:
@@ -80,3 +93,8 @@ class InputSpec:
     @property
     def real(self) -> bool:
         return self.source in REAL_DATA_SOURCES
+
+    @property
+    def uint8_images(self) -> bool:
+        """Images travel as bytes, and the model normalises them on the device."""
+        return self.image_dtype == "uint8"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from bench.results.summary import Summary
+from methodology.throughput import MIN_SPREAD_INTERVALS
 
 
 def _num(value, fmt: str, unit: str = "") -> str:
@@ -53,6 +54,29 @@ def _mfu_row(s: Summary) -> str:
             f"({s.peak_basis})")
 
 
+def _spread_rows(s: Summary) -> list[tuple[str, str]]:
+    """The ± and the step-time percentiles, and what they are computed over.
+
+    The timer sees block ends only: with steps_per_execution N each interval
+    is a block of N steps, so the percentiles are of block averages (a slow
+    step inside a block cannot show), and the ± rests on as many samples as
+    there were blocks.
+    """
+    step = s.step_time_s
+    times = (f"median {_num(step['median'], '.3f', ' s')}, p90 {_num(step['p90'], '.3f', ' s')}, "
+             f"p99 {_num(step['p99'], '.3f', ' s')}")
+    block = s.steps_per_execution or 1
+    if block > 1:
+        times += f" (per step, averaged over blocks of {block} steps: per-step tails are not visible)"
+    rows = [("step time", times)]
+    if s.measured and s.num_intervals < MIN_SPREAD_INTERVALS:
+        what = f"block(s) of {block} steps" if block > 1 else "interval(s)"
+        rows.append(("note", f"the ±, jitter and percentiles rest on {s.num_intervals} measured {what} "
+                             f"(fewer than {MIN_SPREAD_INTERVALS}): run longer (--epochs, --train-steps) "
+                             "for a spread worth quoting"))
+    return rows
+
+
 def _ending(s: Summary) -> str:
     how = {"interrupted": "interrupted" + (f" by {s.signal}" if s.signal and s.signal != "SIGINT" else ""),
            "failed": "failed", "killed": "killed (no end was recorded; rebuilt from the raw logs)"}[s.status]
@@ -74,7 +98,6 @@ def format_summary(s: Summary) -> str:
     lines = [f"podbench run {s.run_id}: {s.status}"]
     if s.platform is None:
         return "\n".join(lines + ["  stopped before the first step; nothing was measured"])
-    step = s.step_time_s
     macs = s.model_flops_per_image
     rows = [
         ("hardware", f"{s.device_kind} ({s.platform}), strategy {s.strategy}, {s.num_replicas} replica(s)"),
@@ -87,8 +110,7 @@ def format_summary(s: Summary) -> str:
                        f"(jitter {_num(s.images_per_sec_jitter, '.2f')}); "
                        f"{_num(s.images_per_sec_per_replica, '.2f')} per replica"),
         *_input_rows(s),
-        ("step time", f"median {_num(step['median'], '.3f', ' s')}, p90 {_num(step['p90'], '.3f', ' s')}, "
-                      f"p99 {_num(step['p99'], '.3f', ' s')}"),
+        *_spread_rows(s),
         ("model", f"{_num(macs and macs / 1e9, '.2f')} G multiply-adds/image forward"),
         ("MFU", _mfu_row(s)),
         *_restart_rows(s),

@@ -96,19 +96,20 @@ def build_model(model: ModelConfig, plan: ResolvedRun, seed: int, strategy: tf.d
     tf_keras.utils.set_random_seed(seed)
     # The policy must be set before the layers exist: they take it on creation.
     tf_keras.mixed_precision.set_global_policy(plan.precision)
-    # Real images reach a GPU as bytes and are normalised on the device.
+    # Images reach a GPU as bytes and are normalised on the device; a TPU gets bfloat16.
     mean_std = (preprocess.MEAN_RGB, preprocess.STDDEV_RGB) if plan.train_input.uint8_images else None
     # With LARS the optimizer applies the decay; an L2 loss term as well would decay twice.
     loss_decay = 0.0 if plan.schedule.optimizer == "lars" else model.weight_decay
     with strategy.scope():
         keras_model = build_resnet50(model.image_size, model.num_classes, loss_decay, input_mean_std=mean_std,
-                                     depth=model.depth)
+                                     depth=model.depth, input_dtype=plan.train_input.image_dtype)
         keras_model.compile(
             # fp16: Keras adds loss scaling
             optimizer=make_optimizer(plan.schedule, plan.steps_per_epoch, model.weight_decay),
             loss=make_loss(model.num_classes, plan.label_smoothing),
             # Accuracy only when evaluating: a throughput run computes nothing it does not report.
-            metrics=eval_metrics(model.num_classes) if plan.eval_every_epochs else None,
+            # Weighted: the validation's padding examples weigh 0 (tf_keras never weighs plain `metrics`).
+            weighted_metrics=eval_metrics(model.num_classes) if plan.eval_every_epochs else None,
             steps_per_execution=plan.steps_per_execution,
             # TPUs always compile with XLA; Keras decides there.
             jit_compile=None if plan.platform == "tpu" else plan.xla,

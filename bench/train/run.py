@@ -99,7 +99,8 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
         info = make_strategy(rt.strategy, tpu=rt.tpu, replicas=rt.replicas)
         splits = ("train", "validation") if config.train.evaluates else ("train",)
         counts = pipeline.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
-        plan = resolve(config, info.platform, info.num_replicas, counts)
+        plan = resolve(config, info.platform, info.num_replicas, counts, strategy=info.name,
+                       input_hosts=info.num_hosts)
     except ValueError as err:
         raise UsageError(str(err)) from None
     if resumed_dir is not None:
@@ -355,7 +356,7 @@ def _data_errors(config: RunConfig, built: Built, say):
     try:
         yield
     except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
-        if not config.data.real:
+        if not config.data.real or not pipeline.is_input_error(err):  # a model's error is not the data's
             raise
         raise UsageError(pipeline.diagnose(err, built.train_pipeline, config.model.num_classes, say)) from None
 

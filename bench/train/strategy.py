@@ -7,6 +7,7 @@ logical devices, which must happen before TensorFlow's runtime starts.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import socket
 import threading
@@ -16,13 +17,19 @@ from urllib.parse import urlparse
 
 import tensorflow as tf
 
-from bench.errors import UsageError
+from bench.cluster import gpus as host_gpus
 from bench.cluster.tf_config import ClusterTask, parse_tf_config
+from bench.errors import UsageError
 
 # Bounded waits: a TPU that cannot be reached must fail within a minute, never hang.
 TPU_CONNECT_TIMEOUT_S = 20.0
-# Resolving a TPU name and connecting to its workers, together (TensorFlow's import comes first).
+# Resolving a TPU name (the GCE metadata server, then the Cloud TPU API).
 TPU_CLUSTER_TIMEOUT_S = 40.0
+# Connecting to a slice's hosts: this much, plus TPU_CONNECT_PER_HOST_S for each host. Bounds,
+# not estimates (nothing here has timed a connect): wide enough that a healthy v2-512 (64 hosts)
+# is never refused, short enough that a dead address still fails in minutes, not never.
+TPU_CONNECT_PER_HOST_S = 1.0
+TPU_PACKAGE = "tensorflow-tpu"
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class StrategyInfo:
       platform: "cpu", "gpu" or "tpu".
       num_replicas: replicas in sync; global batch = per-replica batch x this.
       devices: the devices the replicas run on.
+      num_hosts: hosts that each run an input pipeline (a Pod slice's hosts, multi_worker's workers).
     """
 
     strategy: tf.distribute.Strategy
@@ -42,6 +50,7 @@ class StrategyInfo:
     platform: str
     num_replicas: int
     devices: tuple[str, ...]
+    num_hosts: int = 1
 
 
 def make_strategy(name: str, tpu: str | None = None, replicas: int | None = None) -> StrategyInfo:
@@ -60,7 +69,7 @@ def make_strategy(name: str, tpu: str | None = None, replicas: int | None = None
     """
     if name == "auto":
         name = _auto_name(tpu, replicas)
-    gpus = tf.config.list_physical_devices("GPU")
+    gpus = [] if name == "tpu" else _gpus()
     if name == "default":
         strategy = tf.distribute.get_strategy()
         return _info(strategy, name, "gpu" if gpus else "cpu", ("/gpu:0" if gpus else "/cpu:0",))
@@ -78,8 +87,23 @@ def make_strategy(name: str, tpu: str | None = None, replicas: int | None = None
     raise UsageError(f"unknown strategy {name!r}; choose auto, default, one_device, mirrored, multi_worker or tpu")
 
 
-def _info(strategy, name, platform, devices) -> StrategyInfo:
-    return StrategyInfo(strategy, name, platform, strategy.num_replicas_in_sync, tuple(devices))
+def _info(strategy, name, platform, devices, num_hosts: int = 1) -> StrategyInfo:
+    return StrategyInfo(strategy, name, platform, strategy.num_replicas_in_sync, tuple(devices), num_hosts)
+
+
+def _gpus() -> list:
+    """TensorFlow's GPUs, checked against the driver's, with the GPU thread mode set before the runtime starts.
+
+    Raises:
+      UsageError: the driver lists GPUs that TensorFlow cannot see (no CUDA libraries).
+    """
+    gpus = tf.config.list_physical_devices("GPU")  # lists them without starting the runtime
+    problem = host_gpus.tensorflow_missing_gpus(len(gpus), host_gpus.driver_gpus(), os.environ)
+    if problem:
+        raise UsageError(problem)
+    # Read when TensorFlow creates its GPU devices, which the strategy does next.
+    os.environ.update(host_gpus.gpu_thread_env(len(gpus), os.environ))
+    return gpus
 
 
 def _auto_name(tpu: str | None, replicas: int | None) -> str:
@@ -98,9 +122,11 @@ def _mirrored_devices(gpus: list, replicas: int | None) -> tuple[str, ...]:
         if wanted > len(gpus):
             raise UsageError(f"--replicas {wanted} but this machine has {len(gpus)} GPU(s); lower --replicas")
         return tuple(f"/gpu:{i}" for i in range(wanted))
-    wanted = replicas or 1
-    split_cpu(wanted)
-    return tuple(f"/cpu:{i}" for i in range(wanted))
+    if replicas is None:
+        raise UsageError("--strategy mirrored found no GPU that TensorFlow can use: on a CPU give --replicas N "
+                         "to split it into N devices; on a GPU VM install podbench with pip install -e '.[gpu]'")
+    split_cpu(replicas)
+    return tuple(f"/cpu:{i}" for i in range(replicas))
 
 
 def split_cpu(num_devices: int) -> None:
@@ -126,7 +152,7 @@ def split_cpu(num_devices: int) -> None:
 
 def _multi_worker(gpus: list) -> StrategyInfo:
     """MultiWorkerMirroredStrategy over TF_CONFIG's cluster; replicas count every worker's devices."""
-    cluster_task()  # a missing task or one out of range is one line here, not a hang in TensorFlow
+    task = cluster_task()  # a missing task or one out of range is one line here, not a hang in TensorFlow
     # NCCL all-reduces between GPUs; CPUs have only the ring (collectives over gRPC).
     implementation = tf.distribute.experimental.CommunicationImplementation
     options = tf.distribute.experimental.CommunicationOptions(
@@ -134,7 +160,7 @@ def _multi_worker(gpus: list) -> StrategyInfo:
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     platform = "gpu" if gpus else "cpu"
     # This worker's own devices (device strings); num_replicas_in_sync covers the cluster.
-    return _info(strategy, "multi_worker", platform, tuple(strategy.extended.worker_devices))
+    return _info(strategy, "multi_worker", platform, tuple(strategy.extended.worker_devices), task.num_workers)
 
 
 def cluster_task() -> ClusterTask:
@@ -172,7 +198,7 @@ def probe_address(address: str, timeout_s: float = TPU_CONNECT_TIMEOUT_S) -> Non
         ) from None
 
 
-def _bounded(work, timeout_s: float, what: str):
+def _bounded(work, timeout_s: float, what: str, stage: str):
     """Returns ``work()``, run in a daemon thread, or gives up after ``timeout_s``.
 
     TensorFlow waits without bound in two places a wrong --tpu leads to: the
@@ -197,20 +223,67 @@ def _bounded(work, timeout_s: float, what: str):
     thread.join(timeout_s)
     if thread.is_alive():
         raise UsageError(
-            f"no answer from TPU {what} within {timeout_s:.0f} s (resolving its name and connecting to its "
-            "workers); check --tpu and that the TPU is READY (`gcloud compute tpus tpu-vm list`)")
+            f"no answer from TPU {what} within {timeout_s:.0f} s ({stage}); check --tpu and that "
+            "the TPU is READY (`gcloud compute tpus tpu-vm list`)")
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
 
 
+def tpu_hosts(cluster: dict) -> int:
+    """Hosts of a TPU's cluster spec (``ClusterSpec.as_dict()``): its worker tasks, at least 1."""
+    tasks = cluster.get("worker", ())
+    return max(1, len(tasks))
+
+
+def connect_timeout_s(num_hosts: int) -> float:
+    """How long connecting to a slice of ``num_hosts`` hosts may take before it is called dead."""
+    return TPU_CLUSTER_TIMEOUT_S + TPU_CONNECT_PER_HOST_S * num_hosts
+
+
+def master_device(cluster: dict, master: str) -> str | None:
+    """The task TensorFlow makes every op's default device once connected: the master's.
+
+    As tensorflow/python/eager/remote.py finds it: the task whose address
+    contains the master's, or is contained in it. None if none matches.
+    """
+    for job, tasks in cluster.items():
+        indexed = tasks.items() if isinstance(tasks, dict) else enumerate(tasks)
+        for index, address in indexed:
+            if address and (address in master or master in address):
+                return f"/job:{job}/replica:0/task:{index}"
+    return None
+
+
+def tpu_install_hint(installed: bool) -> str:
+    """What to add to a TPU error when this TensorFlow is not the TPU build."""
+    return "" if installed else (f"; this TensorFlow is not the TPU build ({TPU_PACKAGE} is not installed): "
+                                 "on a TPU VM install podbench with pip install -e '.[tpu]' (README)")
+
+
+def _lookup_tpu(tpu: str):
+    """(resolver, master, cluster) of a named or grpc:// TPU: for a name, the GCE metadata
+    server and the Cloud TPU API answer; a grpc:// address needs no lookup."""
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    master = resolver.master()
+    return resolver, master, resolver.cluster_spec().as_dict()
+
+
 def _connect_tpu(tpu: str):
     """A named or grpc:// TPU's resolver, connected: a Pod slice is driven by this one process."""
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
-    master = resolver.master()  # a name: the GCE metadata server and the Cloud TPU API answer
+    resolver, master, cluster = _bounded(lambda: _lookup_tpu(tpu), TPU_CLUSTER_TIMEOUT_S, repr(tpu),
+                                         "resolving its name")
     if master.startswith("grpc://") and master != tpu:
         probe_address(master)
-    tf.config.experimental_connect_to_cluster(resolver)
+    hosts = tpu_hosts(cluster)
+    _bounded(lambda: tf.config.experimental_connect_to_cluster(resolver), connect_timeout_s(hosts), repr(tpu),
+             f"connecting to its {hosts} host(s)")
+    # TensorFlow makes the master the default device in the thread that connected (remote.py
+    # enters a thread-local device scope), which was the bounded one: this thread must too, or
+    # default-placed eager ops (the input-only benchmark) would run on this client's CPU.
+    device = master_device(cluster, master)
+    if device:
+        tf.device(device).__enter__()  # for the process's life, as TensorFlow's own
     return resolver
 
 
@@ -219,11 +292,12 @@ def _tpu_strategy(tpu: str | None) -> StrategyInfo:
         raise UsageError("--strategy tpu needs --tpu NAME, grpc://HOST:PORT or local")
     if tpu.startswith("grpc://"):
         probe_address(tpu)
+    hint = tpu_install_hint(_installed(TPU_PACKAGE))
     try:
         if tpu == "local":  # a TPU VM's own chips: nothing to resolve or connect (as tf-models-official)
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
         else:
-            resolver = _bounded(lambda: _connect_tpu(tpu), TPU_CLUSTER_TIMEOUT_S, repr(tpu))
+            resolver = _connect_tpu(tpu)
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except UsageError:
         raise
@@ -236,8 +310,16 @@ def _tpu_strategy(tpu: str | None) -> StrategyInfo:
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise UsageError(
             f"cannot use TPU {tpu!r}: {first_line[:200]}; on a single-host TPU VM use --tpu local, on a "
-            "Pod slice's worker 0 the TPU's name, elsewhere grpc://HOST:8470"
+            f"Pod slice's worker 0 the TPU's name, elsewhere grpc://HOST:8470{hint}"
         ) from None
     strategy = tf.distribute.TPUStrategy(resolver)
     devices = tuple(d.name for d in tf.config.list_logical_devices("TPU"))
-    return _info(strategy, "tpu", "tpu", devices)
+    return _info(strategy, "tpu", "tpu", devices, strategy.extended.num_hosts)
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True

@@ -8,6 +8,11 @@ calls a callback that does not declare ``_supports_tf_logs``; this one does
 not, so ``on_train_batch_end`` runs after the step's loss is on the host,
 i.e. after the step's results are available, not merely dispatched.
 
+That honesty has a price: the host waits for the device at every block's end,
+and the device idles until the next block is dispatched. So accelerators run
+blocks of steps (``steps_per_execution``: 25 on a GPU, 100 on a TPU) and pay
+the wait once a block (tests/perf/test_steps_per_execution.py measures it).
+
 With ``steps_per_execution = N`` Keras calls ``on_train_batch_end`` once per
 block with ``batch`` = the index of the block's last step, so the step number
 comes from that argument (never from counting calls); blocks restart at each
