@@ -123,6 +123,17 @@ def test_read_only_commands_load_nothing_heavy():
     assert loaded_after(code) == []
 
 
+def test_compare_loads_nothing_heavy(tmp_path):
+    """`podbench compare` reads run directories (here the runner's own files, tests/run_fixture.py)."""
+    code = ("import contextlib, io, sys\n"
+            f"sys.path.insert(0, {str(REPO / 'tests')!r})\n"
+            "from run_fixture import write_run\nfrom bench.cli import main\n"
+            f"a, b = write_run({str(tmp_path)!r}, 'a'), write_run({str(tmp_path)!r}, 'b', step_s=2.0)\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['compare', str(a), str(b)]) == 1\n")
+    assert loaded_after(code) == []
+
+
 def test_every_commands_help_loads_nothing_heavy():
     """`podbench X --help` builds the parser of every command; none may load TensorFlow,
     pandas or matplotlib just to register, or every help takes seconds."""

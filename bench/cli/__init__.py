@@ -30,11 +30,48 @@ COMMAND_MODULES = (
     "bench.cli.data",
     "bench.cli.eventlog",
     "bench.cli.aggregate",
+    "bench.cli.compare",
 )
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a bad flag is one ``error: ...`` line, not a usage dump."""
+    """argparse, but a bad flag is one ``error: ...`` line, not a usage dump.
+
+    A command whose positionals come in two groups (``podbench compare A1 A2 -- B1 B2``)
+    passes ``two_sided=(dest, dest_after)``: argparse alone would drop the ``--`` and
+    merge the groups, so each half is parsed on its own, flags allowed anywhere in
+    either, and the positionals after ``--`` land in ``dest_after`` (None without one).
+    """
+
+    def __init__(self, *args, two_sided: tuple[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._two_sided = two_sided
+        self._in_half = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        # argparse's intermixed parsing calls back in here: those calls parse plainly.
+        if self._two_sided is None or args is None or self._in_half:
+            return super().parse_known_args(args, namespace)
+        self._in_half = True
+        try:
+            return self._parse_halves(list(args), namespace)
+        finally:
+            self._in_half = False
+
+    def _parse_halves(self, args: list[str], namespace):
+        dest, dest_after = self._two_sided
+        if args.count("--") > 1:
+            self.error("give one -- between the two groups of runs")
+        if "--" not in args:
+            return self.parse_known_intermixed_args(args, namespace)
+        cut = args.index("--")
+        namespace, extra = self.parse_known_intermixed_args(args[:cut], namespace)
+        before = getattr(namespace, dest)
+        delattr(namespace, dest)
+        namespace, extra_after = self.parse_known_intermixed_args(args[cut + 1:], namespace)
+        setattr(namespace, dest_after, getattr(namespace, dest, []))
+        setattr(namespace, dest, before)
+        return namespace, extra + extra_after
 
     def error(self, message: str):  # noqa: D401 (argparse's signature)
         raise UsageError(f"{message} (see `{self.prog} --help`)")
