@@ -138,9 +138,9 @@ def input_file(path: str | Path, what: str, max_bytes: int = rundir.INPUT_FILE_M
     try:
         return rundir.regular_file(Path(path), max_bytes)
     except FileNotFoundError:
-        raise UsageError(f"no {what} {path}; check the path") from None
+        raise UsageError(f"cannot read {what} {path} (no such file); check the path") from None
     except OSError as err:
-        raise UsageError(f"cannot read the {what} {path} ({os_reason(err)}); give a regular file") from None
+        raise UsageError(f"cannot read {what} {path} ({os_reason(err)}); give a regular file") from None
 
 
 # --- output directories -------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def output_dir(path: str | Path, flag: str, refuse_runs: bool = True) -> Path:
 
 # --- run directories ----------------------------------------------------------------------------
 
-def distinct_dirs(paths: Iterable[str], stream: TextIO = sys.stderr) -> list[str]:
+def distinct_dirs(paths: Iterable[str], stream: TextIO | None = None) -> list[str]:
     """``paths`` with repeats of one directory (a symlink, ``./x``, ``x/``) dropped, with a note each.
 
     The same run counted twice would pass for two agreeing runs.
@@ -181,7 +181,7 @@ def distinct_dirs(paths: Iterable[str], stream: TextIO = sys.stderr) -> list[str
         except (OSError, RuntimeError):  # a symlink loop or an over-long name: the reader says what is wrong
             key = path
         if key in seen:
-            print(f"note: {path} is the same directory as {seen[key]}; counted once", file=stream)
+            print(f"note: {path} is the same directory as {seen[key]}; counted once", file=stream or sys.stderr)
             continue
         seen[key] = path
         kept.append(path)

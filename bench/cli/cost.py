@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from bench.cli import common
 from bench.cli.run_flags import load_config
 from bench.errors import UsageError
 from bench.humanize import format_hours, format_rate, format_usd
+from bench.results import rundir
 from bench.results.summary import Summary, read_summary
 from methodology import constants, cost, prices, reference
 
@@ -103,14 +103,15 @@ def _rate_from_run(run: str) -> tuple[float, Summary]:
       UsageError: no run directory, no readable summary, or no steady-state rate in it.
     """
     try:
+        if not Path(run).is_dir():
+            raise UsageError(f"no run directory {run}; give one of results/runs/<run_id> (or --images-per-sec X)")
         summary = read_summary(run)
-    except FileNotFoundError:
-        raise UsageError(f"{run} is not a run directory with a summary.json; give one of results/runs/<run_id> "
-                         "(or --images-per-sec X)") from None
-    except ValueError as err:
+    except (FileNotFoundError, ValueError) as err:
         raise UsageError(str(err)) from None
+    except OSError as err:  # a name longer than the filesystem allows
+        raise UsageError(f"cannot read {run} ({rundir.os_reason(err)}); give a run directory") from None
     if summary.images_per_sec is not None and not (math.isfinite(summary.images_per_sec)
-                                                   and summary.images_per_sec > 0):
+                                                   and summary.images_per_sec >= 0):
         raise UsageError(f"{run}'s summary.json holds images_per_sec {summary.images_per_sec}, not a rate: the "
                          "file is damaged; rebuild it with `podbench summarize RUN_DIR`")
     if not summary.measured:
@@ -199,7 +200,7 @@ def handle(args: argparse.Namespace) -> int:
     priced = _quote(args)
     q, era, pricing = priced if priced else (None, None, None)
     answer = _cost_answer(args, ips, summary, q, era, pricing)
-    print(json.dumps(answer, indent=2) if args.json else _cost_text(answer, args))
+    print(rundir.dumps(answer) if args.json else _cost_text(answer, args))
     return 0
 
 
