@@ -45,7 +45,6 @@ def handle(args) -> int:
     from bench.report import tables  # noqa: PLC0415
 
     # gs:// arguments are downloaded (JSON files only) to a temporary directory and read from there.
-    output = checks.output_dir(args.output or DEFAULT_REPORT_DIR, "--output")
     # The same run counted twice would weigh twice in every table and chart.
     run_dirs = storage.local_run_dirs(checks.distinct_dirs(args.run_dirs)) or \
         tables.find_run_dirs(rundir.DEFAULT_RUNS_DIR)
@@ -57,6 +56,7 @@ def handle(args) -> int:
         print(f"skipped {skip.run_dir}: {skip.reason}", file=sys.stderr)
     if not runs:
         raise UsageError(f"none of the {len(run_dirs)} run directories can be reported (reasons above)")
+    output = checks.output_dir(args.output or DEFAULT_REPORT_DIR, "--output")  # never another run's directory
     written = report_files.write_report(runs, skipped, output)
     print(f"report of {len(runs)} run(s) written to {output}/ ({len(written)} files); "
           f"open {output / 'REPORT.md'}")
