@@ -258,6 +258,8 @@ def test_full_disk_is_one_line_and_nonzero(tmp_path):
 SILENT = [
     pytest.param(["cost", "--run", "run32", "--hardware", "v100"], "run32 is not ImageNet-shaped (image_size 32",
                  id="cost_smoke_run"),
+    pytest.param(["compare", "run224", "./run224/"], "is on both sides", id="compare_with_itself"),
+    pytest.param(["compare", "run32", "--", "run224", "run32"], "is on both sides", id="compare_sides_overlap"),
     pytest.param(["run", "--preset", "smoke", "--tpu", ""], "is empty (an unset $TPU_NAME?)", id="tpu_empty"),
     pytest.param(["run", "--preset", "smoke", "--strategy", "tpu", "--tpu", "grpc://nohost"],
                  "is not grpc://HOST:PORT", id="grpc_malformed"),

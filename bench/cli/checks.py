@@ -176,16 +176,23 @@ def distinct_dirs(paths: Iterable[str], stream: TextIO | None = None) -> list[st
     seen: dict[str, str] = {}
     kept = []
     for path in paths:
-        try:
-            key = str(Path(path).resolve()) if "://" not in path else path.rstrip("/")
-        except (OSError, RuntimeError):  # a symlink loop or an over-long name: the reader says what is wrong
-            key = path
+        key = dir_key(path)
         if key in seen:
             print(f"note: {path} is the same directory as {seen[key]}; counted once", file=stream or sys.stderr)
             continue
         seen[key] = path
         kept.append(path)
     return kept
+
+
+def dir_key(path: str) -> str:
+    """What makes two spellings of a directory the same: its resolved path (a gs:// URI without its last '/')."""
+    if "://" in path:
+        return path.rstrip("/")
+    try:
+        return str(Path(path).resolve())
+    except (OSError, RuntimeError):  # a symlink loop or an over-long name: the reader says what is wrong
+        return path
 
 
 # --- addresses ----------------------------------------------------------------------------------

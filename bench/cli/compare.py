@@ -253,11 +253,21 @@ def sides(args: argparse.Namespace) -> tuple[list[Path], list[Path]]:
     if args.new_runs is not None:
         if not args.runs or not args.new_runs:
             raise UsageError("give runs on both sides of --: podbench compare BASELINE... -- NEW...")
+        _disjoint(args.runs, args.new_runs)
         return _local(args.runs), _local(args.new_runs)
     if len(args.runs) != 2:
         raise UsageError(f"give two runs, BASELINE NEW (got {len(args.runs)}); for several a side: "
                          "podbench compare A1 A2 -- B1 B2; or --baseline NAME NEW")
+    _disjoint(args.runs[:1], args.runs[1:])
     return storage.local_run_dirs(args.runs[:1]), storage.local_run_dirs(args.runs[1:])
+
+
+def _disjoint(baseline: list[str], new: list[str]) -> None:
+    """Refuses a run on both sides: compared with itself it shows "no change" whatever the code did."""
+    shared = {checks.dir_key(p) for p in baseline} & {checks.dir_key(p) for p in new}
+    if shared:
+        raise UsageError(f"{sorted(shared)[0]} is on both sides: a run compared with itself shows no change whatever "
+                         "the code did; give the baseline's runs and the new runs")
 
 
 def save(args: argparse.Namespace) -> int:

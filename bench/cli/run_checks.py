@@ -20,9 +20,6 @@ from bench.cluster import gpus
 from bench.config import RunConfig
 from bench.errors import UsageError
 
-# Logical CPU devices, or GPUs, that one host's mirrored strategy can hold: a replica keeps
-# its own float32 weights, gradients and momentum (ResNet-50: 3 x 25,557,032 x 4 bytes).
-STATE_FIX = "lower --replicas"
 
 
 def check_run(config: RunConfig, environ: Mapping[str, str] = os.environ,
@@ -72,11 +69,12 @@ def check_replicas(config: RunConfig, environ: Mapping[str, str], memory_bytes: 
             raise UsageError(f"--replicas {replicas}: this host has {gpu_count} GPU(s) this process may use "
                              f"(CUDA_VISIBLE_DEVICES narrows them); give --replicas 1..{gpu_count}")
         return
-    # On a CPU the replicas are logical devices of one process: each holds a whole model.
+    # On a CPU the replicas are logical devices of one process: each keeps its own float32 weights,
+    # gradients and momentum (ResNet-50: 3 x 25,557,032 x 4 bytes), and its batch.
     state = checks.RESNET50_STATE_BYTES_PER_REPLICA if config.model.depth >= 50 else 0
     per_replica = state + checks.image_bytes(config.model.image_size, config.train.per_replica_batch_size or 1)
     checks.check_fits(f"--replicas {replicas} on this CPU (each logical device holds its own weights, "
-                      "gradients and momentum, and its batch)", replicas * per_replica, STATE_FIX, memory_bytes)
+                      "gradients and momentum, and its batch)", replicas * per_replica, "lower --replicas", memory_bytes)
 
 
 def check_cluster(config: RunConfig, environ: Mapping[str, str]) -> None:

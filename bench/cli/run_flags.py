@@ -109,7 +109,7 @@ RUN_FLAGS: tuple[Flag, ...] = (
          "default: 0.1 at global batch >= 16384 (the reference), 0 below", checks.number(0, 1, "a probability"), "X"),
     Flag("--target-accuracy", "train.target_accuracy", ACCURACY,
          "train until validation top-1 reaches this (e.g. 0.76); reports time_to_target_s "
-         "from the end of the warm-up epoch, evaluations excluded", checks.number(0, 1, "a top-1 fraction: 76% is 0.76", low_open=True), "TOP1"),
+         "from the end of the warm-up epoch, evaluations excluded", checks.number(0, 1, "76% is 0.76", low_open=True), "TOP1"),
     Flag("--eval-every-epochs", "train.eval_every_epochs", ACCURACY,
          "evaluate on the validation split every N epochs (default 1 with --target-accuracy)", COUNT, "N"),
     Flag("--max-epochs", "train.epochs", ACCURACY,
