@@ -76,6 +76,25 @@ def test_usage_errors_before_tensorflow(tmp_path, argv):
     assert not (tmp_path / "results").exists()  # no run directory was made
 
 
+@pytest.mark.parametrize("workers, fd_limit, memory, fragment", [
+    pytest.param(4, 40, 10**12, None, id="files_exactly_enough"),  # (40 - 32) // 2 = 4
+    pytest.param(5, 40, 10**12, "at most 4 workers", id="files_offbyone"),
+    pytest.param(2, 10**6, 2 * (3 * 25_557_032 * 4 + 3 * 224 * 224 * 4), None, id="memory_exactly_enough"),
+    pytest.param(2, 10**6, 2 * (3 * 25_557_032 * 4 + 3 * 224 * 224 * 4) - 1, "--workers 2 (each holds",
+                 id="memory_offbyone"),
+])
+def test_workers_bounded_by_this_host(workers, fd_limit, memory, fragment):
+    from bench import config as cfg
+    from bench.errors import UsageError
+
+    config = cfg.RunConfig()
+    if fragment is None:
+        launch_cli.check_workers(workers, config, fd_limit, memory)
+    else:
+        with pytest.raises(UsageError, match=fragment.replace("(", r"\(")):
+            launch_cli.check_workers(workers, config, fd_limit, memory)
+
+
 def test_more_workers_than_gpus_is_one_line_before_any_worker(tmp_path, monkeypatch, capsys):
     # CUDA_VISIBLE_DEVICES names the GPUs the launcher shares out (here 2, for 3 workers).
     monkeypatch.chdir(tmp_path)
