@@ -140,6 +140,7 @@ def fx(tmp_path, monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     (tmp_path / "afile").write_text("x")
     os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
     write_run(tmp_path, "run224")
     write_run(tmp_path, "run32", image_size=32)
     return tmp_path
@@ -223,6 +224,12 @@ PATHS = [
     pytest.param(["aggregate", "run224", LONG], "longer than the filesystem allows", id="aggregate_too_long"),
     pytest.param(["cost", "--run", LONG, "--hardware", "v100"], "longer than the filesystem allows",
                  id="cost_run_too_long"),
+    pytest.param(["project", "--run", LONG, "--interconnect", "v100-nvlink"], "longer than the filesystem allows",
+                 id="project_run_too_long"),
+    pytest.param(["compare", "--baselines", LONG, "--baseline", "main", "run224"],
+                 "longer than the filesystem allows", id="baselines_too_long"),
+    pytest.param(["project", "--run", "loop", "--interconnect", "v100-nvlink"], "no directory loop",
+                 id="symlink_loop"),
     pytest.param(["report", "run224", "--output", "afile/r"], "a part of the path is a file",
                  id="report_output_under_file"),
     pytest.param(["data", "make", "--digits", "--out", LONG], "longer than the filesystem allows",

@@ -95,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # A full disk or a failing device under `podbench ... > FILE`: the output is lost, say so in one line.
 _OUTPUT_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG)
+# A path the user typed that no file system call can take.
+_PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ELOOP)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -117,6 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as err:
+        if err.errno in _PATH_ERRNOS:  # the last net under every command's own path checks: still one line
+            reason = "a name in it is longer than the filesystem allows" if err.errno == errno.ENAMETOOLONG \
+                else "too many levels of symbolic links"
+            print(f"error: {err.filename}: {reason}; give a shorter or real path", file=sys.stderr)
+            return EXIT_USAGE
         if err.errno not in _OUTPUT_ERRNOS:
             raise
         print(f"error: cannot write the output ({err.strerror}); free space or write it elsewhere",
