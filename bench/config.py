@@ -196,6 +196,8 @@ class RuntimeConfig:
     def __post_init__(self):
         choice("strategy", self.strategy, STRATEGIES)
         positive("replicas", self.replicas)
+        if self.tpu is not None and not self.tpu.strip():
+            raise ValueError("--tpu is empty (an unset $TPU_NAME?); give the TPU's name, grpc://HOST:PORT or local")
         if self.tpu is not None and self.strategy not in ("tpu", "auto"):
             raise ValueError(f"--tpu needs --strategy tpu (or auto), not {self.strategy}")
         if self.replicas is not None and self.strategy not in ("mirrored", "auto"):
