@@ -77,7 +77,8 @@ def check_outputs(config: RunConfig) -> None:
 
 
 # Flags that do not change the benchmark: a resumed run may take them (the rest come from its config.json).
-RESUME_FLAGS = frozenset({"--results-uri", "--log-steps", "--checkpoint-every", "--grace-period", "--json"})
+RESUME_FLAGS = frozenset({"--results-uri", "--log-steps", "--checkpoint-every", "--grace-period", "--json",
+                          "--no-peak"})
 
 
 def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
@@ -106,7 +107,8 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
     override = {k: v for k, v in (("results_uri", args.results_uri),) if v is not None}
     parts = {"output": override, "train": {"log_steps": args.log_steps} if args.log_steps else {},
              "checkpoint": {k: v for k, v in (("every_minutes", args.checkpoint_every),
-                                              ("grace_s", args.grace_period)) if v is not None}}
+                                              ("grace_s", args.grace_period)) if v is not None},
+             "measure": {"measure_peak": False} if args.measure_peak is False else {}}
     return cfg.replace(config, **{k: v for k, v in parts.items() if v}), run_id, run_dir
 
 
