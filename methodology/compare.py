@@ -20,10 +20,10 @@ own by sqrt((n - 1) / n); each level's deviations are scaled back up by the
 inverse (Hesterberg, "What teachers should know about the bootstrap", The
 American Statistician 69(4), 2015), which matters with 3 runs or 12 intervals.
 
-Only intervals after the warm-up count (``throughput.window_start_index``),
-and evaluation or checkpoint pauses leave the clock first
-(``throughput.exclude_pauses``), as in the run's summary. Deterministic given
-a seed: every draw comes from ``random.Random(seed)``.
+A run's intervals are those of its measured windows, the same windows its
+summary.json is computed from (methodology/segments.py: after the warm-up,
+per segment of a resumed run, evaluation and checkpoint pauses left out).
+Deterministic given a seed: every draw comes from ``random.Random(seed)``.
 """
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ import math
 import random
 import statistics
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Sequence
 
-from methodology.throughput import StepRecord, exclude_pauses, percentile, window_start_index
+from methodology.throughput import StepRecord, percentile
 
 CONFIDENCE = 0.95
 RESAMPLES = 2000
@@ -91,41 +91,23 @@ class RunIntervals:
         return [d / s for s, d in zip(self.steps, self.durations_s)]
 
 
-def measured_intervals(records: Sequence[StepRecord], warmup_steps: int,
-                       pauses: Iterable[tuple[float, float]] = ()) -> tuple[tuple[int, ...], tuple[float, ...]]:
+def measured_intervals(windows: Sequence[Sequence[StepRecord]]) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """(steps, durations_s) of the intervals a run's throughput is measured over.
 
-    A resumed run's log holds several segments (a step that does not increase
-    starts one); each restart re-traces and re-warms, so every segment drops
-    its own first ``warmup_steps`` steps, and no interval spans two segments.
-
     Args:
-      records: the raw step log (steps.jsonl), every segment in file order.
-      warmup_steps: steps excluded at the start (of each segment).
-      pauses: (start_s, end_s) of evaluations and checkpoint writes, on the log's clock.
+      windows: the run's measured windows, each on a clock stopped during its pauses
+        (methodology/segments.py ``windows``, as summary.json's figures use them): a
+        resumed run has one per segment, and no interval spans two of them.
 
     Returns:
-      Two tuples of equal length: steps in each interval, and its duration without pauses.
+      Two tuples of equal length: steps in each interval, and its duration.
     """
-    pauses = list(pauses)
     steps, durations = [], []
-    for segment in _segments(records):
-        log = exclude_pauses(segment, pauses)
-        start = window_start_index(log, segment[0].step + warmup_steps)
-        window = log[start:] if start is not None else []
+    for window in windows:
         for a, b in zip(window, window[1:]):
             steps.append(b.step - a.step)
             durations.append(b.time_s - a.time_s)
     return tuple(steps), tuple(durations)
-
-
-def _segments(records: Sequence[StepRecord]) -> list[list[StepRecord]]:
-    segments: list[list[StepRecord]] = []
-    for record in records:
-        if not segments or record.step <= segments[-1][-1].step:
-            segments.append([])
-        segments[-1].append(record)
-    return segments
 
 
 def side_images_per_sec(runs: Sequence[RunIntervals]) -> float:

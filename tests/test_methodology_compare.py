@@ -5,13 +5,19 @@ import random
 
 import pytest
 
-from methodology import compare, throughput
-from methodology.compare import RunIntervals, bootstrap_ratio, measured_intervals
+from methodology import compare, segments, throughput
+from methodology.compare import RunIntervals, bootstrap_ratio
 from methodology.throughput import StepRecord
 
 
 def log_of(*pairs) -> list[StepRecord]:
     return [StepRecord(step, t) for step, t in pairs]
+
+
+def measured_intervals(records, warmup_steps, pauses=()):
+    """As bench/train/summary.py measured_windows prepares a run's log: pauses out, then the windows."""
+    parts = [segments.Segment(tuple(throughput.exclude_pauses(p, pauses))) for p in segments.split(records)]
+    return compare.measured_intervals(segments.windows(parts, warmup_steps))
 
 
 def run(durations, steps=None, batch=4, run_id="r") -> RunIntervals:
@@ -30,8 +36,10 @@ def run(durations, steps=None, batch=4, run_id="r") -> RunIntervals:
     pytest.param(log_of((0, 0), (2, 4), (4, 6), (6, 9)), 3, (), (2,), (3,), id="blocks-start-at-first-block-end"),
     pytest.param(log_of((0, 0), (1, 5), (2, 6), (3, 9), (4, 10)), 1, [(6.5, 8.5)], (1, 1, 1), (1, 1, 1),
                  id="evaluation-pause-excluded"),
+    # Resumed from step 2: segment 0 counts to 2 (its step 3 was redone), segment 1 from its first
+    # block's end (the re-trace), as summary.json does.
     pytest.param(log_of((0, 0), (1, 5), (2, 6), (3, 7), (2, 50), (3, 60), (4, 61), (5, 62.5)), 1, (),
-                 (1, 1, 1, 1), (1, 1, 1, 1.5), id="resumed-segment-re-warms"),
+                 (1, 1, 1), (1, 1, 1.5), id="resumed-segment-re-warms"),
 ])
 def test_measured_intervals(records, warmup, pauses, steps, durations):
     assert measured_intervals(records, warmup, pauses) == (steps, tuple(pytest.approx(d) for d in durations))

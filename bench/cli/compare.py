@@ -20,7 +20,7 @@ from bench.results import baselines, storage
 from bench.results.rundir import dumps
 from bench.results.runfiles import read_run
 from bench.results.summary import Summary, read_summary
-from bench.train.summary import segments_of
+from bench.train.summary import measured_windows
 from methodology import compare
 
 EXIT_SLOWER = 1
@@ -150,8 +150,7 @@ def load_run(run_dir: Path) -> ComparedRun:
         raise UsageError(f"{run_dir}: run {summary.run_id} measured no steady-state throughput (status "
                          f"{summary.status}, {summary.measured_steps} steps after the warm-up); compare runs "
                          "that completed their warm-up")
-    pauses = [span for spans in segments_of(record).pauses for span in spans]  # evaluations, checkpoint writes
-    steps, durations_s = compare.measured_intervals(record.steps, record.plan.warmup_steps, pauses)
+    steps, durations_s = compare.measured_intervals(measured_windows(record))
     try:
         intervals = compare.RunIntervals(summary.run_id, steps, durations_s, record.plan.global_batch_size)
     except ValueError as err:

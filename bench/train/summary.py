@@ -85,6 +85,12 @@ def segments_of(record: RunRecord) -> Segments:
     return Segments(raw, pauses, evals, max(len(starts), len(parts)))
 
 
+def measured_windows(record: RunRecord) -> list[list[StepRecord]]:
+    """The step records every throughput figure of the run is computed from: per segment,
+    after its warm-up, on a clock stopped during evaluations and checkpoint writes."""
+    return windows(segments_of(record).adjusted(), record.plan.warmup_steps)
+
+
 def build_summary(record: RunRecord) -> Summary:
     """summary.json of one run directory, from its raw logs."""
     plan, requested, env = record.plan, record.requested, record.environment
