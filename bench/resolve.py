@@ -49,7 +49,6 @@ class PlatformDefaults:
     float32_batch_size: int | None = None
 
 
-BF16_CPU_BATCH = 16
 PLATFORM_DEFAULTS = {
     # 2 CPU cores train ~1.6 img/s at 224x224 whatever the batch (measured:
     # 1.52 at batch 32, 1.67 at batch 8), so a small batch buys more measured
@@ -70,9 +69,11 @@ PLATFORM_DEFAULTS = {
 }
 # A CPU with bfloat16 units (AVX512_BF16 or AMX: methodology.peaks.cpu_native_bf16) trains
 # faster under mixed_bfloat16, which is also the TPU's default (the recipe already trains
-# under it): measured side by side here, tests/perf/test_platform_defaults.py (README,
-# "Platform defaults"). Without such units the CPU keeps the float32 defaults above.
-CPU_BF16_DEFAULTS = PlatformDefaults(BF16_CPU_BATCH, "mixed_bfloat16", False, 1, 4, 4, 1, float32_batch_size=8)
+# under it), and fastest at batch 32 of the 8, 16 and 32 measured, in either precision:
+# on a 2-vCPU EPYC with AVX512_BF16, float32 ran at 0.50-0.56x and bfloat16 at batch 16
+# at 0.93x of bfloat16 at batch 32 (tests/perf/test_platform_defaults.py, side by side;
+# README, "Platform defaults"). Without such units the CPU keeps the float32 defaults above.
+CPU_BF16_DEFAULTS = PlatformDefaults(32, "mixed_bfloat16", False, 1, 4, 4, 1)
 # An evaluation pads its last batches with zero-weight examples so that every validation
 # record counts once; the eval batch is the largest (up to the training one) padding at most this.
 EVAL_PADDING_MAX_FRACTION = 0.01

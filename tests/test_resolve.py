@@ -54,8 +54,8 @@ def test_default_batch_follows_the_precision(platform, train, batch):
 
 
 @pytest.mark.parametrize("native_bf16, train, precision, batch, image_dtype", [
-    pytest.param(True, dict(), "mixed_bfloat16", rs.BF16_CPU_BATCH, "float32", id="bf16_cpu_defaults_to_bf16"),
-    pytest.param(True, dict(precision="float32"), "float32", 8, "float32", id="bf16_cpu_asked_for_float32"),
+    pytest.param(True, dict(), "mixed_bfloat16", 32, "float32", id="bf16_cpu_defaults_to_bf16_batch_32"),
+    pytest.param(True, dict(precision="float32"), "float32", 32, "float32", id="bf16_cpu_asked_for_float32"),
     pytest.param(True, dict(per_replica_batch_size=4), "mixed_bfloat16", 4, "float32", id="bf16_cpu_given_batch"),
     pytest.param(False, dict(), "float32", 8, "float32", id="cpu_without_bf16_units_keeps_float32"),
 ])
