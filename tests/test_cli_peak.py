@@ -49,7 +49,8 @@ def test_the_table_sets_each_measurement_beside_its_peak_by_hand():
     assert "761 GFLOP/s" in lines[3] and "664 GFLOP/s nominal" in lines[3] and "115%" in lines[3]
     assert lines[2].rstrip().endswith("per host")
     # Each figure's basis and source under the table.
-    assert lines[-2] == "AMD EPYC 7B13, float32: 2 vCPU x 2.60 GHz x 64 FLOP/cycle (float32); nominal, from /proc/cpuinfo"
+    assert lines[-2] == ("AMD EPYC 7B13, float32: 2 vCPU x 2.60 GHz x 64 FLOP/cycle (float32); "
+                         "nominal, from /proc/cpuinfo")
 
 
 def test_a_device_without_a_datasheet_says_unknown_and_an_error_is_shown():
