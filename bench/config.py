@@ -30,9 +30,9 @@ OPTIMIZER_CHOICES = ("auto",) + schedule.OPTIMIZERS
 # NCCL clique exchange between processes (tensorflow/models#10752, tensorflow/tensorflow#58961,
 # workaround tensorflow/models#10845: drop jit_compile); on CPUs the ring all-reduce does not
 # compile at all ("Only compiling NCCL/auto collective is supported, got: ring", measured here).
-# One device's peak, in TFLOP/s: below 10 GFLOP/s no device trains ResNet-50 in a day, and
-# 100,000 (100 PFLOP/s) is 20x the fastest chip's dense 16-bit figure; outside it, a unit slip.
-PEAK_TFLOPS_RANGE = (0.01, 100_000.0)
+# One device's peak, in TFLOP/s: the bounds of `--peak-tflops` (bench/cli/run_flags.py
+# PEAK_TFLOPS, with their reasons), also held by a config.json read back.
+PEAK_TFLOPS_RANGE = (0.01, 10_000.0)
 MULTI_WORKER_XLA = ("--xla cannot run under --strategy multi_worker: XLA cannot all-reduce across processes "
                     "(a known TensorFlow limitation); drop --xla (multi_worker runs without XLA by default)")
 
@@ -199,6 +199,8 @@ class RuntimeConfig:
     def __post_init__(self):
         choice("strategy", self.strategy, STRATEGIES)
         positive("replicas", self.replicas)
+        if self.tpu is not None and not self.tpu.strip():
+            raise ValueError("--tpu is empty (an unset $TPU_NAME?); give the TPU's name, grpc://HOST:PORT or local")
         if self.tpu is not None and self.strategy not in ("tpu", "auto"):
             raise ValueError(f"--tpu needs --strategy tpu (or auto), not {self.strategy}")
         if self.replicas is not None and self.strategy not in ("mirrored", "auto"):

@@ -97,7 +97,7 @@ def test_throughput_runs_aggregate_images_per_sec(tmp_path, capsys):
     (lambda d: (d.mkdir(), (d / "summary.json").write_text('{"run_id": "x", "status": "completed", "images_per_sec": null}')),
      "none of the 2 runs has time to target or images_per_sec to aggregate"),
     (lambda d: (d.mkdir(), (d / "summary.json").write_text('{"run_id": "x", "status": "completed", "time_to_target_s": -3}')),
-     "a summary.json holds a bad number: run x: time_to_target_s must be"),
+     "{d}'s summary.json holds a bad number (run x: time_to_target_s must be"),
 ], ids=["no_summary", "bad_json", "not_an_object", "nothing_to_aggregate", "negative_time"])
 def test_errors_are_one_line(tmp_path, capsys, make, message):
     ok = write_run(tmp_path, "ok", images_per_sec=None)

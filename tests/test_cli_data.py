@@ -76,8 +76,8 @@ def test_data_make_then_bench(tmp_path):
     [
         pytest.param(["bench"], "--data-dir DIR is needed", id="bench_without_dir"),
         pytest.param(["bench", "--data", "synthetic", "--data-dir", "x"], "only by them", id="synthetic_with_dir"),
-        pytest.param(["bench", "--data-dir", "x", "--batches", "0"], "--batches must be positive", id="zero_batches"),
-        pytest.param(["bench", "--data-dir", "x", "--warmup-batches", "-1"], ">= 0", id="negative_warmup"),
+        pytest.param(["bench", "--data-dir", "x", "--batches", "0"], "argument --batches: 0 is below 1", id="zero_batches"),
+        pytest.param(["bench", "--data-dir", "x", "--warmup-batches", "-1"], "-1 is below 0", id="negative_warmup"),
         pytest.param(["bench", "--data-dir", "{tmp}/absent"], "absent", id="missing_dir"),
         pytest.param(["bench", "--data-dir", "{tmp}"], "train-NNNNN-of-NNNNN", id="no_shards"),
         pytest.param(["bench", "--data", "tfds", "--data-dir", "{tmp}"], "tfds build imagenet2012",

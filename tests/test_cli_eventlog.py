@@ -92,7 +92,7 @@ def test_times_what_tf_summary_scalar_wrote(tmp_path, capsys):
     (["--warmup-epochs", "1"], "--warmup-epochs needs --global-batch B"),
     (["--warmup-steps", "5", "--global-batch", "32"], "--global-batch and --num-examples go with --warmup-epochs"),
     (["--warmup-steps", "5", "--warmup-epochs", "1"], "argument --warmup-epochs: not allowed with argument"),
-    (["--warmup-steps", "-1"], "--warmup-steps must be >= 0, got -1"),
+    (["--warmup-steps", "-1"], "argument --warmup-steps: -1 is below 0"),
     (["--warmup-steps", "10", "--end-step", "10"], "--end-step (10) must come after the warm-up's last step (10)"),
     (["--warmup-epochs", "1", "--global-batch", "64", "--num-examples", "32"],
      "--warmup-epochs/--global-batch/--num-examples: 1.0 epoch(s) of 32 images is less than one step of 64"),

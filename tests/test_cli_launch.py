@@ -50,9 +50,9 @@ def podbench(*args, cwd=REPO, timeout=RUN_TIMEOUT_S):
                      id="bad_run_combination"),
         pytest.param(["--workers", 2, "--", "run", "--xla"], "cannot all-reduce across processes",
                      id="xla_across_processes"),
-        pytest.param(["--workers", 0, "--", "run"], "--workers must be at least 1", id="no_workers"),
-        pytest.param(["--workers", 2, "--timeout", 0, "--", "run"], "--timeout must be a positive", id="timeout_0"),
-        pytest.param(["--workers", 2, "--timeout", -5, "--", "run"], "--timeout must be a positive",
+        pytest.param(["--workers", 0, "--", "run"], "argument --workers: 0 is below 1", id="no_workers"),
+        pytest.param(["--workers", 2, "--timeout", 0, "--", "run"], "argument --timeout: 0 must be above 0", id="timeout_0"),
+        pytest.param(["--workers", 2, "--timeout", -5, "--", "run"], "argument --timeout: -5 must be above 0",
                      id="timeout_negative"),
         pytest.param(["--", "run"], "--workers", id="workers_missing"),
     ],
@@ -74,6 +74,25 @@ def test_usage_errors_before_tensorflow(tmp_path, argv):
     assert "Traceback" not in proc.stderr
     assert not imported_tf
     assert not (tmp_path / "results").exists()  # no run directory was made
+
+
+@pytest.mark.parametrize("workers, fd_limit, memory, fragment", [
+    pytest.param(4, 40, 10**12, None, id="files_exactly_enough"),  # (40 - 32) // 2 = 4
+    pytest.param(5, 40, 10**12, "at most 4 workers", id="files_offbyone"),
+    pytest.param(2, 10**6, 2 * (3 * 25_557_032 * 4 + 3 * 224 * 224 * 4), None, id="memory_exactly_enough"),
+    pytest.param(2, 10**6, 2 * (3 * 25_557_032 * 4 + 3 * 224 * 224 * 4) - 1, "--workers 2 (each holds",
+                 id="memory_offbyone"),
+])
+def test_workers_bounded_by_this_host(workers, fd_limit, memory, fragment):
+    from bench import config as cfg
+    from bench.errors import UsageError
+
+    config = cfg.RunConfig()
+    if fragment is None:
+        launch_cli.check_workers(workers, config, fd_limit, memory)
+    else:
+        with pytest.raises(UsageError, match=fragment.replace("(", r"\(")):
+            launch_cli.check_workers(workers, config, fd_limit, memory)
 
 
 def test_more_workers_than_gpus_is_one_line_before_any_worker(tmp_path, monkeypatch, capsys):

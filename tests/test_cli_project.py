@@ -197,7 +197,7 @@ BAD = [
     pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "tpu-v3",
                   "--devices", "0,8"], "--devices: '0' is not a positive whole number", id="zero_devices"),
     pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "tpu-v3",
-                  "--exposed-fraction", "2"], "exposed_fraction must be within [0, 1]", id="exposed_above_1"),
+                  "--exposed-fraction", "2"], "--exposed-fraction must be a number in [0, 1]", id="exposed_above_1"),
     pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "tpu-v3",
                   "--network-gb-per-s", "10"], "--network-gb-per-s needs --network", id="network_bw_alone"),
     pytest.param(["--images-per-sec", "100", "--per-device-batch", "8", "--interconnect", "tpu-v3",

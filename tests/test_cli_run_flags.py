@@ -12,7 +12,7 @@ from bench.errors import UsageError
 
 SWEEP_ARGS = ["--image-size", "32", "--num-classes", "10", "--batch-size", "4", "--no-xla",
               "--precision", "float32", "--seed", "7", "--peak-tflops", "1.5", "--no-augment",
-              "--data", "imagenet", "--data-dir", "/d", "--skip-corrupt"]
+              "--data", "imagenet", "--data-dir", "/tmp", "--skip-corrupt"]  # a directory that exists
 
 
 def parse(*argv):

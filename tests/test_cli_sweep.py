@@ -142,8 +142,8 @@ BAD_INPUTS = [
     pytest.param(["--replicas", "1,2", "--tpu", "local"], "--tpu does not apply", id="tpu"),
     pytest.param(["--replicas", "1,2", "--preset", "tpu-v2-8"], "preset tpu-v2-8 is for a TPU", id="tpu_preset"),
     pytest.param(["--replicas", "1,2", "--preset", "nope"], "unknown preset 'nope'", id="unknown_preset"),
-    pytest.param(["--replicas", "1,2", "--batch-size", "0"], "batch size must be a positive", id="run_flag"),
-    pytest.param(["--replicas", "1,2", "--image-size", "16"], "image size must be >= 32", id="run_flag_2"),
+    pytest.param(["--replicas", "1,2", "--batch-size", "0"], "argument --batch-size: 0 is below 1", id="run_flag"),
+    pytest.param(["--replicas", "1,2", "--image-size", "16"], "argument --image-size: 16 is below 32", id="run_flag_2"),
     pytest.param(["--replicas", "1,2", "--epochs", "1"], "warm-up (1 epoch) must be shorter", id="run_combo"),
     pytest.param(["--replicas", "1,2", "--bogus"], "unrecognized arguments: --bogus", id="unknown_flag"),
 ]

@@ -83,6 +83,16 @@ def test_encode_example_stores_every_field():
         records.SYNSET_KEY: b"n01440764"}
 
 
+def test_write_shards_leaves_nothing_when_it_fails(tmp_path):
+    def examples():
+        yield b"first"
+        raise OSError("the source failed half-way")
+
+    with pytest.raises(OSError, match="half-way"):
+        records.write_shards(examples(), str(tmp_path / "new"), "train", 3)
+    assert list((tmp_path / "new").iterdir()) == []  # no partial set that would pass for a whole one
+
+
 def test_write_shards_round_robin(tmp_path):
     paths = records.write_shards([bytes([i]) for i in range(7)], str(tmp_path / "new"), "train", 3)
     assert [Path(p).name for p in paths] == ["train-00000-of-00003", "train-00001-of-00003", "train-00002-of-00003"]

@@ -1,6 +1,8 @@
 """bench/results/rundir.py: run ids, the run directory, strict JSON written atomically."""
 import json
+import os
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +92,22 @@ def test_a_failed_write_leaves_no_temp_file(tmp_path):
     with pytest.raises(OSError):
         results.write_json(tmp_path / "x.json", {"v": 1})
     assert not list(tmp_path.glob("*.tmp"))
+
+
+@pytest.mark.parametrize("make, reason", [
+    pytest.param(lambda d: d, "a directory, not a file", id="directory"),
+    pytest.param(lambda d: Path("/dev/zero"), "not a regular file", id="dev_zero"),
+    pytest.param(lambda d: (os.mkfifo(d / "f"), d / "f")[1], "not a regular file", id="fifo"),
+    pytest.param(lambda d: ((d / "big.json").write_text("1" * 11), d / "big.json")[1], "11 bytes, more than the 10",
+                 id="too_large_offbyone"),
+])
+def test_regular_file_refuses_what_would_hang_or_flood_a_reader(tmp_path, make, reason):
+    with pytest.raises(OSError, match=reason):
+        results.regular_file(make(tmp_path), max_bytes=10)
+
+
+def test_regular_file_at_its_limit(tmp_path):
+    (tmp_path / "ok.json").write_text("1" * 10)
+    assert results.regular_file(tmp_path / "ok.json", max_bytes=10) == tmp_path / "ok.json"
+    with pytest.raises(OSError, match="not a regular file"):
+        results.read_json("/dev/zero")  # never read until memory runs out

@@ -10,6 +10,7 @@ under a second.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -93,10 +94,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# A full disk or a failing device under `podbench ... > FILE`: the output is lost, say so in one line.
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG)
+# A path the user typed that no file system call can take.
+_PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ELOOP)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        return int(args.handler(args) or 0)
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()  # a full disk shows here, not in the interpreter's last flush
+        return code
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -110,7 +119,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-
+    except OSError as err:
+        if err.errno in _PATH_ERRNOS:  # the last net under every command's own path checks: still one line
+            reason = "a name in it is longer than the filesystem allows" if err.errno == errno.ENAMETOOLONG \
+                else "too many levels of symbolic links"
+            print(f"error: {err.filename}: {reason}; give a shorter or real path", file=sys.stderr)
+            return EXIT_USAGE
+        if err.errno not in _OUTPUT_ERRNOS:
+            raise
+        print(f"error: cannot write the output ({err.strerror}); free space or write it elsewhere",
+              file=sys.stderr)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else the final flush fails again
+        return EXIT_FAILED
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 
 from bench import humanize
+from bench.cli import checks
 from bench.errors import UsageError
+from bench.results import rundir
 from bench.results.summary import Summary, read_summary
 from methodology import aggregate
 
@@ -77,7 +78,20 @@ def aggregate_rows(rows: list[dict]) -> aggregate.Aggregate:
             raise UsageError(f"none of the {len(rows)} runs has time to target or images_per_sec to aggregate")
         return aggregate.aggregate_rates(rates)
     except (ValueError, TypeError) as err:
-        raise UsageError(f"a summary.json holds a bad number: {err}") from None
+        raise UsageError(f"{_bad_row(rows)}'s summary.json holds a bad number ({err}); rebuild it with "
+                         "`podbench summarize RUN_DIR` or leave that run out") from None
+
+
+def _bad_row(rows: list[dict]) -> str:
+    """The run directory whose figure the aggregate refused (the first one that fails on its own)."""
+    for r in rows:
+        try:
+            aggregate.RunResult(r["run_id"], r["time_to_target_s"])
+            if r["images_per_sec"] is not None:
+                aggregate.aggregate_rates([r["images_per_sec"]])
+        except (ValueError, TypeError):
+            return r["run_dir"]
+    return "a run"
 
 
 def not_contiguous(result: aggregate.Aggregate, rows: list[dict]) -> aggregate.Aggregate:
@@ -100,10 +114,11 @@ def handle(args: argparse.Namespace) -> int:
     Raises:
       UsageError: a directory without a readable summary.json, or nothing to aggregate.
     """
-    rows = [run_row(d, load_summary(d)) for d in args.run_dirs]
+    # The same run counted twice would pass for two agreeing runs ("valid: median of 5").
+    rows = [run_row(d, load_summary(d)) for d in checks.distinct_dirs(args.run_dirs)]
     result = not_contiguous(aggregate_rows(rows), rows)
     if args.json:
-        print(json.dumps({"runs": rows, "aggregate": dataclasses.asdict(result)}, indent=2))
+        print(rundir.dumps({"runs": rows, "aggregate": dataclasses.asdict(result)}))
     else:
         print(_text(rows, result))
     return 0

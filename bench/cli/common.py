@@ -3,6 +3,7 @@ price rows as a person reads them. Standard library and methodology/ only.
 """
 from __future__ import annotations
 
+from bench.cli import checks
 from bench.errors import UsageError
 from methodology import prices, reference
 
@@ -16,7 +17,7 @@ def price_book(choice: str) -> tuple[prices.PriceBook, str | None]:
     try:
         if choice in ERAS:
             return prices.load_prices(), choice
-        return prices.load_prices(choice), None
+        return prices.load_prices(str(checks.input_file(choice, "price file"))), None
     except ValueError as err:
         raise UsageError(str(err)) from None
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from bench.cli import common
 from bench.cli.run_flags import load_config
 from bench.errors import UsageError
 from bench.humanize import format_hours, format_rate, format_usd
+from bench.results import rundir
 from bench.results.summary import Summary, read_summary
 from methodology import constants, cost, prices, reference
 
@@ -102,17 +102,43 @@ def _rate_from_run(run: str) -> tuple[float, Summary]:
     Raises:
       UsageError: no run directory, no readable summary, or no steady-state rate in it.
     """
-    if not Path(run).is_dir():
-        raise UsageError(f"no run directory {run}; give one of results/runs/<run_id> (or --images-per-sec X)")
     try:
+        if not Path(run).is_dir():
+            raise UsageError(f"no run directory {run}; give one of results/runs/<run_id> (or --images-per-sec X)")
         summary = read_summary(run)
     except (FileNotFoundError, ValueError) as err:
         raise UsageError(str(err)) from None
+    except OSError as err:  # a name longer than the filesystem allows
+        raise UsageError(f"cannot read {run} ({rundir.os_reason(err)}); give a run directory") from None
+    if summary.images_per_sec is not None and not (math.isfinite(summary.images_per_sec)
+                                                   and summary.images_per_sec >= 0):
+        raise UsageError(f"{run}'s summary.json holds images_per_sec {summary.images_per_sec}, not a rate: the "
+                         "file is damaged; rebuild it with `podbench summarize RUN_DIR`")
     if not summary.measured:
         raise UsageError(f"{run} has no steady-state images_per_sec (status {summary.status}, "
                          f"{summary.measured_steps} steps measured after the warm-up); rerun with more steps "
                          "than the warm-up")
+    check_imagenet_shaped(run, summary)
     return float(summary.images_per_sec), summary
+
+
+# What the reference trained: its time and dollars are for this shape only.
+IMAGENET_SHAPE = {"image_size": 224, "num_classes": 1000, "depth": 50}
+
+
+def check_imagenet_shaped(run: str, summary: Summary) -> None:
+    """Refuses a run of another shape (a 32x32 smoke run is ~50x cheaper a step), as `podbench report` does.
+
+    Raises:
+      UsageError: naming the run's shape and ImageNet's.
+    """
+    shape = {name: getattr(summary, name) for name in IMAGENET_SHAPE}
+    off = {k: v for k, v in shape.items() if v is not None and v != IMAGENET_SHAPE[k]}
+    if off:
+        said = ", ".join(f"{k} {v}" for k, v in off.items())
+        raise UsageError(f"{run} is not ImageNet-shaped ({said}; ResNet-50 at 224x224, 1000 classes is), so its "
+                         "rate says nothing about 90 epochs of ImageNet; price a run at the default size, or give "
+                         "--images-per-sec X")
 
 
 def _run_description(summary: Summary) -> str:
@@ -174,7 +200,7 @@ def handle(args: argparse.Namespace) -> int:
     priced = _quote(args)
     q, era, pricing = priced if priced else (None, None, None)
     answer = _cost_answer(args, ips, summary, q, era, pricing)
-    print(json.dumps(answer, indent=2) if args.json else _cost_text(answer, args))
+    print(rundir.dumps(answer) if args.json else _cost_text(answer, args))
     return 0
 
 

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
+import resource
 import sys
 
+from bench.cli import checks
 from bench.data.spec import InputSpec
 from bench.errors import UsageError
 from bench.results.rundir import dumps
+
+IMAGE_SIDE = checks.count(1, 65535, "JPEG's largest side; memory bounds it further")
+# Shard names carry five digits (train-00003-of-01024): 99,999 is the most the format can name.
+SHARDS = checks.count(1, 99_999, "shard names have five digits: train-NNNNN-of-NNNNN")
+DIGITS_IMAGES = 1797  # scikit-learn's load_digits: 1,797 8x8 images
 
 _BENCH_EPILOG = """\
 Compare the result with `podbench run` on the same data: training that runs at
@@ -50,12 +56,12 @@ def _register_bench(cmds) -> None:
     b.add_argument("--data-dir", metavar="DIR", help="a directory or gs:// URI")
     b.add_argument("--split", choices=("train", "validation"), default="train",
                    help="train (augmented crops, default) or validation (centre crops)")
-    b.add_argument("--image-size", type=int, default=224, metavar="PX", help="output side (default 224)")
-    b.add_argument("--batch-size", type=int, default=32, metavar="N", help="images per batch (default 32)")
-    b.add_argument("--batches", type=int, default=50, metavar="N", help="batches measured (default 50)")
-    b.add_argument("--warmup-batches", type=int, default=5, metavar="N",
+    b.add_argument("--image-size", type=IMAGE_SIDE, default=224, metavar="PX", help="output side (default 224)")
+    b.add_argument("--batch-size", type=checks.count(1), default=32, metavar="N", help="images per batch (default 32)")
+    b.add_argument("--batches", type=checks.count(1), default=50, metavar="N", help="batches measured (default 50)")
+    b.add_argument("--warmup-batches", type=checks.count(0), default=5, metavar="N",
                    help="batches excluded first: buffers fill, files open (default 5)")
-    b.add_argument("--num-classes", type=int, default=1000, metavar="N", help="label range checked (default 1000)")
+    b.add_argument("--num-classes", type=checks.count(2), default=1000, metavar="N", help="label range checked (default 1000)")
     b.add_argument("--uint8", action="store_true", help="output bytes, as a GPU run does (normalised on the device)")
     b.add_argument("--skip-corrupt", action="store_true", help="skip and count bad records instead of stopping")
     b.add_argument("--cache", action="store_true", help="keep records in memory after the first pass")
@@ -69,8 +75,8 @@ def _register_inspect(cmds) -> None:
                                     "split, label range (0-based), image sizes of a sample. Counting "
                                     "reads every record header.")
     i.add_argument("--data-dir", required=True, metavar="DIR", help="a directory or gs:// URI")
-    i.add_argument("--sample", type=int, default=256, metavar="N", help="records whose image size is read (default 256)")
-    i.add_argument("--num-classes", type=int, default=1000, metavar="N", help="label range checked (default 1000)")
+    i.add_argument("--sample", type=checks.count(1), default=256, metavar="N", help="records whose image size is read (default 256)")
+    i.add_argument("--num-classes", type=checks.count(2), default=1000, metavar="N", help="label range checked (default 1000)")
     i.add_argument("--json", action="store_true", help="the description as JSON")
     i.set_defaults(handler=handle_inspect)
 
@@ -85,19 +91,53 @@ def _register_make(cmds) -> None:
     source.add_argument("--digits", action="store_true",
                         help="scikit-learn's bundled 8x8 handwritten digits (1,797 images, 10 classes), upsampled "
                              "to --image-size: a dataset a CPU learns in minutes, to prove time to accuracy")
-    m.add_argument("--image-size", type=int, default=32, metavar="PX", help="--digits: side in pixels (default 32)")
+    m.add_argument("--image-size", type=IMAGE_SIDE, default=32, metavar="PX", help="--digits: side in pixels (default 32)")
     m.add_argument("--out", required=True, metavar="DIR", help="where to write the shards (directory or gs://)")
-    m.add_argument("--shards", type=int, default=4, metavar="N", help="training shards (default 4)")
-    m.add_argument("--validation-fraction", type=float, default=None, metavar="F",
+    m.add_argument("--shards", type=SHARDS, default=4, metavar="N", help="training shards (default 4)")
+    m.add_argument("--validation-fraction", type=checks.number(0, 1, "a share of the images"), default=None, metavar="F",
                    help="share held out for validation (default 0.1; 0.2 for --digits)")
-    m.add_argument("--seed", type=int, default=0, help="seed of the train/validation split (default 0)")
+    m.add_argument("--seed", type=checks.count(0, checks.SEED_MAX, "Python's random seeds any int; kept to numpy's range as `podbench run`'s"), default=0, help="seed of the train/validation split (default 0)")
     m.set_defaults(handler=handle_make)
 
 
-def _positive(**values) -> None:
-    for name, value in values.items():
-        if value <= 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be positive, got {value}")
+def check_make(args: argparse.Namespace, fraction: float) -> None:
+    """Everything `data make` can check before TensorFlow loads, so a refusal leaves no file behind.
+
+    Raises:
+      UsageError: a size that cannot fit, more shards than images or open files, or an --out that is
+        not a writable directory or already holds a dataset.
+    """
+    if args.digits:
+        checks.check_fits(f"--image-size {args.image_size} ({DIGITS_IMAGES:,} float32 images, resized at once)",
+                          checks.image_bytes(args.image_size, DIGITS_IMAGES), "lower --image-size")
+        train = DIGITS_IMAGES - round(DIGITS_IMAGES * fraction)
+    else:
+        train = _folder_images(args.from_folder)
+    if train is not None and args.shards > train:
+        raise UsageError(f"--shards {args.shards} is more than the {train:,} training images: a shard would be "
+                         "empty; lower --shards")
+    fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if fd_limit != resource.RLIM_INFINITY and args.shards > fd_limit - 32:
+        raise UsageError(f"--shards {args.shards}: every shard is open at once and this process may open "
+                         f"{fd_limit} files (ulimit -n); lower --shards")
+    if not args.out.startswith("gs://"):
+        out = checks.output_dir(args.out, "--out")
+        held = sorted(p.name for p in out.iterdir() if p.name.startswith(("train-", "validation-")))
+        if held:
+            raise UsageError(f"{out} already holds a dataset ({held[0]} …); choose another --out (podbench never "
+                             "writes over a dataset)")
+
+
+def _folder_images(folder: str) -> int | None:
+    """Files in FOLDER/<class>/ (None for gs://: counted once TensorFlow reads it)."""
+    if folder.startswith("gs://"):
+        return None
+    try:
+        classes = [d for d in os.scandir(folder) if d.is_dir()]
+        return sum(1 for d in classes for f in os.scandir(d.path) if f.is_file())
+    except OSError as err:
+        raise UsageError(f"cannot read --from-folder {folder} ({checks.os_reason(err)}); give a folder with one "
+                         "subfolder of JPEGs per class") from None
 
 
 def _load_tensorflow() -> None:
@@ -107,12 +147,12 @@ def _load_tensorflow() -> None:
 
 
 def handle_bench(args: argparse.Namespace) -> int:
-    _positive(image_size=args.image_size, batch_size=args.batch_size, batches=args.batches,
-              num_classes=args.num_classes)
-    if args.warmup_batches < 0:
-        raise UsageError(f"--warmup-batches must be >= 0, got {args.warmup_batches}")
     if (args.data == "synthetic") == (args.data_dir is not None):
         raise UsageError("--data-dir DIR is needed by --data imagenet/tfds, and only by them")
+    checks.check_fits(f"--batch-size {args.batch_size} at {args.image_size}x{args.image_size} (the batch's float32 "
+                      "images alone)", checks.image_bytes(args.image_size, args.batch_size), "lower --batch-size")
+    if args.data_dir is not None:
+        checks.data_dir(args.data_dir)
     try:
         spec = InputSpec(source=args.data, data_dir=args.data_dir, split=args.split,
                          image_size=args.image_size, num_classes=args.num_classes,
@@ -159,12 +199,12 @@ def _bench_text(r: dict) -> str:
 
 
 def handle_inspect(args: argparse.Namespace) -> int:
-    _positive(sample=args.sample, num_classes=args.num_classes)
+    checks.data_dir(args.data_dir)
     _load_tensorflow()
     from bench.data import tools as data_tools  # noqa: PLC0415
 
     info = data_tools.inspect(args.data_dir, sample=args.sample, num_classes=args.num_classes)
-    print(json.dumps(info, indent=2) if args.json else _inspect_text(info))
+    print(dumps(info) if args.json else _inspect_text(info))
     return 0
 
 
@@ -181,12 +221,12 @@ def _inspect_text(info: dict) -> str:
 
 
 def handle_make(args: argparse.Namespace) -> int:
-    _positive(shards=args.shards, image_size=args.image_size)
     fraction = args.validation_fraction
     if fraction is None:
         fraction = 0.2 if args.digits else 0.1
     if not 0 <= fraction < 1:
         raise UsageError(f"--validation-fraction must be in [0, 1), got {fraction}")
+    check_make(args, fraction)
     _load_tensorflow()
     from bench.data import tools as data_tools  # noqa: PLC0415
 

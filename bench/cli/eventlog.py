@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 
+from bench.cli import checks
 from bench.errors import UsageError
+from bench.results import rundir
 from methodology.constants import IMAGENET_TRAIN_EXAMPLES
 
 _EPILOG = """\
@@ -43,12 +44,16 @@ def register(sub) -> None:
     p.add_argument("--logdir", required=True, metavar="DIR", help="the directory holding the event files (or gs://)")
     p.add_argument("--tag", default="loss", help="the scalar timed (default loss; tf_cnn_benchmarks: base_loss)")
     start = p.add_mutually_exclusive_group(required=True)
-    start.add_argument("--warmup-steps", type=int, metavar="K", help="the warm-up's last step; the window starts there")
-    start.add_argument("--warmup-epochs", type=float, metavar="E", help="warm-up epochs (needs --global-batch)")
-    p.add_argument("--global-batch", type=int, metavar="B", help="images per step, all replicas (with --warmup-epochs)")
-    p.add_argument("--num-examples", type=int, metavar="N",
+    start.add_argument("--warmup-steps", type=checks.count(0), metavar="K",
+                       help="the warm-up's last step; the window starts there")
+    start.add_argument("--warmup-epochs", type=checks.number(0, checks.INT64_MAX, "TensorFlow counts steps in int64"),
+                       metavar="E", help="warm-up epochs (needs --global-batch)")
+    p.add_argument("--global-batch", type=checks.count(1), metavar="B",
+                   help="images per step, all replicas (with --warmup-epochs)")
+    p.add_argument("--num-examples", type=checks.count(1), metavar="N",
                    help=f"images per epoch (with --warmup-epochs; default ImageNet's {IMAGENET_TRAIN_EXAMPLES:,})")
-    p.add_argument("--end-step", type=int, metavar="S", help="end at the first step >= S (default: the last event)")
+    p.add_argument("--end-step", type=checks.count(1), metavar="S",
+                   help="end at the first step >= S (default: the last event)")
     p.add_argument("--json", action="store_true", help="the result as JSON")
     p.set_defaults(handler=handle)
 
@@ -94,7 +99,7 @@ def handle(args: argparse.Namespace) -> int:
     log = eventlog.read_event_log(args.logdir, [args.tag, eventlog.EVAL_DURATION_TAG])
     timing = eventlog.time_event_log(log, args.tag, first, args.end_step)
     result = dataclasses.asdict(timing)
-    print(json.dumps(result, indent=2) if args.json else _text(result, args.logdir, len(log.files)))
+    print(rundir.dumps(result) if args.json else _text(result, args.logdir, len(log.files)))
     return 0
 
 

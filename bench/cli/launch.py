@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 from collections import deque
 from pathlib import Path
 
 from bench import config as cfg
+from bench.cli import checks
 from bench.cli.run_flags import RUN_FLAGS
 from bench.cluster import gpus, launch, tf_config
 from bench.results import jsonl, rundir
@@ -57,10 +59,10 @@ def register(sub) -> None:
                     "ports, with a generated TF_CONFIG each; wait for all; exit with the chief's code.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--workers", type=int, required=True, metavar="N", help="worker processes to start (>= 1)")
-    p.add_argument("--timeout", type=float, metavar="S",
+    p.add_argument("--workers", type=checks.count(1), required=True, metavar="N", help="worker processes to start (>= 1)")
+    p.add_argument("--timeout", type=checks.SECONDS, metavar="S",
                    help="stop every worker after S seconds and fail (default: no limit)")
-    p.add_argument("--max-restarts", type=int, default=0, metavar="N",
+    p.add_argument("--max-restarts", type=checks.count(0), default=0, metavar="N",
                    help="when a worker dies, restart every worker from the run's last checkpoint, up to N times "
                         "(default 0); the summary counts the restarts")
     p.add_argument("run_command", nargs=argparse.REMAINDER, metavar="-- run ...",
@@ -95,6 +97,30 @@ def checked_run_command(command: list[str]) -> tuple[list[str], cfg.RunConfig]:
     return command, config_from_args(parsed)
 
 
+# Each worker holds a log file and, while ports are chosen, a socket; the launcher keeps a few of its own.
+FDS_PER_WORKER, FDS_OWN = 2, 32
+
+
+def check_workers(workers: int, config: cfg.RunConfig, fd_limit: int | None = None,
+                  memory_bytes: int | None = None) -> None:
+    """--workers: as many as this host's open-file limit and memory allow (every worker runs here).
+
+    Raises:
+      UsageError: naming the bound and where it comes from.
+    """
+    if fd_limit is None:
+        fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    most = (fd_limit - FDS_OWN) // FDS_PER_WORKER
+    if fd_limit != resource.RLIM_INFINITY and workers > most:
+        raise UsageError(f"--workers {workers}: this process may open {fd_limit} files (ulimit -n) and each worker "
+                         f"needs {FDS_PER_WORKER}, so at most {most} workers; lower --workers")
+    # Each worker is a whole TensorFlow process holding its own copy of the model.
+    state = checks.RESNET50_STATE_BYTES_PER_REPLICA if config.model.depth >= 50 else 0
+    per_worker = state + checks.image_bytes(config.model.image_size, config.train.per_replica_batch_size or 1)
+    checks.check_fits(f"--workers {workers} (each holds its own weights, gradients and momentum, and its batch)",
+                      workers * per_worker, "lower --workers", memory_bytes)
+
+
 def worker_specs(command: list[str], addresses: list[str], run_id: str, log_dir: Path,
                  environ: dict[str, str], gpu_shares: list[str] | None = None) -> list[launch.WorkerSpec]:
     """One spec per address: the same run command, its own TF_CONFIG, its own log, its own GPUs (pure).
@@ -124,13 +150,8 @@ def handle(args: argparse.Namespace) -> int:
     Raises:
       UsageError: bad --workers/--timeout/--max-restarts, or a bad run command (before any worker starts).
     """
-    if args.workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {args.workers}")
-    if args.timeout is not None and not args.timeout > 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
-    if args.max_restarts < 0:
-        raise UsageError(f"--max-restarts must be >= 0, got {args.max_restarts}")
     command, config = checked_run_command(args.run_command)
+    check_workers(args.workers, config)
     # Without a share each, every worker would build its strategy over every GPU of the host.
     gpu_ids = gpus.visible_gpus(os.environ, gpus.driver_gpus())
     split = (gpu_ids, gpus.split_gpus(gpu_ids, args.workers))

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.cli import common, project_text
+from bench.cli import checks, common, project_text
 from bench.cluster.sweep import SWEEP_JSON, parse_sizes
 from bench.errors import UsageError
 from bench.results import rundir
@@ -104,6 +104,11 @@ def _check_numbers(args: argparse.Namespace) -> None:
         value = getattr(args, flag)
         if value is not None and not (math.isfinite(value) and value > 0):
             raise UsageError(f"--{flag.replace('_', '-')} must be a positive number, got {value:g}")
+    for flag, why in (("exposed_fraction", "a share of the all-reduce"),
+                      ("small_batch_exponent", "above 1 the rate would grow faster than the batch")):
+        value = getattr(args, flag)
+        if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
+            raise UsageError(f"--{flag.replace('_', '-')} must be a number in [0, 1] ({why}), got {value:g}")
     for flag in ("per_device_batch", "measured_devices", "global_batch_max"):
         value = getattr(args, flag)
         if value is not None and value < 1:
@@ -284,9 +289,9 @@ def hourly_prices(args: argparse.Namespace, device: str, sizes) -> Pricing:
 def handle(args: argparse.Namespace) -> int:
     _check_numbers(args)
     if args.validate:
-        checks, calibration = validation.validate(), validation.calibration_checks()
-        print(rundir.dumps(project_text.validation_json(checks, calibration)) if args.json
-              else project_text.validation_text(checks, calibration))
+        cases, calibration = validation.validate(), validation.calibration_checks()
+        print(rundir.dumps(project_text.validation_json(cases, calibration)) if args.json
+              else project_text.validation_text(cases, calibration))
         return 0
     source = read_source(args)
     model = build_model(args, source)
@@ -298,7 +303,7 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"{err}" + ("; drop --strict to see it flagged" if args.strict else "")) from None
     answer = project_text.projection_answer(args, source, model, rows, pricing)
     if args.chart:
-        _write_chart(Path(args.chart), rows, model.fabric.name)
+        _write_chart(checks.output_dir(args.chart, "--chart DIR", refuse_runs=False), rows, model.fabric.name)
     print(rundir.dumps(answer) if args.json else project_text.projection_text(answer))
     return 0
 

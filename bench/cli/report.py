@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from bench.cli import checks
 from bench.results import rundir, storage
 from bench.errors import UsageError
 
@@ -44,7 +45,9 @@ def handle(args) -> int:
     from bench.report import tables  # noqa: PLC0415
 
     # gs:// arguments are downloaded (JSON files only) to a temporary directory and read from there.
-    run_dirs = storage.local_run_dirs(args.run_dirs) or tables.find_run_dirs(rundir.DEFAULT_RUNS_DIR)
+    # The same run counted twice would weigh twice in every table and chart.
+    run_dirs = storage.local_run_dirs(checks.distinct_dirs(args.run_dirs)) or \
+        tables.find_run_dirs(rundir.DEFAULT_RUNS_DIR)
     if not run_dirs:
         raise UsageError(f"no runs to report: none given and none under {rundir.DEFAULT_RUNS_DIR}/; "
                          "run `podbench run` first or name run directories")
@@ -53,18 +56,8 @@ def handle(args) -> int:
         print(f"skipped {skip.run_dir}: {skip.reason}", file=sys.stderr)
     if not runs:
         raise UsageError(f"none of the {len(run_dirs)} run directories can be reported (reasons above)")
-    output = _output_dir(args.output)
+    output = checks.output_dir(args.output or DEFAULT_REPORT_DIR, "--output")  # never another run's directory
     written = report_files.write_report(runs, skipped, output)
     print(f"report of {len(runs)} run(s) written to {output}/ ({len(written)} files); "
           f"open {output / 'REPORT.md'}")
     return 0
-
-
-def _output_dir(output: str | None) -> Path:
-    path = Path(output) if output else DEFAULT_REPORT_DIR
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UsageError(f"cannot write the report to {path} ({err.strerror or err}); "
-                         "choose a writable --output") from None
-    return path

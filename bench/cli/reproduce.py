@@ -7,13 +7,13 @@ well under a second.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from bench.cli import common
+from bench.cli import checks, common
 from bench.errors import UsageError
 from bench.humanize import format_hours, format_rate, format_usd
+from bench.results import rundir
 from methodology import constants, prices, reference
 
 
@@ -43,16 +43,16 @@ def handle(args: argparse.Namespace) -> int:
     rows = common.reference_rows(book, era)
     modeled = common.modeled_rows(book, era)
     if args.chart:
-        _write_charts(Path(args.chart), book)
+        _write_charts(checks.output_dir(args.chart, "--chart DIR", refuse_runs=False), book)
     # The headline is a claim about 2018 prices, whatever --prices shows in the table.
     headline = reference.headline_check(common.reference_rows(prices.load_prices(), "2018"))
     parts = [p for r in rows for p in r["price_parts"]]
     if args.json:
-        print(json.dumps({"rows": [{k: r[k] for k in _ROW_KEYS} for r in rows],
+        print(rundir.dumps({"rows": [{k: r[k] for k in _ROW_KEYS} for r in rows],
                           "modeled_rows": [{k: r[k] for k in _ROW_KEYS} for r in modeled], "headline": headline,
                           "context": reference.context_rows(),
                           "prices": {"file": book.path, "era": era, "pricing": "on_demand",
-                                     "parts": [common.part_json(p) for p in dict.fromkeys(parts)]}}, indent=2))
+                                     "parts": [common.part_json(p) for p in dict.fromkeys(parts)]}}))
         return 0
     print(_reproduce_text(rows, modeled, headline, book, era, parts))
     return 0

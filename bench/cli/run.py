@@ -11,11 +11,13 @@ import contextlib
 import dataclasses
 import os
 import signal
+import stat
 import sys
 from pathlib import Path
 
 from bench import config as cfg
 from bench import presets
+from bench.cli import checks
 from bench.cli.run_flags import RUN_FLAGS, add_run_flags, config_from_args, load_config
 from bench.cluster import supervisor, tf_config
 from bench.cluster.launch import describe_exit
@@ -68,12 +70,18 @@ def check_outputs(config: RunConfig) -> None:
       UsageError: an unwritable --mllog, or a --results-uri that cannot be written.
     """
     if config.output.mllog:
+        with contextlib.suppress(OSError):  # opening a FIFO for writing waits for a reader: forever
+            if stat.S_ISFIFO(os.stat(config.output.mllog).st_mode):
+                raise UsageError(f"the MLPerf log {config.output.mllog} is a FIFO; give a regular file (--mllog)")
         try:
             with open(config.output.mllog, "a", encoding="utf-8"):
                 pass
         except OSError as err:
-            raise UsageError(f"cannot write the MLPerf log {config.output.mllog} ({err.strerror or err}); "
+            raise UsageError(f"cannot write the MLPerf log {config.output.mllog} ({checks.os_reason(err)}); "
                              "choose a writable --mllog FILE") from None
+    ckpt = config.checkpoint.dir
+    if ckpt and not ckpt.startswith("gs://"):
+        checks.output_dir(ckpt, "--checkpoint-dir", refuse_runs=False)  # its own checkpoints may be there
     if config.output.results_uri is not None:
         storage.check_results_uri(config.output.results_uri)  # a typo'd bucket fails now, not after the run
 

@@ -16,6 +16,8 @@ from typing import Callable
 
 from bench import config as cfg
 from bench import presets
+from bench.cli import checks
+from bench.cli.run_checks import check_run
 from bench.errors import UsageError
 from bench.results.rundir import CONFIG_FILE, read_json
 
@@ -50,16 +52,26 @@ class Flag:
         return self.dest or self.name[2:].replace("-", "_")
 
 
+# Bounds of the numbers, each with its reason (bench/cli/checks.py).
+COUNT, COUNT0 = checks.count(1), checks.count(0)
+IMAGE_SIDE = checks.count(cfg.MIN_IMAGE_SIZE, 65535, "JPEG's largest side; memory bounds it further")
+SEED = checks.count(0, checks.SEED_MAX, "numpy's seed range: tf_keras seeds numpy too")
+MINUTES = checks.number(0, checks.TIMER_MAX_S / 60, "the longest wait this platform's timers can take")
+# Below 10 GFLOP/s is no device TensorFlow runs on (one AVX core at 1 GHz: 16 FP32 FLOP a cycle);
+# above 10,000 TFLOP/s, 36x a TPU v4 chip's 275 (cloud.google.com/tpu/docs/v4), is a unit slip.
+PEAK_TFLOPS = checks.number(0.01, 10_000, "36x a TPU v4 chip's 275 TFLOP/s: a unit slip?",
+                            low_why="no device TensorFlow runs on peaks below 10 GFLOP/s: a unit slip?")
+
 MODEL_DATA, TRAINING, ACCURACY, DISTRIBUTION, LONG_RUNS, OUTPUT = (
     "model and data", "training", "time to accuracy (real data)", "distribution",
     "long runs: checkpoints, stopping, resuming", "output")
 
 RUN_FLAGS: tuple[Flag, ...] = (
-    Flag("--image-size", "model.image_size", MODEL_DATA, "square input size (default 224; >= 32)", int, "PX"),
+    Flag("--image-size", "model.image_size", MODEL_DATA, "square input size (default 224; >= 32)", IMAGE_SIDE, "PX"),
     Flag("--depth", "model.depth", MODEL_DATA,
          "ResNet depth (default 50, the benchmark; shallower proves time-to-accuracy on small data)",
          int, "N", cfg.DEPTHS),
-    Flag("--num-classes", "model.num_classes", MODEL_DATA, "classifier width (default 1000)", int, "N"),
+    Flag("--num-classes", "model.num_classes", MODEL_DATA, "classifier width (default 1000)", checks.count(2), "N"),
     Flag("--data", "data.source", MODEL_DATA,
          "synthetic (default: ImageNet-shaped, no input cost), imagenet (TFRecord shards "
          "train-NNNNN-of-NNNNN) or tfds (a prepared imagenet2012)", choices=cfg.DATA_SOURCES),
@@ -73,59 +85,59 @@ RUN_FLAGS: tuple[Flag, ...] = (
          "real data: keep the records in memory after the first pass (if they fit)", action="store_true"),
     Flag("--input-bench-batches", "data.input_bench_batches", MODEL_DATA,
          "real data: batches timed through the input pipeline alone before training, "
-         "to tell an input bottleneck (default 20; 0 skips)", int, "N"),
+         "to tell an input bottleneck (default 20; 0 skips)", COUNT0, "N"),
     Flag("--steps-per-epoch", "data.steps_per_epoch", MODEL_DATA,
          "what counts as an epoch (default: one pass over real data; a platform default on synthetic data)",
-         int, "N"),
+         COUNT, "N"),
     Flag("--batch-size", "train.per_replica_batch_size", TRAINING, "per-replica batch (global = this x replicas)",
-         int, "N"),
-    Flag("--epochs", "train.epochs", TRAINING, "total epochs, the warm-up epoch included", int, "N"),
-    Flag("--train-steps", "train.train_steps", TRAINING, "total steps instead of --epochs", int, "N"),
+         COUNT, "N"),
+    Flag("--epochs", "train.epochs", TRAINING, "total epochs, the warm-up epoch included", COUNT, "N"),
+    Flag("--train-steps", "train.train_steps", TRAINING, "total steps instead of --epochs", COUNT, "N"),
     Flag("--warmup-steps", "train.warmup_steps", TRAINING, "steps excluded from measurement (default: one epoch)",
-         int, "N"),
+         COUNT0, "N"),
     Flag("--steps-per-execution", "train.steps_per_execution", TRAINING,
-         "steps per host round trip (TPU iterations_per_loop)", int, "N"),
+         "steps per host round trip (TPU iterations_per_loop)", COUNT, "N"),
     Flag("--precision", "train.precision", TRAINING, "compute precision (platform default)",
          choices=cfg.PRECISIONS),
     Flag("--xla", "train.xla", TRAINING,
          "compile the step with XLA (platform default; never under multi_worker, always on a TPU)", action="bool"),
-    Flag("--seed", "train.seed", TRAINING, "seed for weights and synthetic data (default 0)", int),
+    Flag("--seed", "train.seed", TRAINING, "seed for weights and synthetic data (default 0)", SEED, "N"),
     Flag("--optimizer", "train.optimizer", TRAINING,
          "auto (default): LARS at global batch >= 16384 as the reference, momentum SGD below",
          choices=cfg.OPTIMIZER_CHOICES),
     Flag("--label-smoothing", "train.label_smoothing", TRAINING,
-         "default: 0.1 at global batch >= 16384 (the reference), 0 below", float, "X"),
+         "default: 0.1 at global batch >= 16384 (the reference), 0 below", checks.number(0, 1, "a probability"), "X"),
     Flag("--target-accuracy", "train.target_accuracy", ACCURACY,
          "train until validation top-1 reaches this (e.g. 0.76); reports time_to_target_s "
-         "from the end of the warm-up epoch, evaluations excluded", float, "TOP1"),
+         "from the end of the warm-up epoch, evaluations excluded", checks.number(0, 1, "76% is 0.76", low_open=True), "TOP1"),
     Flag("--eval-every-epochs", "train.eval_every_epochs", ACCURACY,
-         "evaluate on the validation split every N epochs (default 1 with --target-accuracy)", int, "N"),
+         "evaluate on the validation split every N epochs (default 1 with --target-accuracy)", COUNT, "N"),
     Flag("--max-epochs", "train.epochs", ACCURACY,
-         "with --target-accuracy: stop after N epochs if the target is not reached (default 91)", int, "N"),
+         "with --target-accuracy: stop after N epochs if the target is not reached (default 91)", COUNT, "N"),
     Flag("--mllog", "output.mllog", ACCURACY, "also append an MLPerf-style log (:::MLLOG lines) to FILE",
          metavar="FILE"),
     Flag("--strategy", "runtime.strategy", DISTRIBUTION, "tf.distribute strategy (default auto)",
          choices=cfg.STRATEGIES),
     Flag("--tpu", "runtime.tpu", DISTRIBUTION, "Cloud TPU name, grpc://HOST:PORT, or local (on a TPU VM)",
-         metavar="ADDR"),
+         checks.tpu_address, "ADDR"),
     Flag("--replicas", "runtime.replicas", DISTRIBUTION,
-         "mirrored: GPUs to use (default all); on a CPU, required: the CPU is split into N", int, "N"),
+         "mirrored: GPUs to use (default all); on a CPU, required: the CPU is split into N", COUNT, "N"),
     Flag("--checkpoint-every", "checkpoint.every_minutes", LONG_RUNS,
          "minutes of training between checkpoints (default 30; 0: none); on SIGTERM a last one is written "
-         "if the grace period allows", float, "MINUTES"),
+         "if the grace period allows", MINUTES, "MINUTES"),
     Flag("--checkpoint-dir", "checkpoint.dir", LONG_RUNS, "where checkpoints go (default RUN_DIR/checkpoints; "
          "gs:// works)", metavar="DIR"),
     Flag("--grace-period", "checkpoint.grace_s", LONG_RUNS,
          "seconds between a stop notice (SIGTERM) and SIGKILL on this platform (default 30: Spot VMs, Slurm "
-         "KillWait, Kubernetes)", float, "S"),
+         "KillWait, Kubernetes)", checks.SECONDS, "S"),
     Flag("--output", "output.dir", OUTPUT, "run directory (default results/runs/<run_id>)", metavar="DIR"),
     Flag("--results-uri", "output.results_uri", OUTPUT,
          "also upload the run directory to gs://BUCKET/PREFIX/<run_id>/ when the run ends "
          "(Application Default Credentials; the bucket is checked before the run)", metavar="gs://BUCKET/PREFIX"),
-    Flag("--log-steps", "train.log_steps", OUTPUT, "a progress line every N steps", int, "N"),
+    Flag("--log-steps", "train.log_steps", OUTPUT, "a progress line every N steps", COUNT, "N"),
     Flag("--peak-tflops", "measure.peak_tflops", OUTPUT,
          "datasheet peak TFLOP/s of one device (a GPU, a TPU chip, a CPU host), for MFU where the table has none",
-         float, "X"),
+         PEAK_TFLOPS, "X"),
     Flag("--no-peak", "measure.measure_peak", OUTPUT,
          "skip the matmul probe that measures the devices' peak before the warm-up (a few seconds; MFU is then "
          "against the datasheet only)", action="store_false", dest="measure_peak"),
@@ -211,9 +223,11 @@ def config_from_args(args: argparse.Namespace) -> cfg.RunConfig:
             train.setdefault("train_steps", None)  # --epochs replaces a preset's steps
         if train.get("train_steps") is not None:
             train.setdefault("epochs", None)  # and the other way round
-        return cfg.check_ready(cfg.replace(config, **parts))
+        config = cfg.check_ready(cfg.replace(config, **parts))
     except ValueError as err:
         raise UsageError(str(err)) from None
+    check_run(config)
+    return config
 
 
 def load_config(path: str) -> cfg.RunConfig:
@@ -222,14 +236,16 @@ def load_config(path: str) -> cfg.RunConfig:
     Raises:
       UsageError: not a readable podbench config.json.
     """
-    file = Path(path) / CONFIG_FILE if Path(path).is_dir() else Path(path)
     try:
+        file = Path(path) / CONFIG_FILE if Path(path).is_dir() else Path(path)
         requested = read_json(file)["requested"]
         config = cfg.config_from_dict(requested)
     except FileNotFoundError:
-        raise UsageError(f"no config file {file}; give a run's config.json (or its run directory)") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"cannot read {file} ({getattr(err, 'strerror', None) or err})") from None
+        raise UsageError(f"no config file {path}; give a run's config.json (or its run directory)") from None
+    except OSError as err:
+        raise UsageError(f"cannot read {path} ({checks.os_reason(err)}); give a run's config.json") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not a podbench config.json (not UTF-8 text)") from None
     except (ValueError, KeyError, TypeError) as err:
         raise UsageError(f"{file} is not a podbench config.json ({err})") from None
     # A re-run writes a new run directory: the original is never overwritten.

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.cli import checks
 from bench.errors import UsageError
 from bench.report.summary_text import format_summary
 from bench.results import rundir
@@ -46,16 +47,18 @@ def handle(args: argparse.Namespace) -> int:
       UsageError: a directory that is not a run directory (no config.json) or holds a malformed file.
     """
     summaries = []
-    for run_dir in map(Path, args.run_dirs):
+    for run_dir in map(Path, checks.distinct_dirs(args.run_dirs)):
         try:
             record = read_run(run_dir)
         except (FileNotFoundError, ValueError) as err:
             raise UsageError(f"{err}") from None
+        except OSError as err:  # a name longer than the filesystem allows, a FIFO for a run file
+            raise UsageError(f"cannot read {run_dir} ({rundir.os_reason(err)}); give a run directory") from None
         summary = build_summary(record)
         try:
             write_summary(run_dir, summary)
         except OSError as err:
-            raise UsageError(f"cannot write {run_dir / rundir.SUMMARY_FILE} ({err.strerror or err})") from None
+            raise UsageError(f"cannot write {run_dir / rundir.SUMMARY_FILE} ({rundir.os_reason(err)})") from None
         print(f"wrote {run_dir / rundir.SUMMARY_FILE} ({summary.status})", file=sys.stderr)
         summaries.append(summary)
     if args.json:

@@ -124,6 +124,10 @@ def check_args(args: argparse.Namespace) -> tuple[str, tuple[int, ...]]:
     if args.strategy not in (None, "mirrored"):
         raise UsageError(f"--strategy {args.strategy} clashes with the sweep: every size runs "
                          "--strategy mirrored; drop --strategy")
+    if args.mllog is not None:
+        # Each size is its own run; one MLPerf log holds one run (one run_start, one run_stop).
+        raise UsageError("--mllog does not apply to a sweep: an MLPerf log describes one run and a sweep runs one "
+                         "per size; run that size with `podbench run --mllog FILE`")
     if args.tpu is not None:
         raise UsageError("--tpu does not apply to a sweep: it runs --strategy mirrored on this "
                          "machine's CPU or GPUs; drop --tpu")

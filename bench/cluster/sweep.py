@@ -309,7 +309,7 @@ def write_files(sweep_dir: Path, document: dict) -> list[Path]:
     json_path, csv_path = sweep_dir / SWEEP_JSON, sweep_dir / SWEEP_CSV
     rundir.write_json(json_path, document)
     table = pd.DataFrame(document["sizes"], columns=list(CSV_COLUMNS))
-    table.to_csv(csv_path, index=False)
+    report_files.write_csv(table, csv_path)
     axis = document.get("axis", REPLICAS)
     draw = scaling_charts.plot_device_curve if axis == BATCH else scaling_charts.plot_scaling
     fig, _ = draw(table)

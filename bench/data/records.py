@@ -18,6 +18,8 @@ bench/data/tools.py, built on this module.
 """
 from __future__ import annotations
 
+import contextlib
+
 import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -188,13 +190,21 @@ def write_shards(examples: Sequence[bytes], out_dir: str, split: str, num_shards
         raise ValueError(f"need num_shards >= 1 and a split in {SPLITS}, got {num_shards}, {split!r}")
     tf.io.gfile.makedirs(out_dir)
     paths = [_join(out_dir, shard_name(split, i, num_shards)) for i in range(num_shards)]
-    writers = [tf.io.TFRecordWriter(p) for p in paths]
+    writers = []
     try:
+        writers += (tf.io.TFRecordWriter(p) for p in paths)
         for i, example in enumerate(examples):
             writers[i % num_shards].write(example)
-    finally:
+    except BaseException:
+        # A refusal leaves no partial dataset behind: a half-written set would pass for a whole one.
         for writer in writers:
             writer.close()
+        for path in paths[:len(writers)]:
+            with contextlib.suppress(tf.errors.OpError):
+                tf.io.gfile.remove(path)
+        raise
+    for writer in writers:
+        writer.close()
     return paths
 
 

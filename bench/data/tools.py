@@ -99,6 +99,8 @@ def _write_splits(splits: dict, out_dir: str, num_shards: int, validation_fracti
         for split, examples in splits.items():
             written[split] = records.write_shards(examples, out_dir, split, shards[split]) if examples else []
     except (tf.errors.OpError, OSError) as err:
+        for path in (p for done in written.values() for p in done):  # no half dataset left behind
+            tf.io.gfile.remove(path)
         raise UsageError(f"cannot write to {out_dir} ({getattr(err, 'message', None) or err}); "
                          "choose a writable --out") from None
     return {"classes": classes, "train_records": len(splits["train"]),

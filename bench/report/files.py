@@ -8,6 +8,7 @@ the read-only commands never pay for loading pandas and matplotlib.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +24,15 @@ COMPARISON_CHARTS = (("time_to_target", charts.plot_time_to_target), ("cost", ch
 # Display labels and reference-only prose stay out of runs.csv (one tidy row per run).
 CSV_COLUMNS = tuple(c for c in tables.COLUMNS
                     if c not in ("label", "short_label", "family", "source_detail"))
+
+
+def write_csv(table: pd.DataFrame, path: Path) -> Path:
+    """Writes ``table`` as CSV; a figure that could not be computed (NaN, ±inf) is an empty cell.
+
+    pandas would write ``inf``, which a spreadsheet reads as text and a script as a number.
+    """
+    table.replace([math.inf, -math.inf], math.nan).to_csv(path, index=False, na_rep="")
+    return Path(path)
 
 
 def save_figure(fig, output_dir: Path, stem: str) -> list[Path]:
@@ -57,7 +67,7 @@ def write_report(runs: list[tables.Run], skipped: list[tables.Skipped], output_d
     measured = tables.runs_table(runs)
     both = tables.add_speedup(pd.concat([tables.reference_table(), measured], ignore_index=True))
     csv_path = output_dir / "runs.csv"
-    measured.loc[:, list(CSV_COLUMNS)].to_csv(csv_path, index=False)
+    write_csv(measured.loc[:, list(CSV_COLUMNS)], csv_path)
     written = [csv_path]
     for name, draw in COMPARISON_CHARTS:
         fig, _ = draw(both)

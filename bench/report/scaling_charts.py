@@ -126,6 +126,28 @@ def _published_efficiency(published: pd.DataFrame, ideal_per_device: float) -> p
     return 100 * published["images_per_sec"] / (published["devices"] * ideal_per_device)
 
 
+def _projection_markers(ax, eff_ax, rows: pd.DataFrame, efficiency: pd.Series) -> None:
+    """A marker per size on both panels: filled where modeled, hollow where extrapolated."""
+    devices = rows["devices"].astype(float)
+    hollow = rows["extrapolated"].astype(bool).to_numpy()
+    for axis, values in ((ax, rows["images_per_sec"]), (eff_ax, efficiency)):
+        for extrapolated in (False, True):
+            pick = hollow == extrapolated
+            if pick.any():
+                axis.plot(devices[pick], values[pick], linestyle="none", marker="o", color=MEASURED_COLOR,
+                          markerfacecolor="white" if extrapolated else MEASURED_COLOR,
+                          label=("projected, extrapolated (hollow)" if extrapolated else None) if axis is ax else None)
+
+
+def _published_points(ax, eff_ax, rows: pd.DataFrame, published: pd.DataFrame) -> None:
+    """Published results on both panels, their efficiency against the projection's one device."""
+    ideal_per_device = float(rows["ideal_images_per_sec"].iloc[0] / rows["devices"].iloc[0])
+    ax.plot(published["devices"], published["images_per_sec"], linestyle="none", marker="D", markersize=5,
+            color=PUBLISHED_COLOR, label="published")
+    eff_ax.plot(published["devices"], _published_efficiency(published, ideal_per_device), linestyle="none",
+                marker="D", markersize=5, color=PUBLISHED_COLOR)
+
+
 def plot_projection(df: pd.DataFrame, published: pd.DataFrame | None = None):
     """Projected images/sec against devices with the ideal line, published points overlaid; efficiency below.
 
@@ -150,25 +172,14 @@ def plot_projection(df: pd.DataFrame, published: pd.DataFrame | None = None):
     ax.plot(devices, rows["images_per_sec"], color=MEASURED_COLOR, linewidth=1.5, label="projected")
     efficiency = 100 * rows["scaling_efficiency"].astype(float)
     eff_ax.plot(devices, efficiency, color=MEASURED_COLOR, linewidth=1.5)
-    hollow = rows["extrapolated"].astype(bool).to_numpy()
-    for axis, values in ((ax, rows["images_per_sec"]), (eff_ax, efficiency)):
-        for extrapolated in (False, True):
-            pick = hollow == extrapolated
-            if pick.any():
-                axis.plot(devices[pick], values[pick], linestyle="none", marker="o", color=MEASURED_COLOR,
-                          markerfacecolor="white" if extrapolated else MEASURED_COLOR,
-                          label=("projected, extrapolated (hollow)" if extrapolated else None) if axis is ax else None)
+    _projection_markers(ax, eff_ax, rows, efficiency)
     for n, rate, value in zip(devices, rows["images_per_sec"], efficiency):
         ax.annotate(format_rate(rate), (n, rate), xytext=(6, -10), textcoords="offset points", fontsize=8)
         eff_ax.annotate(f"{value:.0f}%", (n, value), xytext=(6, 4), textcoords="offset points", fontsize=8)
     values = [float(rows["images_per_sec"].min()), float(rows["ideal_images_per_sec"].max())]
     x_values = list(devices)
     if published is not None and len(published):
-        ideal_per_device = float(rows["ideal_images_per_sec"].iloc[0] / rows["devices"].iloc[0])
-        ax.plot(published["devices"], published["images_per_sec"], linestyle="none", marker="D", markersize=5,
-                color=PUBLISHED_COLOR, label="published")
-        eff_ax.plot(published["devices"], _published_efficiency(published, ideal_per_device), linestyle="none",
-                    marker="D", markersize=5, color=PUBLISHED_COLOR)
+        _published_points(ax, eff_ax, rows, published)
         values += [float(published["images_per_sec"].min()), float(published["images_per_sec"].max())]
         x_values += list(published["devices"].astype(float))
     low, high = min(values), max(values)

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from bench.results import rundir
 from bench.results.rundir import dumps
 from methodology.target import EvalRecord
 from methodology.throughput import StepRecord
@@ -65,7 +66,7 @@ def read_json_lines(path: Path, decode: Callable[[Any], Any], what: str) -> list
     Raises:
       ValueError: a malformed line other than the last, naming its number.
     """
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = rundir.regular_file(Path(path)).read_text(encoding="utf-8").splitlines()
     out = []
     for number, line in enumerate(lines, start=1):
         try:

@@ -18,6 +18,8 @@ import sys
 import time
 from typing import Any, Callable, Iterable, Mapping, TextIO
 
+from bench.results.rundir import finite_json
+
 PREFIX = ":::MLLOG "
 
 # Event types.
@@ -150,7 +152,8 @@ def format_line(namespace: str, time_ms: int, event_type: str, key: str, value: 
     """
     record = {"namespace": namespace, "time_ms": time_ms, "event_type": event_type,
               "key": key, "value": value, "metadata": dict(metadata)}
-    return PREFIX + json.dumps(record, default=_to_json)
+    # Strict JSON, as every file podbench writes: a value that could not be computed is null, never NaN.
+    return PREFIX + json.dumps(finite_json(record), default=lambda obj: finite_json(_to_json(obj)), allow_nan=False)
 
 
 def _to_json(obj: Any) -> Any:

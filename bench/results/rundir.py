@@ -22,6 +22,7 @@ import json
 import math
 import os
 import secrets
+import stat
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -70,13 +71,16 @@ def prepare_run_dir(output_dir: str | None, run_id: str) -> Path:
         with tempfile.NamedTemporaryFile(dir=path):
             pass
     except OSError as err:
-        raise UsageError(f"cannot write results to {path} ({_os_reason(err)}); choose a writable --output") from None
+        raise UsageError(f"cannot write results to {path} ({os_reason(err)}); choose a writable --output") from None
     return path
 
 
-def _os_reason(err: OSError) -> str:
+def os_reason(err: OSError) -> str:
+    """An OSError as a short phrase, without the path (the message names it already)."""
     if err.errno == errno.ENAMETOOLONG:
         return "a name in the path is longer than the filesystem allows"
+    if err.errno == errno.ENOTDIR:
+        return "a part of the path is a file, not a directory"
     return err.strerror or str(err)
 
 
@@ -116,13 +120,38 @@ def write_json(path: Path, obj: Any) -> None:
         raise
 
 
+INPUT_FILE_MAX_BYTES = 256 * 2**20  # far above any JSON, CSV or log file podbench reads or writes
+
+
+def regular_file(path: Path, max_bytes: int = INPUT_FILE_MAX_BYTES) -> Path:
+    """``path``, once it is known to be a regular file of at most ``max_bytes``.
+
+    Every file podbench reads goes through here first: a FIFO blocks its reader
+    and a device such as /dev/zero never ends, so either would hang a command.
+
+    Raises:
+      OSError: missing or unreadable (from stat), a directory (EISDIR), not a regular
+        file (EINVAL), or larger than ``max_bytes`` (EFBIG); its strerror says which.
+    """
+    path = Path(path)
+    info = path.stat()
+    if stat.S_ISDIR(info.st_mode):
+        raise OSError(errno.EISDIR, "a directory, not a file", str(path))
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
+    if info.st_size > max_bytes:
+        raise OSError(errno.EFBIG, f"{info.st_size:,} bytes, more than the {max_bytes:,} such a file can hold",
+                      str(path))
+    return path
+
+
 def read_json(path: Path) -> Any:
     """A JSON file of a run directory (strict: NaN and Infinity are refused).
 
     Raises:
-      OSError: unreadable; ValueError: not strict JSON.
+      OSError: unreadable, or not a regular file of bounded size (``regular_file``); ValueError: not strict JSON.
     """
-    return json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_no_constant)
+    return json.loads(regular_file(path).read_text(encoding="utf-8"), parse_constant=_no_constant)
 
 
 def _no_constant(name: str):

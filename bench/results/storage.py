@@ -105,6 +105,34 @@ def check_results_uri(uri: str, client=None) -> None:
                          "(needs roles/storage.objectCreator); fix --results-uri or use another account")
 
 
+def check_readable_prefix(uri: str, what: str, client=None) -> None:
+    """Before TensorFlow loads: ``uri`` names a valid bucket, the credentials work, and objects are there.
+
+    Each failure gets its own message: an invalid bucket name, missing or refused
+    credentials, a bucket that does not exist, or nothing under the prefix.
+
+    Args:
+      uri: gs://BUCKET/PREFIX.
+      what: how the message names it, e.g. "--data-dir gs://b/imagenet".
+      client: a google.cloud.storage.Client; by default one from Application Default Credentials.
+
+    Raises:
+      UsageError: one line saying which of these is wrong.
+    """
+    try:
+        bucket_name, prefix = parse_gs_uri(uri)
+    except ValueError as err:
+        raise UsageError(f"{what}: {err}") from None
+    with translate_errors(f"cannot read {uri}", bucket_name, f"; fix {what.split()[0]}"):
+        client = client or make_client()
+        base = f"{prefix}/" if prefix else ""
+        blobs = client.list_blobs(bucket_name, prefix=base, max_results=1, retry=_retry(CHECK_RETRY_TIMEOUT_S))
+        found = next(iter(blobs), None)
+    if found is None:
+        raise UsageError(f"nothing under {uri}: bucket {bucket_name} exists but holds no object under "
+                         f"{base or 'its root'}; check the path ({what.split()[0]})")
+
+
 def upload_dir(local_dir: Path, uri: str, client=None) -> list[str]:
     """Uploads every file under ``local_dir`` to ``uri`` + its relative path, byte for byte.
 

@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.results.rundir import SUMMARY_FILE, read_json, write_json
+from bench.results.rundir import SUMMARY_FILE, os_reason, read_json, write_json
 
 STATUSES = ("completed", "interrupted", "failed", "killed")
 
@@ -179,13 +179,17 @@ def read_summary(run_dir: str | Path) -> Summary:
       ValueError: unreadable, not JSON, or not a summary (the message names the file).
     """
     path = Path(run_dir) / SUMMARY_FILE
-    if not path.is_file():
+    try:
+        exists = path.exists()
+    except OSError as err:  # a name longer than the filesystem allows, a loop of symlinks
+        raise ValueError(f"cannot read {run_dir} ({os_reason(err)})") from None
+    if not exists:
         raise FileNotFoundError(f"{run_dir} has no {SUMMARY_FILE}: not a run directory, or the run is still "
                                 "going or was killed (`podbench summarize RUN_DIR` rebuilds it from the raw logs)")
     try:
         obj = read_json(path)
     except OSError as err:
-        raise ValueError(f"cannot read {path} ({err.strerror or err})") from None
+        raise ValueError(f"cannot read {path} ({os_reason(err)})") from None
     except ValueError as err:
         raise ValueError(f"{path} is not valid JSON ({err})") from None
     return summary_from_json(obj, str(path))

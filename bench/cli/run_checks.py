@@ -1,0 +1,118 @@
+"""What `podbench run` (and sweep, launch) can check of a whole config before TensorFlow loads.
+
+The flags' own bounds are argparse types (bench/cli/checks.py); the config's
+dataclasses check each part. What is left needs the merged config and this
+machine: sizes whose tensors cannot fit in its memory, more replicas than it
+has devices, a data directory that is not there, a TF_CONFIG cluster that
+``--strategy auto`` would ignore, a warm-up that does not end a
+``--steps-per-execution`` block. What only TensorFlow can tell (the devices
+it finds, a TPU's reachability, the records themselves) is checked after it
+loads (README: "What is checked before TensorFlow loads").
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Mapping
+
+from bench.cli import checks
+from bench.cluster import gpus
+from bench.config import RunConfig
+from bench.errors import UsageError
+
+
+
+def check_run(config: RunConfig, environ: Mapping[str, str] = os.environ,
+              memory_bytes: int | None = None, gpu_count: int | None = None) -> None:
+    """Every check of a merged run config that needs no TensorFlow (see the module docstring).
+
+    Args:
+      config: the merged config (preset or config.json, then flags).
+      environ: the environment (TF_CONFIG, CUDA_VISIBLE_DEVICES).
+      memory_bytes: this host's memory (default: measured).
+      gpu_count: GPUs this process may use (default: what the driver lists, as CUDA_VISIBLE_DEVICES narrows).
+
+    Raises:
+      UsageError: the first check that fails, in one line.
+    """
+    check_sizes(config, memory_bytes)
+    check_replicas(config, environ, memory_bytes, gpu_count)
+    check_cluster(config, environ)
+    check_blocks(config)
+    if config.data.real and config.data.data_dir:
+        checks.data_dir(config.data.data_dir)
+
+
+def check_sizes(config: RunConfig, memory_bytes: int | None = None) -> None:
+    """Image side, batch and classes whose tensors cannot fit in this host's memory."""
+    side, batch = config.model.image_size, config.train.per_replica_batch_size or 1
+    checks.check_fits(f"--image-size {side} (one image's first activation: 64 channels at {side // 2}x{side // 2})",
+                      checks.stem_bytes(side), "lower --image-size (ImageNet's is 224)", memory_bytes)
+    checks.check_fits(f"--batch-size {batch} at {side}x{side} (the batch's float32 images alone)",
+                      checks.image_bytes(side, batch), "lower --batch-size", memory_bytes)
+    classes = config.model.num_classes
+    checks.check_fits(f"--num-classes {classes} (the classifier's float32 weights alone)",
+                      classes * checks.FINAL_CHANNELS_MIN * checks.FLOAT32_BYTES, "lower --num-classes",
+                      memory_bytes)
+
+
+def check_replicas(config: RunConfig, environ: Mapping[str, str], memory_bytes: int | None = None,
+                   gpu_count: int | None = None) -> None:
+    """--replicas: at most the GPUs this process may use; on a CPU, as many copies of the model as memory holds."""
+    replicas = config.runtime.replicas
+    if replicas is None or config.runtime.strategy not in ("mirrored", "auto"):
+        return
+    if gpu_count is None:
+        gpu_count = len(gpus.visible_gpus(environ, gpus.driver_gpus()))
+    if gpu_count:
+        if replicas > gpu_count:
+            raise UsageError(f"--replicas {replicas}: this host has {gpu_count} GPU(s) this process may use "
+                             f"(CUDA_VISIBLE_DEVICES narrows them); give --replicas 1..{gpu_count}")
+        return
+    # On a CPU the replicas are logical devices of one process: each keeps its own float32 weights,
+    # gradients and momentum (ResNet-50: 3 x 25,557,032 x 4 bytes), and its batch.
+    state = checks.RESNET50_STATE_BYTES_PER_REPLICA if config.model.depth >= 50 else 0
+    per_replica = state + checks.image_bytes(config.model.image_size, config.train.per_replica_batch_size or 1)
+    checks.check_fits(f"--replicas {replicas} on this CPU (each logical device holds its own weights, "
+                      "gradients and momentum, and its batch)", replicas * per_replica, "lower --replicas", memory_bytes)
+
+
+def check_cluster(config: RunConfig, environ: Mapping[str, str]) -> None:
+    """A TF_CONFIG cluster of several workers under --strategy auto is refused.
+
+    auto chooses a one-host strategy (TPU, GPUs, CPU) and TensorFlow then ignores
+    TF_CONFIG: every host would train alone and write results that claim the cluster's
+    job. The user meant multi_worker, or has a stale TF_CONFIG; either way, asking beats guessing.
+    """
+    raw = environ.get("TF_CONFIG")
+    if config.runtime.strategy != "auto" or not raw:
+        return
+    try:
+        cluster = json.loads(raw).get("cluster", {})
+        workers = sum(len(v) for k, v in cluster.items() if k in ("chief", "worker") and isinstance(v, list))
+    except (ValueError, AttributeError, TypeError):
+        workers = 0  # not a cluster spec: multi_worker would say why; auto never reads it
+    if workers > 1:
+        raise UsageError(f"TF_CONFIG describes a cluster of {workers} workers, but --strategy auto trains on this "
+                         "host alone (TensorFlow ignores TF_CONFIG then): give --strategy multi_worker, or unset "
+                         "TF_CONFIG")
+
+
+def check_blocks(config: RunConfig) -> None:
+    """The warm-up and the run must end a --steps-per-execution block, where the flags alone fix them.
+
+    The host sees only block ends and epoch ends (bench/resolve.py ``is_logged_step``):
+    a warm-up ending inside a block cannot be measured from its end.
+    """
+    t, epoch = config.train, config.data.steps_per_epoch
+    block = t.steps_per_execution
+    if block is None or block == 1 or epoch is None:
+        return
+    warmup = t.warmup_steps if t.warmup_steps is not None else epoch
+    total = t.train_steps if t.train_steps is not None else (t.epochs * epoch if t.epochs else None)
+    for name, value in (("warm-up", warmup), ("run", total)):
+        within = None if value is None else value % epoch
+        if within not in (None, 0) and within % block:
+            raise UsageError(f"the {name} ({value} steps) must end a block of --steps-per-execution {block} "
+                             f"steps or an epoch ({epoch} steps): the host sees only block ends; choose a "
+                             "multiple of it")

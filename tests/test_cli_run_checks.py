@@ -1,0 +1,106 @@
+"""bench/cli/run_checks.py: what a merged run config is checked for before TensorFlow loads.
+
+Memory and GPU counts are passed in, so each bound is tested at its edge on any machine.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench import config as cfg
+from bench.cli import checks, run_checks
+from bench.errors import UsageError
+
+GB = 10**9
+
+
+def config(**parts) -> cfg.RunConfig:
+    return cfg.replace(cfg.RunConfig(), **parts)
+
+
+def smoke(**train) -> cfg.RunConfig:
+    return config(model=dict(image_size=32, num_classes=10), data=dict(steps_per_epoch=2), train=train)
+
+
+# A mirrored run of 4 replicas at 32x32, batch 8: ResNet-50's state and a batch each.
+PER_REPLICA = checks.RESNET50_STATE_BYTES_PER_REPLICA + 8 * 3 * 32 * 32 * 4
+
+
+@pytest.mark.parametrize("memory, gpus, replicas, fragment", [
+    pytest.param(4 * PER_REPLICA, 0, 4, None, id="cpu_exactly_fits"),
+    pytest.param(4 * PER_REPLICA - 1, 0, 4, "--replicas 4 on this CPU", id="cpu_offbyone"),
+    pytest.param(100 * GB, 2, 2, None, id="gpus_all"),
+    pytest.param(100 * GB, 2, 3, "this host has 2 GPU(s)", id="gpus_offbyone"),
+])
+def test_replicas(memory, gpus, replicas, fragment):
+    c = cfg.replace(smoke(per_replica_batch_size=8), runtime=dict(strategy="mirrored", replicas=replicas))
+    if fragment is None:
+        run_checks.check_replicas(c, {}, memory, gpus)
+    else:
+        with pytest.raises(UsageError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+            run_checks.check_replicas(c, {}, memory, gpus)
+
+
+@pytest.mark.parametrize("parts, memory, fragment", [
+    pytest.param(dict(model=dict(image_size=224)), 64 * 112 * 112 * 4, None, id="stem_exactly_fits"),
+    pytest.param(dict(model=dict(image_size=224)), 64 * 112 * 112 * 4 - 1, "--image-size 224", id="stem_offbyone"),
+    pytest.param(dict(model=dict(image_size=32), train=dict(per_replica_batch_size=1000)), 1000 * 3 * 32 * 32 * 4 - 1,
+                 "--batch-size 1000 at 32x32", id="batch_offbyone"),
+    pytest.param(dict(model=dict(image_size=32, num_classes=10**6)), 10**6 * 512 * 4 - 1, "--num-classes 1000000",
+                 id="classes_offbyone"),
+])
+def test_sizes(parts, memory, fragment):
+    c = config(**parts)
+    if fragment is None:
+        run_checks.check_sizes(c, memory)
+    else:
+        with pytest.raises(UsageError, match=fragment):
+            run_checks.check_sizes(c, memory)
+
+
+def tf_config(workers: int, chief: bool = False) -> dict:
+    cluster = {"worker": [f"h{k}:2222" for k in range(workers)]} | ({"chief": ["c:2222"]} if chief else {})
+    return {"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 0}})}
+
+
+@pytest.mark.parametrize("strategy, environ, refused", [
+    pytest.param("auto", tf_config(2), True, id="auto_two_workers"),
+    pytest.param("auto", tf_config(1, chief=True), True, id="auto_chief_and_worker"),
+    pytest.param("auto", tf_config(1), False, id="auto_one_worker"),
+    pytest.param("auto", {"TF_CONFIG": "not json"}, False, id="auto_not_a_spec"),
+    pytest.param("auto", {}, False, id="auto_unset"),
+    pytest.param("multi_worker", tf_config(2), False, id="multi_worker"),
+])
+def test_cluster_under_auto(strategy, environ, refused):
+    c = config(runtime=dict(strategy=strategy))
+    if refused:
+        with pytest.raises(UsageError, match="but --strategy auto trains on this host alone"):
+            run_checks.check_cluster(c, environ)
+    else:
+        run_checks.check_cluster(c, environ)
+
+
+@pytest.mark.parametrize("epoch, block, warmup, total, fragment", [
+    pytest.param(10, 3, 3, 9, None, id="both_on_blocks"),
+    pytest.param(10, 3, 4, 9, "the warm-up (4 steps)", id="warmup_offbyone"),
+    pytest.param(10, 3, 3, 10, None, id="run_ends_an_epoch"),
+    pytest.param(10, 3, 3, 14, "the run (14 steps)", id="run_inside_a_block"),
+    pytest.param(10, 3, 13, 20, None, id="warmup_on_a_block_of_the_second_epoch"),
+    pytest.param(10, 1, 7, 9, None, id="one_step_blocks"),
+])
+def test_blocks(epoch, block, warmup, total, fragment):
+    c = config(data=dict(steps_per_epoch=epoch),
+               train=dict(steps_per_execution=block, warmup_steps=warmup, train_steps=total))
+    if fragment is None:
+        run_checks.check_blocks(c)
+    else:
+        with pytest.raises(UsageError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+            run_checks.check_blocks(c)
+
+
+def test_data_directory_is_checked(tmp_path):
+    c = config(data=dict(source="imagenet", data_dir=str(tmp_path / "absent")))
+    with pytest.raises(UsageError, match="no data directory"):
+        run_checks.check_run(c, {}, 100 * GB, 0)
+    run_checks.check_run(config(data=dict(source="imagenet", data_dir=str(tmp_path))), {}, 100 * GB, 0)
