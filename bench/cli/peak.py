@@ -1,6 +1,7 @@
 """`podbench peak`: what each local device delivers in a dense matmul, beside what its datasheet promises.
 
-The arguments are checked before TensorFlow loads; the measuring is
+The arguments are checked by their argparse types (bench/cli/checks.py)
+before TensorFlow loads; the measuring is
 bench/train/local_peaks.py (the same probe every `podbench run` takes under its
 own strategy), and the table is rendered here, from the JSON it returns.
 """
@@ -11,8 +12,8 @@ import contextlib
 import os
 import sys
 
+from bench.cli import checks
 from bench.cli.common import text_table
-from bench.errors import UsageError
 from bench.report.summary_text import flops_text
 from bench.results import rundir
 
@@ -42,22 +43,15 @@ def register(sub) -> None:
                                    "computes natively, and show the datasheet (or a CPU's nominal) peak beside it.",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print the measurements as JSON")
-    p.add_argument("--tpu", metavar="ADDR", help="also measure a Cloud TPU: its name, grpc://HOST:PORT, or local")
-    p.add_argument("--repetitions", type=int, default=5, metavar="N",
+    p.add_argument("--tpu", metavar="ADDR", type=checks.tpu_address,
+                   help="also measure a Cloud TPU: its name, grpc://HOST:PORT, or local")
+    p.add_argument("--repetitions", default=5, metavar="N",
+                   type=checks.count(1, MAX_REPETITIONS, "each repetition takes about 0.15 s a device and precision"),
                    help=f"timed repetitions per device and precision; the best counts (default 5, 1-{MAX_REPETITIONS})")
     p.set_defaults(handler=handle)
 
 
-def check_args(args: argparse.Namespace) -> None:
-    """Raises UsageError for a repetition count or TPU address that cannot be used (before TensorFlow loads)."""
-    if not 1 <= args.repetitions <= MAX_REPETITIONS:
-        raise UsageError(f"--repetitions must be 1 to {MAX_REPETITIONS}, got {args.repetitions}")
-    if args.tpu is not None and not args.tpu.strip():
-        raise UsageError("--tpu needs a TPU name, grpc://HOST:PORT or local")
-
-
 def handle(args: argparse.Namespace) -> int:
-    check_args(args)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO lines would bury the table
     print("podbench peak: loading TensorFlow…", file=sys.stderr, flush=True)
     from bench.train import local_peaks  # TensorFlow loads here, after every check
