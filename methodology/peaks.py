@@ -12,7 +12,7 @@ guessed one.
 A CPU has no datasheet here: its nominal peak is vCPUs x clock x FLOPs a cycle
 of its widest units, for the precision the run computes in. It is *nominal*,
 not an upper bound: the clock /proc/cpuinfo shows is not the boost clock a VM
-runs at (a 2-vCPU EPYC here delivered 429 GFLOP/s in a float32 matmul against
+runs at (issue 17: a 2-vCPU EPYC delivered 429 GFLOP/s in a float32 matmul against
 a nominal 332), and SMT siblings share their units.
 """
 from __future__ import annotations
