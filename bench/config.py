@@ -30,6 +30,9 @@ OPTIMIZER_CHOICES = ("auto",) + schedule.OPTIMIZERS
 # NCCL clique exchange between processes (tensorflow/models#10752, tensorflow/tensorflow#58961,
 # workaround tensorflow/models#10845: drop jit_compile); on CPUs the ring all-reduce does not
 # compile at all ("Only compiling NCCL/auto collective is supported, got: ring", measured here).
+# One device's peak, in TFLOP/s: the bounds of `--peak-tflops` (bench/cli/run_flags.py
+# PEAK_TFLOPS, with their reasons), also held by a config.json read back.
+PEAK_TFLOPS_RANGE = (0.01, 10_000.0)
 MULTI_WORKER_XLA = ("--xla cannot run under --strategy multi_worker: XLA cannot all-reduce across processes "
                     "(a known TensorFlow limitation); drop --xla (multi_worker runs without XLA by default)")
 
@@ -209,14 +212,20 @@ class MeasureConfig:
     """How the figures are taken, beyond the steps themselves.
 
     Attributes:
-      peak_tflops: the peak TFLOP/s of one replica's device, for MFU (None: known or measured).
+      peak_tflops: the datasheet peak TFLOP/s of one device for MFU: a GPU, a TPU chip or a
+        CPU host (None: the table's, or the CPU's nominal one).
+      measure_peak: time a dense matmul on the run's devices before the warm-up (seconds), for
+        the MFU against what the devices deliver.
     """
 
     peak_tflops: float | None = None
+    measure_peak: bool = True
 
     def __post_init__(self):
-        if self.peak_tflops is not None and not (math.isfinite(self.peak_tflops) and self.peak_tflops > 0):
-            raise ValueError(f"--peak-tflops must be a positive number, got {self.peak_tflops}")
+        lo, hi = PEAK_TFLOPS_RANGE
+        if self.peak_tflops is not None and not (math.isfinite(self.peak_tflops) and lo <= self.peak_tflops <= hi):
+            raise ValueError(f"--peak-tflops must be one device's peak in TFLOP/s, {lo:g} to {hi:,g} (a GPU, a TPU "
+                             f"chip or a CPU host), got {self.peak_tflops:g}")
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,14 @@ PLATFORM_DEFAULTS = {
     # fewest whose spread the summary does not flag (methodology.throughput.MIN_SPREAD_INTERVALS).
     "tpu": PlatformDefaults(128, "mixed_bfloat16", True, 100, 200, 6, 100),
 }
+# A CPU with bfloat16 units (AVX512_BF16 or AMX: methodology.peaks.cpu_native_bf16) trains
+# faster under mixed_bfloat16, which is also the TPU's default (the recipe already trains
+# under it): on a 2-vCPU EPYC with AVX512_BF16, 1.5-1.9x float32 at the same batch in two
+# side-by-side runs (tests/perf/test_platform_defaults.py; README, "Platform defaults").
+# Batch 32 was the fastest of 8, 16 and 32 in the quieter run and in the issue's quiet
+# measurement (14.6 against 12.6 img/s at 8); under heavier load batch 8 led: unsettled.
+# Without such units the CPU keeps the float32 defaults above.
+CPU_BF16_DEFAULTS = PlatformDefaults(32, "mixed_bfloat16", False, 1, 4, 4, 1)
 # An evaluation pads its last batches with zero-weight examples so that every validation
 # record counts once; the eval batch is the largest (up to the training one) padding at most this.
 EVAL_PADDING_MAX_FRACTION = 0.01
@@ -178,18 +186,23 @@ def _input_spec_from_dict(d: dict) -> InputSpec:
     return InputSpec(**d)
 
 
-def default_precision(config: cfg.RunConfig, platform: str) -> str:
-    """The run's precision: the user's, else the platform's."""
+def platform_defaults(platform: str, native_bf16: bool = False) -> PlatformDefaults:
+    """What ``platform`` runs by default; a CPU with bfloat16 units (``native_bf16``) has its own."""
     cfg.choice("platform", platform, PLATFORMS)
-    return config.train.precision or PLATFORM_DEFAULTS[platform].precision
+    return CPU_BF16_DEFAULTS if platform == "cpu" and native_bf16 else PLATFORM_DEFAULTS[platform]
 
 
-def per_replica_batch_size(config: cfg.RunConfig, platform: str) -> int:
+def default_precision(config: cfg.RunConfig, platform: str, native_bf16: bool = False) -> str:
+    """The run's precision: the user's, else the platform's."""
+    return config.train.precision or platform_defaults(platform, native_bf16).precision
+
+
+def per_replica_batch_size(config: cfg.RunConfig, platform: str, native_bf16: bool = False) -> int:
     """The per-replica batch: the user's, else the platform's default for the run's precision."""
-    d = PLATFORM_DEFAULTS[platform]
+    d = platform_defaults(platform, native_bf16)
     if config.train.per_replica_batch_size:
         return config.train.per_replica_batch_size
-    if default_precision(config, platform) == "float32" and d.float32_batch_size:
+    if default_precision(config, platform, native_bf16) == "float32" and d.float32_batch_size:
         return d.float32_batch_size
     return d.per_replica_batch_size
 
@@ -209,7 +222,7 @@ def image_dtype(platform: str, precision: str) -> str:
 
 
 def check_hardware(config: cfg.RunConfig, platform: str, strategy: str, num_replicas: int = 1,
-                   input_hosts: int = 1) -> None:
+                   input_hosts: int = 1, native_bf16: bool = False) -> None:
     """Combinations that cannot run (or run for hours to no purpose) on what TensorFlow found.
 
     Args:
@@ -218,6 +231,7 @@ def check_hardware(config: cfg.RunConfig, platform: str, strategy: str, num_repl
       strategy: the strategy's resolved name (default, one_device, mirrored, multi_worker, tpu).
       num_replicas: replicas in sync.
       input_hosts: hosts that each run an input pipeline (a Pod slice's hosts, multi_worker's workers).
+      native_bf16: the CPU has bfloat16 units (its defaults differ).
 
     Raises:
       ValueError: the combination, and the fix, in one line.
@@ -227,7 +241,7 @@ def check_hardware(config: cfg.RunConfig, platform: str, strategy: str, num_repl
         raise ValueError(f"{'the ' + config.preset + ' preset' if config.preset else 'this run'} needs GPUs and "
                          "TensorFlow sees none: on a GPU VM install podbench with pip install -e '.[gpu]' "
                          "(TensorFlow's CUDA libraries) and check that nvidia-smi lists the GPUs")
-    if default_precision(config, platform) == "mixed_float16" and platform == "cpu":
+    if default_precision(config, platform, native_bf16) == "mixed_float16" and platform == "cpu":
         raise ValueError("mixed_float16 is for GPUs and TensorFlow sees none: use --precision float32 on a CPU, "
                          "or install podbench with pip install -e '.[gpu]' on a GPU VM")
     if platform == "tpu" and t.xla is False:
@@ -277,7 +291,7 @@ def eval_batches(num_examples: int | None, num_replicas: int, max_per_replica: i
 
 
 def resolve(config: cfg.RunConfig, platform: str, num_replicas: int, counts: DataCounts | None = None, *,
-            strategy: str | None = None, input_hosts: int = 1) -> ResolvedRun:
+            strategy: str | None = None, input_hosts: int = 1, native_bf16: bool = False) -> ResolvedRun:
     """Fills the platform's defaults into ``config`` and checks the result.
 
     Args:
@@ -287,21 +301,22 @@ def resolve(config: cfg.RunConfig, platform: str, num_replicas: int, counts: Dat
       counts: what the real data holds (None: synthetic data).
       strategy: the strategy's resolved name (None: the config's).
       input_hosts: hosts running an input pipeline each.
+      native_bf16: a CPU with bfloat16 units (AVX512_BF16 or AMX), whose defaults differ.
 
     Raises:
       ValueError: an invalid combination, with the fix in the message.
     """
     counts = counts or DataCounts()
     strategy = strategy or config.runtime.strategy
-    per_replica = per_replica_batch_size(config, platform)  # checks the platform name
-    check_hardware(config, platform, strategy, num_replicas, input_hosts)
-    d, t = PLATFORM_DEFAULTS[platform], config.train
-    precision = default_precision(config, platform)
+    per_replica = per_replica_batch_size(config, platform, native_bf16)  # checks the platform name
+    check_hardware(config, platform, strategy, num_replicas, input_hosts, native_bf16)
+    d, t = platform_defaults(platform, native_bf16), config.train
+    precision = default_precision(config, platform, native_bf16)
     global_batch = per_replica * num_replicas
     steps_per_epoch, train_steps, warmup = _lengths(config, d, counts, global_batch)
     optimizer = schedule.default_optimizer(global_batch) if t.optimizer == "auto" else t.optimizer
     eval_every = (t.eval_every_epochs or 1) if t.evaluates else 0
-    train_input = input_spec(config, platform, per_replica)
+    train_input = input_spec(config, platform, per_replica, precision=precision)
     eval_input, eval_steps = None, 0
     if eval_every:
         eval_batch, eval_steps = eval_batches(counts.eval_examples, num_replicas, per_replica, input_hosts)
@@ -354,13 +369,14 @@ def _lengths(config: cfg.RunConfig, d: PlatformDefaults, counts: DataCounts,
     return steps_per_epoch, train_steps, warmup
 
 
-def input_spec(config: cfg.RunConfig, platform: str, per_replica: int, split: str = "train") -> InputSpec:
-    """What the run's input pipeline must produce on ``platform``."""
+def input_spec(config: cfg.RunConfig, platform: str, per_replica: int, split: str = "train",
+               precision: str | None = None) -> InputSpec:
+    """What the run's input pipeline must produce on ``platform`` (``precision``: the run's, if resolved)."""
     d, m = config.data, config.model
     return InputSpec(
         source=d.source, data_dir=d.data_dir, split=split, image_size=m.image_size,
         num_classes=m.num_classes, per_replica_batch_size=per_replica,
-        seed=config.train.seed, image_dtype=image_dtype(platform, default_precision(config, platform)),
+        seed=config.train.seed, image_dtype=image_dtype(platform, precision or default_precision(config, platform)),
         skip_corrupt=d.skip_corrupt, cache=d.cache, augment=d.augment)
 
 

@@ -1,20 +1,33 @@
-"""Model FLOPs utilization: achieved training FLOP/s over the hardware's peak.
+"""Model FLOPs utilization: achieved training FLOP/s over a peak. Pure.
 
-Peaks are dense (no sparsity) per device for the precision a run computes in,
-each with its source. A CPU's peak is computed from what the machine reports:
-vCPUs x clock x FLOPs per cycle of its widest FMA units; that is an upper
-bound (SMT siblings share FMA units, turbo clocks vary), so a CPU MFU is a
-lower bound on the true utilization.
+A run's MFU is given against two peaks, both dense and for the dtype the run
+computes in:
+
+- the *measured* peak: a dense matmul on the same devices, timed by the run
+  itself before its warm-up (bench/train/peak.py), "what this device delivers";
+- the *datasheet* peak of a GPU or TPU (methodology/peaks.py, with its source),
+  a CPU's *nominal* peak (vCPUs x clock x FLOPs a cycle: not an upper bound on
+  a VM, whose clock boosts past the one it reports), or one given with
+  ``--peak-tflops``.
+
+Neither can be exceeded by training, which multiplies matrices no faster than
+a matmul alone. An MFU above 100% is therefore a measurement problem (a peak
+below what the device delivers, or a probe disturbed by other work), never a
+result: ``over_peak`` names the problem and it is reported in place of the figure.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Training cannot multiply matrices faster than a dense matmul alone.
+MAX_MFU = 1.0
+MEASURED, DATASHEET, NOMINAL, GIVEN = "measured", "datasheet", "nominal", "given"
+
 
 @dataclass(frozen=True)
 class Peak:
     """Attributes:
-      flops_per_sec: peak of one device (GPU, TPU chip or the whole CPU).
+      flops_per_sec: peak of one device (a GPU, a TPU chip, or a whole CPU host).
       basis: how the figure was obtained.
       source: where it comes from.
     """
@@ -24,61 +37,8 @@ class Peak:
     source: str
 
     def __post_init__(self):
-        if self.flops_per_sec <= 0:
+        if not self.flops_per_sec > 0:
             raise ValueError(f"peak FLOP/s must be positive, got {self.flops_per_sec}")
-
-
-_NV_V100 = "NVIDIA Tesla V100 datasheet (SXM2): 125 TFLOPS tensor, 15.7 TFLOPS FP32"
-_NV_A100 = "NVIDIA A100 datasheet: 312 TFLOPS BF16/FP16 tensor dense, 19.5 TFLOPS FP32"
-_NV_H100 = "NVIDIA H100 datasheet (SXM): 989 TFLOPS BF16/FP16 tensor dense, 67 TFLOPS FP32"
-_TPU_V2 = ("Cloud TPU v2: 180 TFLOPS per 4-chip device (Google, 2017; quoted in "
-           "Unity-Technologies/ml-agents#1023), i.e. 45 TFLOPS bf16 a chip")
-_TPU_V5E = "Cloud TPU v5e docs (docs.cloud.google.com/tpu/docs/v5e): peak compute per chip (bf16) 197 TFLOPs"
-
-# (device name, precision class) -> peak. "low" = float16/bfloat16 tensor math.
-PEAKS: dict[tuple[str, str], Peak] = {
-    ("v100", "low"): Peak(125e12, "fp16 tensor cores", _NV_V100),
-    ("v100", "float32"): Peak(15.7e12, "fp32", _NV_V100),
-    ("a100", "low"): Peak(312e12, "bf16/fp16 tensor cores, dense", _NV_A100),
-    ("a100", "float32"): Peak(19.5e12, "fp32 (no TF32)", _NV_A100),
-    ("h100", "low"): Peak(989e12, "bf16/fp16 tensor cores, dense", _NV_H100),
-    ("h100", "float32"): Peak(67e12, "fp32", _NV_H100),
-    ("tpu-v2", "low"): Peak(45e12, "bf16 per chip", _TPU_V2),
-    ("tpu-v5e", "low"): Peak(197e12, "bf16 per chip", _TPU_V5E),
-}
-
-
-def precision_class(precision: str) -> str:
-    return "float32" if precision == "float32" else "low"
-
-
-def cpu_flops_per_cycle(isa_flags: set[str]) -> int:
-    """Single-precision FLOPs per cycle per core, assuming two FMA units.
-
-    An FMA is 2 FLOPs; AVX-512 has 16 float lanes, AVX2 8, SSE 4.
-    """
-    if "avx512f" in isa_flags:
-        return 2 * 16 * 2
-    if "avx2" in isa_flags and "fma" in isa_flags:
-        return 2 * 8 * 2
-    if "avx" in isa_flags:
-        return 2 * 8  # separate add and multiply ports, no FMA
-    return 2 * 4
-
-
-def cpu_peak(num_cpus: int, ghz: float, isa_flags: set[str]) -> Peak:
-    """Peak FLOP/s of a CPU host from vCPUs, clock and ISA flags."""
-    per_cycle = cpu_flops_per_cycle(isa_flags)
-    return Peak(
-        num_cpus * ghz * 1e9 * per_cycle,
-        f"{num_cpus} vCPU x {ghz:.2f} GHz x {per_cycle} FLOP/cycle",
-        "computed from /proc/cpuinfo (vCPUs, clock, ISA flags); an upper bound",
-    )
-
-
-def lookup_peak(device: str, precision: str) -> Peak | None:
-    """The table's peak for a device name (v100, a100, h100, tpu-v2, tpu-v5e), or None."""
-    return PEAKS.get((device.lower(), precision_class(precision)))
 
 
 def training_flops_per_image(forward_macs: int) -> int:
@@ -88,7 +48,43 @@ def training_flops_per_image(forward_macs: int) -> int:
 
 def mfu(images_per_sec: float, training_flops_per_image: float, peak_flops_per_device: float,
         num_devices: int) -> float:
-    """Achieved training FLOP/s as a fraction of the devices' combined peak."""
+    """Achieved training FLOP/s as a fraction of the devices' combined peak.
+
+    Raises:
+      ValueError: a peak or device count that is not positive.
+    """
     if peak_flops_per_device <= 0 or num_devices <= 0:
         raise ValueError("peak FLOP/s and device count must be positive")
     return images_per_sec * training_flops_per_image / (peak_flops_per_device * num_devices)
+
+
+def over_peak(value: float, against: str, peak_flops_per_sec: float,
+              measured_flops_per_sec: float | None = None) -> str | None:
+    """Why an MFU above 100% is a measurement problem (None when ``value`` <= 100%).
+
+    Args:
+      value: the MFU as computed.
+      against: which peak: measured, datasheet, nominal or given (--peak-tflops).
+      peak_flops_per_sec: that peak, for all the devices.
+      measured_flops_per_sec: the measured peak of the same devices, if any.
+
+    Returns:
+      One line naming the impossibility and its likely cause, or None.
+    """
+    if value <= MAX_MFU:
+        return None
+    head = f"MFU against the {against} peak would be {100 * value:.0f}%, which training cannot reach: "
+    if against == MEASURED:
+        return head + ("the matmul probe ran slower than the device can (other work on the machine while it "
+                       "ran, or a clock that rose after it); run `podbench peak` on a quiet machine")
+    if measured_flops_per_sec is not None and measured_flops_per_sec > peak_flops_per_sec:
+        why = {NOMINAL: "the CPU's clock boosts above the one /proc/cpuinfo reports",
+               GIVEN: "--peak-tflops is below the device's real peak",
+               DATASHEET: "the datasheet row does not fit this device"}.get(against, "the peak is too low")
+        return head + (f"the {against} peak ({_gflops(peak_flops_per_sec)}) is below what the devices "
+                       f"delivered in a matmul ({_gflops(measured_flops_per_sec)}): {why}")
+    return head + f"the {against} peak ({_gflops(peak_flops_per_sec)}) is below what these devices deliver"
+
+
+def _gflops(flops_per_sec: float) -> str:
+    return f"{flops_per_sec / 1e9:,.0f} GFLOP/s"

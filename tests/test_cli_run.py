@@ -17,7 +17,8 @@ import pytest
 from bench.results import jsonl
 from bench.results import rundir as results
 from console import ENV, PODBENCH, REPO, error_lines, free_port, podbench, podbench_in_process, podbench_probing_tf
-from methodology import throughput
+from bench.train.environment import cpu_info
+from methodology import peaks, throughput
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -43,6 +44,28 @@ def test_smoke_run_prints_the_summary_json(tmp_path):
     assert json.loads((out / results.SUMMARY_FILE).read_text()) == summary
     assert "Traceback" not in proc.stderr
     assert any(line.startswith("step ") for line in proc.stderr.splitlines())  # progress on stderr
+    # The peak was measured first, in the dtype the run computes in, and set beside the datasheet/nominal one.
+    native = peaks.cpu_native_bf16(cpu_info()["isa_flags"])
+    assert summary["precision"] == ("mixed_bfloat16" if native else "float32")  # this CPU's default
+    env = json.loads((out / results.ENVIRONMENT_FILE).read_text())
+    measured = env["measured_peak"]
+    assert measured["dtype"] == peaks.compute_dtype(summary["precision"]) and measured["per"] == "host"
+    assert summary["measured_peak_flops_per_sec"] == pytest.approx(measured["flops_per_sec"] * measured["count"])
+    assert (summary["mfu_measured"] is None) == bool(summary["mfu_problems"])  # a figure, or why not
+    assert summary["peak_kind"] == "nominal" and summary["peak_flops_per_sec"] > 0
+    probe_line = proc.stderr.index("measuring the peak:")
+    assert probe_line < proc.stderr.index("training ")  # before the warm-up
+
+
+def test_no_peak_skips_the_probe(tmp_path):
+    out = tmp_path / "run"
+    proc = podbench("run", "--preset", "smoke", "--no-peak", "--output", out, "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    env = json.loads((out / results.ENVIRONMENT_FILE).read_text())
+    assert (env["measured_peak"], env["measured_peak_note"]) == (None, "not measured (--no-peak)")
+    assert summary["measured_peak_flops_per_sec"] is None and summary["mfu_measured"] is None
+    assert "measuring the peak" not in proc.stderr
 
 
 # --- bad input: cheap mistakes, caught before TensorFlow loads ------------------
@@ -75,6 +98,10 @@ CHEAP_BAD_INPUTS = [
     pytest.param(["--image-size", "16"], "argument --image-size: 16 is below 32", id="image_too_small"),
     pytest.param(["--num-classes", "1"], "argument --num-classes: 1 is below 2", id="one_class"),
     pytest.param(["--peak-tflops", "0"], "argument --peak-tflops: 0 must be at least 0.01", id="peak_zero"),
+    pytest.param(["--peak-tflops", "0.001"], "argument --peak-tflops: 0.001 must be at least 0.01",
+                 id="peak_a_thousandth"),
+    pytest.param(["--peak-tflops", "nan"], "argument --peak-tflops: 'nan' is not a finite number", id="peak_nan"),
+    pytest.param(["--peak-tflops", "inf"], "argument --peak-tflops: 'inf' is not a finite number", id="peak_inf"),
     pytest.param(["--epochs", "2", "--train-steps", "4"], "not both", id="epochs_and_train_steps"),
     pytest.param(["--strategy", "default", "--replicas", "2"], "--replicas applies to --strategy mirrored",
                  id="replicas_with_default"),

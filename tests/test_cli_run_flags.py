@@ -37,6 +37,13 @@ def test_flags_land_on_their_fields():
     assert (c.output.dir, c.output.mllog, c.measure.peak_tflops) == ("o", "m.log", 3.0)
 
 
+def test_no_peak_skips_the_probe_and_spells_back():
+    assert run_flags.config_from_args(parse("run")).measure.measure_peak is True
+    args = parse("sweep", "--replicas", "1", "--no-peak")
+    assert run_flags.run_argv(args, skip=SWEEP_OWNED) == ["--no-peak"]
+    assert run_flags.config_from_args(parse("run", "--no-peak")).measure.measure_peak is False
+
+
 def test_flags_override_a_preset_and_epochs_replace_its_steps():
     c = run_flags.config_from_args(parse("run", "--preset", "smoke", "--train-steps", "8"))
     assert (c.model.image_size, c.train.train_steps, c.train.epochs) == (32, 8, None)

@@ -36,6 +36,26 @@ def test_validation_on_creation(make, message):
         make()
 
 
+@pytest.mark.parametrize("tflops", [
+    pytest.param(0.001, id="a_thousandth_a_unit_slip"),
+    pytest.param(0.0099, id="offbyone_below_the_floor"),
+    pytest.param(0.0, id="zero"),
+    pytest.param(-5.0, id="negative"),
+    pytest.param(float("nan"), id="nan"),
+    pytest.param(float("inf"), id="inf"),
+    pytest.param(10_000.5, id="offbyone_above_the_ceiling"),
+    pytest.param(1.2e14, id="flops_not_tflops"),
+])
+def test_a_peak_that_is_no_devices_is_refused(tflops):
+    with pytest.raises(ValueError, match=r"--peak-tflops must be one device's peak in TFLOP/s, 0\.01 to 10,000"):
+        cfg.MeasureConfig(peak_tflops=tflops)
+
+
+@pytest.mark.parametrize("tflops", [0.01, 0.332, 989.0, 10_000.0])
+def test_a_devices_peak_is_accepted(tflops):
+    assert cfg.MeasureConfig(peak_tflops=tflops).peak_tflops == tflops
+
+
 def test_tpu_strategy_needs_an_address_once_flags_are_merged():
     config = presets.from_preset("tpu-v2-8")  # a preset may pick the strategy ...
     with pytest.raises(ValueError, match="needs --tpu"):

@@ -59,7 +59,8 @@ RULES = [
       "bench.train.summary"),
      ("bench.train.run", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
       "bench.train.callbacks", "bench.train.evaluation", "bench.train.progress", "bench.train.environment",
-      "bench.data.pipeline", "bench.data.records", "bench.data.preprocess", "models.resnet"),
+      "bench.train.peak", "bench.train.local_peaks", "bench.data.pipeline", "bench.data.records",
+      "bench.data.preprocess", "models.resnet"),
      "these never need a TensorFlow process's modules"),
     (("bench.results", "bench.cluster", "bench.config", "bench.resolve", "bench.presets", "bench.data.spec",
       "bench.train.summary", "bench.report.summary_text"),
@@ -131,6 +132,15 @@ def test_compare_loads_nothing_heavy(tmp_path):
             f"a, b = write_run({str(tmp_path)!r}, 'a'), write_run({str(tmp_path)!r}, 'b', step_s=2.0)\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    assert main(['compare', str(a), str(b)]) == 1\n")
+    assert loaded_after(code) == []
+
+
+def test_peak_refuses_bad_arguments_before_tensorflow_loads():
+    """`podbench peak` measures with TensorFlow, but a bad flag costs no TensorFlow start-up."""
+    code = ("import contextlib, io\nfrom bench.cli import main\n"
+            "with contextlib.redirect_stderr(io.StringIO()):\n"
+            "    assert main(['peak', '--repetitions', '0']) == 2\n"
+            "    assert main(['peak', '--tpu', ' ']) == 2\n")
     assert loaded_after(code) == []
 
 

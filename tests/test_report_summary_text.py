@@ -3,7 +3,7 @@ import dataclasses
 
 import pytest
 
-from bench.report.summary_text import format_summary
+from bench.report.summary_text import flops_text, format_summary
 from bench.results.summary import Summary
 from methodology.throughput import MIN_SPREAD_INTERVALS
 
@@ -57,3 +57,45 @@ def test_a_run_that_measured_nothing_is_not_flagged_for_its_spread():
                                   step_time_s={"median": None, "p90": None, "p99": None})
     notes = rows(nothing).get("note", [])
     assert len(notes) == 1 and notes[0].startswith("interrupted after step")  # how it ended, nothing about spread
+
+
+CPU = dataclasses.replace(MEASURED, platform="cpu", strategy="default", num_replicas=1, device_kind="AMD EPYC",
+                          images_per_sec=14.6, training_flops_per_image=24_535_105_536)
+
+
+@pytest.mark.parametrize("fields, lines", [
+    pytest.param(dict(mfu_measured=0.4707, measured_peak_flops_per_sec=761e9,
+                      measured_peak_basis="bfloat16 matmul 2048x2048, best of 5 x 7 products, 1 device(s) at once",
+                      mfu=0.5379, peak_flops_per_sec=666e9, peak_kind="nominal",
+                      peak_basis="2 vCPU x 2.60 GHz x 128 FLOP/cycle (bfloat16, AVX512_BF16)"),
+                 ["47.1% of what the devices deliver: 761 GFLOP/s measured (bfloat16 matmul 2048x2048, best of 5 "
+                  "x 7 products, 1 device(s) at once)",
+                  "53.8% of the nominal 666 GFLOP/s (2 vCPU x 2.60 GHz x 128 FLOP/cycle (bfloat16, AVX512_BF16), "
+                  "not an upper bound)"], id="measured_and_nominal"),
+    pytest.param(dict(mfu=0.31, peak_flops_per_sec=8 * 989e12, peak_kind="datasheet",
+                      peak_basis="H100 SXM: bfloat16 tensor cores, dense", peak_source="NVIDIA H100 datasheet"),
+                 ["31.0% of the datasheet 7,912 TFLOP/s (H100 SXM: bfloat16 tensor cores, dense)",
+                  "datasheet: NVIDIA H100 datasheet"], id="datasheet_with_its_source"),
+    pytest.param(dict(mfu_measured=0.86, measured_peak_flops_per_sec=429e9, measured_peak_basis="float32 matmul",
+                      peak_flops_per_sec=332e9, peak_kind="nominal", peak_basis="nominal",
+                      mfu_problems=["MFU against the nominal peak would be 108%, which training cannot reach: ..."]),
+                 ["86.0% of what the devices deliver: 429 GFLOP/s measured (float32 matmul)",
+                  "not a result: MFU against the nominal peak would be 108%, which training cannot reach: ..."],
+                 id="over_100_percent_flagged_not_shown"),
+    pytest.param(dict(), ["n/a (no measured peak (--no-peak, or the probe failed) and no datasheet peak for this "
+                          "device; give --peak-tflops)"], id="nothing_known"),
+])
+def test_mfu_against_what_the_devices_deliver_and_what_they_promise(fields, lines):
+    summary = dataclasses.replace(CPU, **fields)
+    table = rows(summary)
+    assert [*table["MFU"], *table.get("", [])] == lines
+    assert "108.0%" not in format_summary(summary)
+
+
+@pytest.mark.parametrize("flops, text", [
+    pytest.param(429e9, "429 GFLOP/s", id="gflops"),
+    pytest.param(9.9994e12, "9,999 GFLOP/s", id="offbyone_just_below_10_tflops"),
+    pytest.param(1e13, "10 TFLOP/s", id="offbyone_10_tflops"),
+])
+def test_flops_read_as_a_person_reads_them(flops, text):
+    assert flops_text(flops) == text

@@ -53,6 +53,26 @@ def test_default_batch_follows_the_precision(platform, train, batch):
     assert resolved(platform, **train).per_replica_batch_size == batch
 
 
+@pytest.mark.parametrize("native_bf16, train, precision, batch, image_dtype", [
+    pytest.param(True, dict(), "mixed_bfloat16", 32, "float32", id="bf16_cpu_defaults_to_bf16_batch_32"),
+    pytest.param(True, dict(precision="float32"), "float32", 32, "float32", id="bf16_cpu_asked_for_float32"),
+    pytest.param(True, dict(per_replica_batch_size=4), "mixed_bfloat16", 4, "float32", id="bf16_cpu_given_batch"),
+    pytest.param(False, dict(), "float32", 8, "float32", id="cpu_without_bf16_units_keeps_float32"),
+])
+def test_a_cpu_with_bfloat16_units_has_its_own_defaults(native_bf16, train, precision, batch, image_dtype):
+    config = dataclasses.replace(cfg.RunConfig(), train=cfg.TrainConfig(**train))
+    r = rs.resolve(config, "cpu", 1, native_bf16=native_bf16)
+    assert (r.precision, r.per_replica_batch_size, r.xla, r.train_input.image_dtype) == (
+        precision, batch, False, image_dtype)
+    assert (r.train_steps - r.warmup_steps) // r.steps_per_execution >= MIN_SPREAD_INTERVALS
+
+
+@pytest.mark.parametrize("platform", ["gpu", "tpu"])
+def test_bfloat16_units_change_only_a_cpus_defaults(platform):
+    config = cfg.RunConfig()
+    assert rs.resolve(config, platform, 1, native_bf16=True) == rs.resolve(config, platform, 1)
+
+
 def test_global_batch_is_per_replica_times_replicas():
     r = resolved("cpu", replicas=3, per_replica_batch_size=8)
     assert r.global_batch_size == 24

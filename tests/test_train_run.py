@@ -17,7 +17,7 @@ from bench.results import jsonl
 from bench.results import rundir as results
 from bench.results.runfiles import read_run
 from bench.results.summary import summary_from_json
-from bench.train.run import EXIT_OK, Outcome, execute
+from bench.train.run import EXIT_OK, Outcome, execute, native_bf16
 from bench.train.summary import build_summary
 from methodology import throughput
 
@@ -115,7 +115,9 @@ def test_smoke_summary_values(smoke):
     assert s["images_per_sec_per_replica"] == s["images_per_sec"]
     step = s["step_time_s"]
     assert 0 < step["median"] <= step["p90"] <= step["p99"]
-    assert s["precision"] == "float32" and s["xla"] is False  # the CPU's defaults
+    # The CPU's defaults: mixed_bfloat16 where it has bfloat16 units (AVX512_BF16, AMX), else float32.
+    assert s["precision"] == ("mixed_bfloat16" if native_bf16("cpu") else "float32") and s["xla"] is False
+    assert s["measured_peak_flops_per_sec"] > 0 and s["mfu_measured"] is not None or s["mfu_problems"]
     assert isinstance(s["device_kind"], str) and s["device_kind"]
     assert s["model_flops_per_image"] == SMOKE_MACS
 

@@ -15,10 +15,11 @@ from methodology.throughput import StepRecord
 MACS = 1_000_000
 
 
-def record(steps, *, lifecycle=None, evals=(), environment=None, config=None, counts=None, run_id="r1"):
+def record(steps, *, lifecycle=None, evals=(), environment=None, config=None, counts=None, run_id="r1",
+           platform="cpu", replicas=1):
     config = config or cfg.replace(presets.from_preset("smoke"), train=dict(epochs=None, train_steps=6,
                                                                               warmup_steps=2))
-    plan = resolve(config, "cpu", 1, counts)
+    plan = resolve(config, platform, replicas, counts)
     if lifecycle is None:
         lifecycle = [{"event": "start", "time_s": 0.0}, {"event": "setup", "time_s": 1.0, "setup_s": 7.5},
                      {"event": "model", "time_s": 1.0, "forward_macs_per_image": MACS},
@@ -109,18 +110,64 @@ def test_the_input_only_rate_and_the_bottleneck_verdict():
     assert (s.num_examples, s.skipped_records) == (40, 3)
 
 
-@pytest.mark.parametrize("environment, peak_tflops, mfu, peak", [
-    pytest.param({"peak": {"flops_per_sec": 1.2e6, "count": 2, "basis": "b", "source": "s"}}, None,
-                 4.0 * 6 * MACS / 2.4e6, 2.4e6, id="known_peak_times_devices"),
-    pytest.param({}, 2e-6, 4.0 * 6 * MACS / 2e6, 2e6, id="given_per_replica"),
-    pytest.param({"peak": {"flops_per_sec": 1.0, "count": 1, "basis": "b", "source": "s"}}, 2e-6,
-                 4.0 * 6 * MACS / 2e6, 2e6, id="given_wins_over_known"),
+def peak(flops, count=1, kind=None):
+    return {"flops_per_sec": flops, "count": count, "basis": "b", "source": "s", **({"kind": kind} if kind else {})}
+
+
+def measured(flops, count=1):
+    return {"flops_per_sec": flops, "count": count, "basis": "bfloat16 matmul"}
+
+
+# 4 images/sec x 6 MACS FLOPs an image = 24 MFLOP/s achieved.
+@pytest.mark.parametrize("environment, peak_tflops, mfu, peak_total, kind", [
+    pytest.param({"peak": peak(1.2e8, 2, "datasheet")}, None, 0.1, 2.4e8, "datasheet", id="known_peak_times_devices"),
+    pytest.param({"peak": peak(2.4e8)}, None, 0.1, 2.4e8, "nominal", id="old_cpu_peak_was_nominal"),
+    pytest.param({}, 0.01, 24e6 / 1e10, 1e10, "given", id="given_per_host"),
+    pytest.param({"peak": peak(1e12)}, 0.01, 24e6 / 1e10, 1e10, "given", id="given_wins_over_known"),
+    pytest.param({"num_hosts": 3}, 0.01, 24e6 / 3e10, 3e10, "given", id="given_per_host_every_host"),
 ])
-def test_mfu_by_hand(environment, peak_tflops, mfu, peak):
+def test_mfu_against_the_published_peak_by_hand(environment, peak_tflops, mfu, peak_total, kind):
     config = cfg.replace(presets.from_preset("smoke"), train=dict(epochs=None, train_steps=6, warmup_steps=2),
                          measure=dict(peak_tflops=peak_tflops))
     s = build_summary(record(STEPS, environment=environment, config=config))
-    assert s.mfu == pytest.approx(mfu) and s.peak_flops_per_sec == pytest.approx(peak)
+    assert s.mfu == pytest.approx(mfu) and s.peak_flops_per_sec == pytest.approx(peak_total)
+    assert s.peak_kind == kind and s.mfu_problems == []
+
+
+@pytest.mark.parametrize("platform, replicas, environment, devices, per", [
+    pytest.param("gpu", 8, {}, 8, "per GPU", id="gpu_per_gpu"),
+    pytest.param("tpu", 8, {"tpu_chips": 4}, 4, "per TPU chip", id="tpu_per_chip"),
+    pytest.param("tpu", 8, {}, 8, "per TPU core (the chip count is unknown)", id="tpu_chips_unknown"),
+])
+def test_a_given_peak_is_per_gpu_tpu_chip_or_cpu_host(platform, replicas, environment, devices, per):
+    config = cfg.replace(cfg.RunConfig(), data=dict(steps_per_epoch=100), measure=dict(peak_tflops=100.0),
+                         train=dict(train_steps=200, warmup_steps=100, steps_per_execution=100))
+    s = build_summary(record([(0, 0.0), (100, 10.0), (200, 20.0)], environment=environment, config=config,
+                             platform=platform, replicas=replicas))
+    assert s.peak_flops_per_sec == pytest.approx(devices * 100e12) and s.peak_basis.endswith(per)
+
+
+def test_mfu_against_the_measured_and_the_datasheet_peak():
+    s = build_summary(record(STEPS, environment={"peak": peak(1.2e8, 2, "datasheet"),
+                                                 "measured_peak": measured(3e7, 2)}))
+    assert (s.mfu_measured, s.measured_peak_flops_per_sec, s.measured_peak_basis) == (
+        pytest.approx(0.4), 6e7, "bfloat16 matmul")
+    assert s.mfu == pytest.approx(0.1) and s.mfu_problems == []
+
+
+@pytest.mark.parametrize("environment, mfu, mfu_measured, words", [
+    pytest.param({"peak": peak(1e7, 1, "nominal"), "measured_peak": measured(4.8e7)}, None, 0.5,
+                 ["nominal peak would be 240%", "clock boosts"], id="nominal_below_the_boost_clock"),
+    pytest.param({"peak": peak(1.2e8, 1, "datasheet"), "measured_peak": measured(1.2e7)}, 0.2, None,
+                 ["measured peak would be 200%", "probe ran slower"], id="a_disturbed_probe"),
+    pytest.param({"peak": peak(2.4e7, 1, "datasheet")}, 1.0, None, [], id="exactly_100_percent_is_a_result"),
+])
+def test_an_mfu_above_100_percent_is_a_problem_not_a_figure(environment, mfu, mfu_measured, words):
+    s = build_summary(record(STEPS, environment=environment))
+    assert s.mfu == (mfu and pytest.approx(mfu)) and s.mfu_measured == (mfu_measured and pytest.approx(mfu_measured))
+    assert len(s.mfu_problems) == (1 if words else 0)
+    for word in words:
+        assert word in s.mfu_problems[0]
 
 
 def test_stopped_before_any_step():

@@ -21,6 +21,7 @@ from bench.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, RunFailed, U
 # Order here is the order of the commands in `podbench --help`.
 COMMAND_MODULES = (
     "bench.cli.run",
+    "bench.cli.peak",
     "bench.cli.launch",
     "bench.cli.sweep",
     "bench.cli.summarize",

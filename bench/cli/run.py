@@ -32,11 +32,13 @@ from bench.streams import protect_std_streams
 _EPILOG = """\
 defaults: ResNet-50 v1.5 at 224x224 on synthetic data, on whatever this machine has
 (TPU if --tpu is given, then GPUs, then the CPU), with the platform's precision:
-bfloat16 on TPU, float16 + XLA on GPU, float32 without XLA on CPU. The first epoch
-is warm-up and is not measured. Presets: {presets}.
+bfloat16 on TPU, float16 + XLA on GPU; on a CPU without XLA, mixed_bfloat16 where it has
+bfloat16 units (AVX512_BF16, AMX), else float32. The first epoch is warm-up and is not
+measured; before it, a matmul probe of a few seconds measures the devices' peak for MFU
+(--no-peak skips it). Presets: {presets}.
 
 examples:
-  podbench run                                  # the default benchmark (~1.5 min on 2 CPU cores)
+  podbench run                                  # the default benchmark (1-3 min on 2 CPU cores)
   podbench run --preset smoke                   # 32x32 smoke test (~30 s)
   podbench run --strategy mirrored --replicas 2 --image-size 64
   podbench run --preset v100-x8                 # the reference's 8x V100 settings
@@ -85,7 +87,8 @@ def check_outputs(config: RunConfig) -> None:
 
 
 # Flags that do not change the benchmark: a resumed run may take them (the rest come from its config.json).
-RESUME_FLAGS = frozenset({"--results-uri", "--log-steps", "--checkpoint-every", "--grace-period", "--json"})
+RESUME_FLAGS = frozenset({"--results-uri", "--log-steps", "--checkpoint-every", "--grace-period", "--json",
+                          "--no-peak"})
 
 
 def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
@@ -114,7 +117,8 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
     override = {k: v for k, v in (("results_uri", args.results_uri),) if v is not None}
     parts = {"output": override, "train": {"log_steps": args.log_steps} if args.log_steps else {},
              "checkpoint": {k: v for k, v in (("every_minutes", args.checkpoint_every),
-                                              ("grace_s", args.grace_period)) if v is not None}}
+                                              ("grace_s", args.grace_period)) if v is not None},
+             "measure": {"measure_peak": False} if args.measure_peak is False else {}}
     return cfg.replace(config, **{k: v for k, v in parts.items() if v}), run_id, run_dir
 
 

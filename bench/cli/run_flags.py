@@ -135,8 +135,12 @@ RUN_FLAGS: tuple[Flag, ...] = (
          "also upload the run directory to gs://BUCKET/PREFIX/<run_id>/ when the run ends "
          "(Application Default Credentials; the bucket is checked before the run)", metavar="gs://BUCKET/PREFIX"),
     Flag("--log-steps", "train.log_steps", OUTPUT, "a progress line every N steps", COUNT, "N"),
-    Flag("--peak-tflops", "measure.peak_tflops", OUTPUT, "peak TFLOP/s of one replica's device, for MFU",
+    Flag("--peak-tflops", "measure.peak_tflops", OUTPUT,
+         "datasheet peak TFLOP/s of one device (a GPU, a TPU chip, a CPU host), for MFU where the table has none",
          PEAK_TFLOPS, "X"),
+    Flag("--no-peak", "measure.measure_peak", OUTPUT,
+         "skip the matmul probe that measures the devices' peak before the warm-up (a few seconds; MFU is then "
+         "against the datasheet only)", action="store_false", dest="measure_peak"),
     Flag("--json", None, OUTPUT, "print summary.json on stdout (progress stays on stderr)", action="store_true"),
 )
 

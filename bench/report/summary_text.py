@@ -47,11 +47,35 @@ def _accuracy_rows(s: Summary) -> list[tuple[str, str]]:
     return rows
 
 
-def _mfu_row(s: Summary) -> str:
-    if s.peak_flops_per_sec is None:
-        return "n/a (peak unknown; give --peak-tflops)"
-    return (f"{_num(s.mfu and 100 * s.mfu, '.1f', '%')} of {s.peak_flops_per_sec / 1e9:,.0f} GFLOP/s "
-            f"({s.peak_basis})")
+def flops_text(flops_per_sec: float) -> str:
+    """FLOP/s as a person reads them: GFLOP/s below 10 TFLOP/s, TFLOP/s above."""
+    if flops_per_sec < 1e13:
+        return f"{flops_per_sec / 1e9:,.0f} GFLOP/s"
+    return f"{flops_per_sec / 1e12:,.0f} TFLOP/s"
+
+
+def _mfu_rows(s: Summary) -> list[tuple[str, str]]:
+    """MFU against what the devices delivered (measured) and against the datasheet, nominal or given peak.
+
+    An MFU above 100% is never shown as a figure: the summary's problem line takes its place.
+    """
+    rows = []
+    if s.measured_peak_flops_per_sec is not None and s.mfu_measured is not None:
+        rows.append(f"{100 * s.mfu_measured:.1f}% of what the devices deliver: "
+                    f"{flops_text(s.measured_peak_flops_per_sec)} measured ({s.measured_peak_basis})")
+    if s.peak_flops_per_sec is not None and s.mfu is not None:
+        kind = s.peak_kind or "datasheet"
+        caveat = ", not an upper bound" if kind == "nominal" else ""
+        rows.append(f"{100 * s.mfu:.1f}% of the {kind} {flops_text(s.peak_flops_per_sec)} ({s.peak_basis}{caveat})")
+        if kind == "datasheet" and s.peak_source:
+            rows.append(f"datasheet: {s.peak_source}")
+    rows += [f"not a result: {problem}" for problem in s.mfu_problems]
+    if not rows:
+        missing = ("no measured peak (--no-peak, or the probe failed) and "
+                   if s.measured_peak_flops_per_sec is None else "")
+        rows.append(f"n/a ({missing}no datasheet peak for this device; give --peak-tflops)"
+                    if s.peak_flops_per_sec is None else "n/a")
+    return [("MFU" if i == 0 else "", text) for i, text in enumerate(rows)]
 
 
 def _spread_rows(s: Summary) -> list[tuple[str, str]]:
@@ -112,7 +136,7 @@ def format_summary(s: Summary) -> str:
         *_input_rows(s),
         *_spread_rows(s),
         ("model", f"{_num(macs and macs / 1e9, '.2f')} G multiply-adds/image forward"),
-        ("MFU", _mfu_row(s)),
+        *_mfu_rows(s),
         *_restart_rows(s),
         *_accuracy_rows(s),
         ("results", s.results_dir),

@@ -43,7 +43,13 @@ class Summary:
       skipped_records: records --skip-corrupt dropped.
       input_images_per_sec: the input pipeline alone, one host; input_bound: training ran at >= 80% of it.
       model_flops_per_image: forward multiply-adds per image; training_flops_per_image: 3 x 2 x that.
-      mfu, peak_flops_per_sec, peak_basis, peak_source: utilization of the devices' peak, and that peak.
+      mfu, peak_flops_per_sec, peak_basis, peak_source, peak_kind: utilization of the devices' datasheet
+        peak ("datasheet"), a CPU's nominal one ("nominal") or --peak-tflops ("given"), and that peak
+        (all the devices together).
+      mfu_measured, measured_peak_flops_per_sec, measured_peak_basis: utilization of what the devices
+        delivered in a dense matmul before the warm-up (bench/train/peak.py), and that peak.
+      mfu_problems: why an MFU is missing although its peak is known: above 100%, a measurement
+        problem (one line each); the MFU itself is then None.
       eval_every_epochs .. best_top_1: evaluation and time to target (methodology.target).
       segments, restarts, restart_gaps_s, lost_steps: a resumed run's segments (one for an uninterrupted run).
       wall_time_to_target_s: time to target including evaluations, restarts and each segment's warm-up.
@@ -90,6 +96,11 @@ class Summary:
     peak_flops_per_sec: float | None = None
     peak_basis: str | None = None
     peak_source: str | None = None
+    peak_kind: str | None = None
+    mfu_measured: float | None = None
+    measured_peak_flops_per_sec: float | None = None
+    measured_peak_basis: str | None = None
+    mfu_problems: list = field(default_factory=list)
     eval_every_epochs: int | None = None
     eval_curve: list | None = None
     eval_total_s: float | None = None

@@ -1,4 +1,4 @@
-"""What a run ran on: software versions, host, devices, and the devices' peak FLOP/s."""
+"""What a run ran on: software versions, host, devices, and the devices' peak FLOP/s (datasheet and measured)."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -8,14 +8,21 @@ import re
 import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import tensorflow as tf
 
+from bench.train.peak import MeasuredPeak
 from bench.train.strategy import StrategyInfo, cluster_task
-from methodology import mfu
+from methodology import mfu, peaks
 
 _REPO = Path(__file__).resolve().parent.parent
+# Where a TPU VM names its accelerator type (GKE sets the variable; every TPU VM's metadata
+# server answers the URL: cloud.google.com/compute/docs/metadata/overview).
+TPU_TYPE_ENV = "TPU_ACCELERATOR_TYPE"
+GCE_ACCELERATOR_TYPE_URL = "http://metadata.google.internal/computeMetadata/v1/instance/attributes/accelerator-type"
+METADATA_TIMEOUT_S = 1.0
 
 
 def cpu_info(cpuinfo_path: str = "/proc/cpuinfo") -> dict:
@@ -35,7 +42,7 @@ def cpu_info(cpuinfo_path: str = "/proc/cpuinfo") -> dict:
         "num_cpus": num_cpus,
         "ghz": ghz,
         "ghz_source": "model name" if nominal else "cpu MHz (current clock)",
-        "isa_flags": sorted(set((_field(text, "flags") or "").split()) & {"avx", "avx2", "fma", "avx512f"}),
+        "isa_flags": sorted(set((_field(text, "flags") or "").split()) & peaks.CPU_PEAK_FLAGS),
     }
 
 
@@ -63,34 +70,106 @@ def _version(distribution: str) -> str | None:
         return None
 
 
-def device_kind(info: StrategyInfo, cpu: dict) -> str:
+def gpu_details() -> tuple[str, tuple[int, int] | None]:
+    """The first GPU's name and compute capability, as TensorFlow reports them."""
+    details = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
+    capability = details.get("compute_capability")
+    return details.get("device_name", "GPU"), tuple(capability) if capability else None
+
+
+def tpu_accelerator_type(environ=os.environ, metadata_url: str = GCE_ACCELERATOR_TYPE_URL,
+                         timeout_s: float = METADATA_TIMEOUT_S) -> str | None:
+    """The Cloud TPU accelerator type ("v4-8", "v5litepod-8"), where the TPU VM says it; else None.
+
+    TensorFlow does not name the generation (its device details cover GPUs only):
+    GKE and some TPU VM images set TPU_ACCELERATOR_TYPE, and every TPU VM's metadata
+    server answers ``instance/attributes/accelerator-type``. A machine without one
+    costs a refused connection or ``timeout_s``, never a hang.
+    """
+    if environ.get(TPU_TYPE_ENV):
+        return environ[TPU_TYPE_ENV].strip()
+    request = urllib.request.Request(metadata_url, headers={"Metadata-Flavor": "Google"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 (a fixed http URL)
+            text = answer.read(256).decode("utf-8", "replace").strip()
+    except (OSError, ValueError):
+        return None
+    return text or None
+
+
+def device_kind(info: StrategyInfo, cpu: dict, gpu_name: str | None = None, tpu_type: str | None = None) -> str:
     """A human name for what the replicas run on."""
     if info.platform == "gpu":
-        details = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
-        return details.get("device_name", "GPU")
+        return gpu_name or "GPU"
     if info.platform == "tpu":
-        return f"TPU ({len(info.devices)} cores)"
+        matched = peaks.match_tpu(tpu_type)
+        name = f"TPU {matched[0].generation} ({tpu_type}, " if matched else "TPU ("
+        return f"{name}{len(info.devices)} cores)"
     return cpu["model"]
 
 
-def device_peak(info: StrategyInfo, kind: str, cpu: dict, precision: str) -> tuple[mfu.Peak | None, int]:
-    """The peak FLOP/s of one device and the number of such devices, if known."""
+def worker_hosts(info: StrategyInfo) -> int:
+    """Distinct hosts of a multi_worker cluster (TF_CONFIG's addresses); 1 otherwise.
+
+    Two workers `podbench launch` starts on one host share its CPU: a CPU's peak is
+    counted once per host, not once per worker.
+    """
+    if info.name != "multi_worker":
+        return 1
+    task = cluster_task()
+    addresses = task.workers + ((task.chief,) if task.chief else ())
+    return len({address.rsplit(":", 1)[0] for address in addresses})
+
+
+def datasheet_peak(info: StrategyInfo, cpu: dict, precision: str, gpu: tuple[str, tuple | None] | None = None,
+                   tpu_type: str | None = None, hosts: int = 1) -> tuple[mfu.Peak | None, int, str]:
+    """(one device's datasheet or nominal peak, how many such devices, "datasheet" or "nominal").
+
+    A device is a GPU, a TPU chip, or a CPU host (its logical devices share it).
+    """
+    tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
     if info.platform == "cpu":
         if not cpu["ghz"]:
-            return None, 1
-        # Logical CPU devices share one host CPU: the peak is the host's.
-        return mfu.cpu_peak(cpu["num_cpus"], cpu["ghz"], set(cpu["isa_flags"])), 1
-    for name in ("v100", "a100", "h100"):
-        if name in kind.lower():
-            return mfu.lookup_peak(name, precision), info.num_replicas
-    return None, info.num_replicas  # TPU generation is not visible here: use --peak-tflops
+            return None, hosts, mfu.NOMINAL
+        return peaks.cpu_peak(cpu["num_cpus"], cpu["ghz"], set(cpu["isa_flags"]), precision), hosts, mfu.NOMINAL
+    if info.platform == "gpu":
+        name, capability = gpu or ("GPU", None)
+        return peaks.gpu_peak(name, precision, capability, tf32), info.num_replicas, mfu.DATASHEET
+    chips = peaks.tpu_chips(tpu_type)
+    peak = peaks.tpu_peak(tpu_type, precision, tf32) if chips else None
+    return peak, chips or info.num_replicas, mfu.DATASHEET
 
 
-def describe(info: StrategyInfo, precision: str, cpu: dict | None = None) -> dict:
-    """environment.json: versions, host, devices, replicas, git SHA, and the devices' peak if known."""
+def measured_block(probe: MeasuredPeak, info: StrategyInfo, hosts: int = 1) -> dict:
+    """environment.json's ``measured_peak``: one device's measured FLOP/s and how many devices count.
+
+    A CPU's logical devices share the host, so the probe (all of them at once) measured
+    the host; accelerators count per replica, every worker's.
+    """
+    per_host = info.platform == "cpu"
+    return {**probe.to_json(), "local_flops_per_sec": probe.flops_per_sec,
+            "flops_per_sec": probe.flops_per_sec if per_host else probe.flops_per_sec_per_device,
+            "count": hosts if per_host else info.num_replicas, "per": "host" if per_host else "replica",
+            "basis": f"{probe.dtype} matmul {probe.matrix_size}x{probe.matrix_size}, best of {probe.repetitions} "
+                     f"x {probe.matmuls} products, {probe.num_devices} device(s) at once"}
+
+
+def describe(info: StrategyInfo, precision: str, cpu: dict | None = None,
+             probe: MeasuredPeak | None = None, probe_note: str | None = None) -> dict:
+    """environment.json: versions, host, devices, replicas, git SHA, and the devices' peaks.
+
+    Args:
+      info: the strategy and what it runs on.
+      precision: the run's precision (its peaks are for the dtype it computes in).
+      cpu: cpu_info() (read if not given).
+      probe: what the matmul probe measured under the run's strategy (None: not measured).
+      probe_note: why it was not measured (--no-peak, an error, a worker that is not the chief).
+    """
     cpu = cpu or cpu_info()
-    kind = device_kind(info, cpu)
-    peak, count = device_peak(info, kind, cpu, precision)
+    gpu = gpu_details() if info.platform == "gpu" else None
+    tpu_type = tpu_accelerator_type() if info.platform == "tpu" else None
+    hosts = worker_hosts(info)
+    peak, count, kind = datasheet_peak(info, cpu, precision, gpu, tpu_type, hosts)
     return {
         "podbench_git_sha": git_sha(),
         "python": sys.version.split()[0],
@@ -103,11 +182,18 @@ def describe(info: StrategyInfo, precision: str, cpu: dict | None = None) -> dic
         "platform": info.platform,
         "strategy": info.name,
         "num_replicas": info.num_replicas,
+        "num_hosts": hosts,
         "devices": list(info.devices),
-        "device_kind": kind,
-        # One device's peak for the run's precision, and how many such devices; None: unknown.
-        "peak": None if peak is None else {"flops_per_sec": peak.flops_per_sec, "count": count,
+        "device_kind": device_kind(info, cpu, gpu and gpu[0], tpu_type),
+        "gpu_compute_capability": list(gpu[1]) if gpu and gpu[1] else None,
+        "tf32_enabled": tf.config.experimental.tensor_float_32_execution_enabled(),
+        "tpu_accelerator_type": tpu_type,
+        "tpu_chips": peaks.tpu_chips(tpu_type),
+        # One device's datasheet (nominal, on a CPU) peak for the run's precision, and how many; None: unknown.
+        "peak": None if peak is None else {"flops_per_sec": peak.flops_per_sec, "count": count, "kind": kind,
                                            "basis": peak.basis, "source": peak.source},
+        "measured_peak": None if probe is None else measured_block(probe, info, hosts),
+        "measured_peak_note": probe_note,
         **_cluster(info),
     }
 

@@ -39,12 +39,13 @@ from bench.results import jsonl, mllog
 from bench.results.rundir import CHECKPOINTS_DIR, ERROR_LOG_FILE, LIFECYCLE_FILE, STEPS_FILE
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import Summary, write_summary
-from bench.train import environment, recipe
+from bench.train import environment, peak, recipe
 from bench.train.callbacks import Controls, make_callbacks
 from bench.train.checkpoints import Checkpointer, agreement
 from bench.train.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
 from bench.train.strategy import StrategyInfo, make_strategy
 from bench.train.summary import build_summary
+from methodology import peaks
 from methodology.target import EvalRecord
 from models.resnet import forward_macs_per_image
 
@@ -100,12 +101,17 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
         splits = ("train", "validation") if config.train.evaluates else ("train",)
         counts = pipeline.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
         plan = resolve(config, info.platform, info.num_replicas, counts, strategy=info.name,
-                       input_hosts=info.num_hosts)
+                       input_hosts=info.num_hosts, native_bf16=native_bf16(info.platform))
     except ValueError as err:
         raise UsageError(str(err)) from None
     if resumed_dir is not None:
         check_same_plan(read_run(resumed_dir).plan, plan)
     return Setup(info, counts, plan)
+
+
+def native_bf16(platform: str) -> bool:
+    """Whether the run's CPU has bfloat16 units (its defaults differ: bench/resolve.py)."""
+    return platform == "cpu" and peaks.cpu_native_bf16(environment.cpu_info()["isa_flags"])
 
 
 def check_same_plan(before: ResolvedRun, now: ResolvedRun) -> None:
@@ -191,7 +197,9 @@ def start_segment(files: RunFiles, run_id: str) -> int:
 
 def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, start_s: float,
           stream: TextIO, restoring: bool = False) -> dict:
-    """Environment, model and data, the input benchmark, fit; records how it ended and returns that.
+    """Measured peak, environment, model and data, the input benchmark, fit; records how it ended.
+
+    The peak is measured first, before anything is built or timed (bench/train/peak.py).
 
     Every ending is recorded the same way, and what was measured stays on disk
     to be summarized: completed; interrupted (Ctrl-C, SIGTERM), after a last
@@ -201,7 +209,9 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
     say, plan = _printer(stream), setup.plan
     ending, built = {"status": "completed"}, None
     try:
-        files.write_environment(environment.describe(setup.info, plan.precision))
+        probe, note = peak.measure_run(setup.info, plan.precision, config.measure.measure_peak, say)
+        start_s += probe.probe_s if probe else 0.0  # the probe is not set-up: it is left out of setup_s
+        files.write_environment(environment.describe(setup.info, plan.precision, probe=probe, probe_note=note))
         built = build(config, setup, files, controls.segment)
         controls = restore(config, setup, files, built, controls, say, restoring)
         with _data_errors(config, built, say):

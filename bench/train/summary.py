@@ -160,10 +160,15 @@ def _input(record: RunRecord, images_per_sec: float | None, end: dict) -> dict:
 
 
 def _flops(record: RunRecord, images_per_sec: float | None) -> dict:
-    """Model FLOPs per image and MFU against the devices' peak (given, or known for the device)."""
+    """Model FLOPs per image, and MFU against the measured peak and the datasheet (or nominal, or given) one.
+
+    An MFU above 100% is not reported as a figure: ``mfu_problems`` says why it cannot be one.
+    """
     model = last_event(record.lifecycle, jsonl.MODEL)
     out = {"model_flops_per_image": None, "training_flops_per_image": None, "mfu": None,
-           "peak_flops_per_sec": None, "peak_basis": None, "peak_source": None}
+           "peak_flops_per_sec": None, "peak_basis": None, "peak_source": None, "peak_kind": None,
+           "mfu_measured": None, "measured_peak_flops_per_sec": None, "measured_peak_basis": None,
+           "mfu_problems": []}
     if model is None:
         return out
     macs = int(model["forward_macs_per_image"])
@@ -171,15 +176,46 @@ def _flops(record: RunRecord, images_per_sec: float | None) -> dict:
     # Forward multiply-adds per image: the convention of the published
     # "3.8 GFLOPs" (v1) and torchvision's "GFLOPS 4.09" (v1.5).
     out.update(model_flops_per_image=macs, training_flops_per_image=train_flops)
-    given = record.requested.measure.peak_tflops
-    known = record.environment.get("peak")
-    if given:
-        peak, count = mfu.Peak(given * 1e12, "given with --peak-tflops", "user"), record.plan.num_replicas
-    elif known:
-        peak, count = mfu.Peak(known["flops_per_sec"], known["basis"], known["source"]), known["count"]
-    else:
+    measured = record.environment.get("measured_peak")
+    measured_total = measured["flops_per_sec"] * measured["count"] if measured else None
+    if measured:
+        out.update(measured_peak_flops_per_sec=measured_total, measured_peak_basis=measured["basis"])
+    published = published_peak(record)
+    if published is not None:
+        peak, count, kind = published
+        out.update(peak_flops_per_sec=peak.flops_per_sec * count, peak_basis=peak.basis, peak_source=peak.source,
+                   peak_kind=kind)
+    if not images_per_sec:
         return out
-    out.update(peak_flops_per_sec=peak.flops_per_sec * count, peak_basis=peak.basis, peak_source=peak.source)
-    if images_per_sec:
-        out["mfu"] = mfu.mfu(images_per_sec, train_flops, peak.flops_per_sec, count)
+    for key, total, kind in (("mfu_measured", measured_total, mfu.MEASURED),
+                             ("mfu", out["peak_flops_per_sec"], out["peak_kind"])):
+        if not total:
+            continue
+        value = mfu.mfu(images_per_sec, train_flops, total, 1)
+        problem = mfu.over_peak(value, kind, total, None if kind == mfu.MEASURED else measured_total)
+        if problem:
+            out["mfu_problems"].append(problem)
+        else:
+            out[key] = value
     return out
+
+
+def published_peak(record: RunRecord) -> tuple[mfu.Peak, int, str] | None:
+    """(one device's peak, devices, kind) from --peak-tflops or environment.json, or None.
+
+    --peak-tflops is per device: a GPU, a TPU chip (a TensorCore where the chip count is
+    unknown), a CPU host. Older environment.json files lack ``kind``, ``num_hosts``
+    and ``tpu_chips``: a CPU's figure was nominal, and a host was one.
+    """
+    env, plan = record.environment, record.plan
+    given = record.requested.measure.peak_tflops
+    if given:
+        per = {"gpu": ("GPU", plan.num_replicas), "cpu": ("CPU host", env.get("num_hosts") or 1),
+               "tpu": ("TPU chip", env.get("tpu_chips")) if env.get("tpu_chips")
+               else ("TPU core (the chip count is unknown)", plan.num_replicas)}[plan.platform]
+        return mfu.Peak(given * 1e12, f"given with --peak-tflops, per {per[0]}", "user"), per[1], mfu.GIVEN
+    known = env.get("peak")
+    if not known:
+        return None
+    kind = known.get("kind") or (mfu.NOMINAL if plan.platform == "cpu" else mfu.DATASHEET)
+    return mfu.Peak(known["flops_per_sec"], known["basis"], known["source"]), known["count"], kind

@@ -4,6 +4,7 @@ Not a test module: imported by the benchmarks in this directory.
 """
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from dataclasses import dataclass
@@ -25,11 +26,15 @@ class CompiledResNet:
     strategy: object
 
 
-def compiled_resnet(batch: int, steps_per_fit: int) -> CompiledResNet:
-    """ResNet-50 v1.5 at 224x224 on synthetic data under the default strategy, traced and warm."""
+def compiled_resnet(batch: int, steps_per_fit: int, precision: str | None = None) -> CompiledResNet:
+    """ResNet-50 v1.5 at 224x224 on synthetic data under the default strategy, traced and warm.
+
+    ``precision``: None keeps the platform's float32-era default (float32 on a CPU).
+    """
     info = make_strategy("default")
     config = cfg.replace(cfg.RunConfig(), data=dict(steps_per_epoch=steps_per_fit),
-                         train=dict(per_replica_batch_size=batch, train_steps=10**6, warmup_steps=0))
+                         train=dict(per_replica_batch_size=batch, train_steps=10**6, warmup_steps=0,
+                                    precision=precision))
     plan = resolve(config, info.platform, info.num_replicas)
     model = build_model(config.model, plan, config.train.seed, info.strategy)
     dataset = make_dataset(info.strategy, make_pipeline(plan.train_input, DataCounts()))
@@ -63,3 +68,19 @@ def spread(values: list[float], digits: int = 4) -> dict:
 def paired_ratios(a: list[float], b: list[float]) -> list[float]:
     """b/a for each ABBA pair (the i-th A with the i-th B): side by side, under the same load."""
     return [bi / ai for ai, bi in zip(a, b)]
+
+
+def bootstrap_interval(values: list[float], confidence: float = 0.95, resamples: int = 2000,
+                       seed: int = 0) -> list[float]:
+    """A seeded percentile-bootstrap interval of the median of ``values`` (pure: same values, same interval)."""
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(resamples))
+    tail = (1 - confidence) / 2
+    return [medians[int(tail * resamples)], medians[min(resamples - 1, int((1 - tail) * resamples))]]
+
+
+def ratio_summary(ratios: list[float], digits: int = 4) -> dict:
+    """The median of paired ratios, its 95% bootstrap interval, and every ratio."""
+    low, high = bootstrap_interval(ratios)
+    return {"median": round(statistics.median(ratios), digits), "interval95": [round(low, digits), round(high, digits)],
+            "n": len(ratios), "ratios": [round(r, digits) for r in ratios]}

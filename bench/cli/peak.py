@@ -1,0 +1,95 @@
+"""`podbench peak`: what each local device delivers in a dense matmul, beside what its datasheet promises.
+
+The arguments are checked by their argparse types (bench/cli/checks.py)
+before TensorFlow loads; the measuring is
+bench/train/local_peaks.py (the same probe every `podbench run` takes under its
+own strategy), and the table is rendered here, from the JSON it returns.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+
+from bench.cli import checks
+from bench.cli.common import text_table
+from bench.report.summary_text import flops_text
+from bench.results import rundir
+
+MAX_REPETITIONS = 100
+
+_EPILOG = """\
+Each device multiplies square matrices (2048x2048 on a CPU, 8192x8192 on a GPU or TPU) in
+every precision it computes natively: float32; bfloat16 on a CPU with AVX512_BF16 or AMX;
+float16 from Volta and bfloat16 from Ampere on a GPU (float32 there runs in TF32 from
+Ampere on, TensorFlow's default); bfloat16 and float32 on a TPU. The clock stops once the
+results are back on the host; the best of the repetitions counts. A CPU's nominal peak is
+vCPUs x clock x FLOPs a cycle, not an upper bound (its clock boosts); a GPU's or TPU's
+datasheet figure comes with its source (methodology/gpu_peaks.csv, tpu_peaks.csv), or is
+left unknown where none was found. Every `podbench run` takes the same measurement for its
+own precision, under its own strategy, before the warm-up (--no-peak skips it).
+
+examples:
+  podbench peak                 # the CPU and every GPU (a few seconds a device and precision)
+  podbench peak --json          # the measurements as JSON on stdout
+  podbench peak --tpu local     # on a TPU VM: its chips too
+"""
+
+
+def register(sub) -> None:
+    p = sub.add_parser("peak", help="measure each device's dense-matmul FLOP/s beside its datasheet peak",
+                       description="Measure the dense-matmul FLOP/s of each local device in each precision it "
+                                   "computes natively, and show the datasheet (or a CPU's nominal) peak beside it.",
+                       epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    p.add_argument("--tpu", metavar="ADDR", type=checks.tpu_address,
+                   help="also measure a Cloud TPU: its name, grpc://HOST:PORT, or local")
+    p.add_argument("--repetitions", default=5, metavar="N",
+                   type=checks.count(1, MAX_REPETITIONS, "each repetition takes about 0.15 s a device and precision"),
+                   help=f"timed repetitions per device and precision; the best counts (default 5, 1-{MAX_REPETITIONS})")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO lines would bury the table
+    print("podbench peak: loading TensorFlow…", file=sys.stderr, flush=True)
+    from bench.train import local_peaks  # TensorFlow loads here, after every check
+    report = local_peaks.survey(args.tpu, args.repetitions,
+                                say=lambda line: print(line, file=sys.stderr, flush=True))
+    print(rundir.dumps(report) if args.json else format_report(report))
+    return 0
+
+
+def _datasheet(m: dict) -> str:
+    sheet = m.get("datasheet")
+    return "unknown" if sheet is None else f"{flops_text(sheet['flops_per_sec'])} {sheet['kind']}"
+
+
+def _ratio(m: dict) -> str:
+    sheet = m.get("datasheet")
+    if sheet is None or "flops_per_sec_per_device" not in m:
+        return ""
+    return f"{m['flops_per_sec_per_device'] / sheet['flops_per_sec']:.0%}"
+
+
+def format_report(report: dict) -> str:
+    """`podbench peak`'s table and the sources of its datasheet figures (pure)."""
+    rows, sources = [], []
+    for device in report["devices"]:
+        for m in device["measurements"]:
+            rows.append((device, m))
+            with contextlib.suppress(KeyError, TypeError):
+                sources.append(f"{device['kind']}, {m['dtype']}: {m['datasheet']['basis']}; {m['datasheet']['source']}")
+
+    def cells(row):
+        device, m = row
+        measured = (f"error: {m['error']}" if "error" in m
+                    else f"{flops_text(m['flops_per_sec_per_device'])}")
+        return (f"{device['device']} {device['kind']}", m["dtype"], measured, _datasheet(m), _ratio(m),
+                f"per {device['per']}")
+
+    table = text_table(rows, ("device", "dtype", "measured", "datasheet/nominal", "measured/sheet", "unit"), cells)
+    head = (f"podbench peak: dense matmul FLOP/s, best of {report['repetitions']}, measured in "
+            f"{report['probe_s']:.1f} s")
+    return "\n".join([head, table, "", *dict.fromkeys(sources)])
