@@ -317,11 +317,7 @@ def resolve(config: cfg.RunConfig, platform: str, num_replicas: int, counts: Dat
     optimizer = schedule.default_optimizer(global_batch) if t.optimizer == "auto" else t.optimizer
     eval_every = (t.eval_every_epochs or 1) if t.evaluates else 0
     train_input = input_spec(config, platform, per_replica, precision=precision)
-    eval_input, eval_steps = None, 0
-    if eval_every:
-        eval_batch, eval_steps = eval_batches(counts.eval_examples, num_replicas, per_replica, input_hosts)
-        eval_input = dataclasses.replace(train_input, split="validation", per_replica_batch_size=eval_batch,
-                                         eval_padding=True)
+    eval_input, eval_steps = _evaluation(train_input, counts, num_replicas, input_hosts) if eval_every else (None, 0)
     bench_batches = config.data.input_bench_batches if config.data.real else 0
     return ResolvedRun(
         platform=platform,
@@ -351,6 +347,15 @@ def resolve(config: cfg.RunConfig, platform: str, num_replicas: int, counts: Dat
         num_examples=counts.train_examples,
         eval_examples=counts.eval_examples,
     )
+
+
+def _evaluation(train_input: InputSpec, counts: DataCounts, num_replicas: int,
+                input_hosts: int) -> tuple[InputSpec, int]:
+    """(the validation input, evaluation steps): every validation record once, padded to whole batches."""
+    eval_batch, eval_steps = eval_batches(counts.eval_examples, num_replicas, train_input.per_replica_batch_size,
+                                          input_hosts)
+    return dataclasses.replace(train_input, split="validation", per_replica_batch_size=eval_batch,
+                               eval_padding=True), eval_steps
 
 
 def _lengths(config: cfg.RunConfig, d: PlatformDefaults, counts: DataCounts,
