@@ -106,6 +106,13 @@ class GpuModel:
         return f"{self.model} {self.variant}".strip()
 
 
+def _pattern(row: dict, column: str, where: str, flags: int = 0) -> re.Pattern:
+    try:
+        return re.compile(row[column], flags)
+    except re.error as err:
+        raise ValueError(f"{where}: bad {column} ({err})") from None
+
+
 def load_gpu_models(path: str | Path = BUNDLED_GPU_PEAKS) -> tuple[GpuModel, ...]:
     """gpu_peaks.csv, in file order (the first matching row wins: specific variants come first).
 
@@ -115,10 +122,7 @@ def load_gpu_models(path: str | Path = BUNDLED_GPU_PEAKS) -> tuple[GpuModel, ...
     models = []
     for i, row in enumerate(_rows(Path(path), GPU_COLUMNS), start=2):
         where = f"{path} line {i}"
-        try:
-            pattern = re.compile(row["name_pattern"], re.IGNORECASE)
-        except re.error as err:
-            raise ValueError(f"{where}: bad name_pattern ({err})") from None
+        pattern = _pattern(row, "name_pattern", where, re.IGNORECASE)
         tflops = {d: _number(row, f"{d}_tflops", where) for d in ("float32", "tf32", "float16", "bfloat16")}
         models.append(GpuModel(row["model"], row["variant"], pattern, tflops, row["source"]))
     return tuple(models)
@@ -188,10 +192,7 @@ def load_tpu_generations(path: str | Path = BUNDLED_TPU_PEAKS) -> tuple[TpuGener
     out = []
     for i, row in enumerate(_rows(Path(path), TPU_COLUMNS), start=2):
         where = f"{path} line {i}"
-        try:
-            pattern = re.compile(row["type_pattern"])
-        except re.error as err:
-            raise ValueError(f"{where}: bad type_pattern ({err})") from None
+        pattern = _pattern(row, "type_pattern", where)
         cores = _number(row, "tensorcores_per_chip", where)
         out.append(TpuGeneration(row["generation"], pattern, None if cores is None else int(cores),
                                  _number(row, "bfloat16_tflops_per_chip", where), row["source"]))

@@ -4,15 +4,19 @@ Not a test module: imported by the benchmarks in this directory.
 """
 from __future__ import annotations
 
+import io
 import random
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench import config as cfg
 from bench.data.pipeline import make_dataset, make_pipeline
 from bench.data.spec import DataCounts
 from bench.resolve import resolve
+from bench.results.runfiles import RunFiles
+from bench.train.callbacks import make_callbacks
 from bench.train.recipe import build_model
 from bench.train.strategy import make_strategy
 
@@ -48,6 +52,17 @@ def timed_fit(model, dataset, epoch: int, steps: int, callbacks=None) -> float:
     model.fit(dataset, initial_epoch=epoch, epochs=epoch + 1, steps_per_epoch=steps,
               callbacks=callbacks, verbose=0)
     return time.perf_counter() - start_s
+
+
+def harness_fit(resnet: CompiledResNet, epoch: int, steps: int, tmp: Path, controls=None) -> tuple[float, object, Path]:
+    """One timed fit with every callback of a podbench run, writing a run directory: (seconds, timer, run_dir)."""
+    run_dir = tmp / f"fit-{epoch}"
+    run_dir.mkdir()
+    with RunFiles(run_dir, run_dir.name, resnet.config, resnet.plan) as files:
+        timer, callbacks = make_callbacks(resnet.plan, files, None, stream=io.StringIO(), controls=controls)
+        elapsed_s = timed_fit(resnet.model, resnet.dataset, epoch, steps, callbacks)
+        files.end("completed")
+    return elapsed_s, timer, run_dir
 
 
 def abba(rounds: int) -> list[str]:

@@ -31,22 +31,18 @@ PODBENCH_PERF_ROUNDS (default 4).
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import statistics
-from pathlib import Path
 
 import tensorflow as tf
 import tf_keras
 
 from bench import config as cfg
 from bench.resolve import resolve
-from bench.results.runfiles import RunFiles
-from bench.train.callbacks import make_callbacks
 from bench.train.environment import cpu_info
 from methodology import peaks
-from resnet_fit import compiled_resnet, ratio_summary, timed_fit
+from resnet_fit import compiled_resnet, harness_fit, ratio_summary, timed_fit
 
 IMAGES = int(os.environ.get("PODBENCH_PERF_IMAGES", "128"))
 ROUNDS = int(os.environ.get("PODBENCH_PERF_ROUNDS", "4"))
@@ -74,16 +70,6 @@ def anchor_model(precision: str, batch: int):
     return model, dataset
 
 
-def _harness_fit(resnet, epoch: int, steps: int, tmp: Path) -> float:
-    run_dir = tmp / f"fit-{epoch}"
-    run_dir.mkdir()
-    with RunFiles(run_dir, f"fit-{epoch}", resnet.config, resnet.plan) as files:
-        _, callbacks = make_callbacks(resnet.plan, files, None, stream=io.StringIO())
-        elapsed_s = timed_fit(resnet.model, resnet.dataset, epoch, steps, callbacks)
-        files.end("completed")
-    return elapsed_s
-
-
 def test_podbench_beside_tf_models_official_and_its_own_bare_fit(tmp_path):
     native = peaks.cpu_native_bf16(cpu_info()["isa_flags"])
     default = resolve(cfg.RunConfig(), "cpu", 1, native_bf16=native)
@@ -92,7 +78,7 @@ def test_podbench_beside_tf_models_official_and_its_own_bare_fit(tmp_path):
     podbench = compiled_resnet(batch, steps, precision)
     anchor, anchor_data = anchor_model(precision, batch)
     fits = {"a": lambda e: timed_fit(anchor, anchor_data, e, steps),
-            "b": lambda e: _harness_fit(podbench, e, steps, tmp_path),
+            "b": lambda e: harness_fit(podbench, e, steps, tmp_path)[0],
             "c": lambda e: timed_fit(podbench.model, podbench.dataset, e, steps)}
     ips: dict[str, list[float]] = {side: [] for side in fits}
     epoch = 1

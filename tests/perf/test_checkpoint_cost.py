@@ -23,7 +23,6 @@ PODBENCH_PERF_SIGTERM_ROUNDS (default 3).
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -38,11 +37,10 @@ from bench.config import CheckpointConfig
 from bench.results import jsonl
 from methodology import throughput
 from bench.results.rundir import LIFECYCLE_FILE, STEPS_FILE, SUMMARY_FILE
-from bench.results.runfiles import RunFiles
-from bench.train.callbacks import Controls, make_callbacks
+from bench.train.callbacks import Controls
 from bench.train.checkpoints import Checkpointer, checkpoint_bytes
 from bench.train.stopping import DEFAULT_GRACE_S
-from resnet_fit import abba, compiled_resnet, paired_ratios, spread, timed_fit
+from resnet_fit import abba, compiled_resnet, harness_fit, paired_ratios, spread
 
 BATCH = int(os.environ.get("PODBENCH_PERF_BATCH", "8"))
 STEPS = int(os.environ.get("PODBENCH_PERF_STEPS", "6"))
@@ -68,13 +66,8 @@ def _steady_images_per_sec(run_dir: Path, global_batch: int) -> float:
 
 
 def _fit(resnet, epoch: int, tmp: Path, checkpointer: Checkpointer | None) -> tuple[float, float]:
-    run_dir = tmp / f"fit-{epoch}"
-    run_dir.mkdir()
-    with RunFiles(run_dir, f"fit-{epoch}", resnet.config, resnet.plan) as files:
-        controls = Controls(checkpointer=checkpointer, checkpoint_every_s=0.0 if checkpointer else None)
-        _, callbacks = make_callbacks(resnet.plan, files, None, stream=io.StringIO(), controls=controls)
-        elapsed_s = timed_fit(resnet.model, resnet.dataset, epoch, STEPS, callbacks)
-        files.end("completed")
+    controls = Controls(checkpointer=checkpointer, checkpoint_every_s=0.0 if checkpointer else None)
+    elapsed_s, _, run_dir = harness_fit(resnet, epoch, STEPS, tmp, controls)
     if checkpointer is not None:
         writes = [e for e in jsonl.read_lifecycle(run_dir / LIFECYCLE_FILE) if e["event"] == jsonl.CHECKPOINT]
         assert len(writes) == STEPS

@@ -20,17 +20,14 @@ Knobs (environment): PODBENCH_PERF_BATCH (default 8), PODBENCH_PERF_STEPS
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from bench.results.runfiles import RunFiles
-from bench.train.callbacks import make_callbacks
 from methodology import throughput
-from resnet_fit import abba, compiled_resnet, paired_ratios, spread, timed_fit
+from resnet_fit import abba, compiled_resnet, harness_fit, paired_ratios, spread, timed_fit
 
 BATCH = int(os.environ.get("PODBENCH_PERF_BATCH", "8"))
 STEPS = int(os.environ.get("PODBENCH_PERF_STEPS", "8"))
@@ -45,12 +42,7 @@ def resnet():
 
 
 def _harness_fit(resnet, epoch: int, tmp: Path):
-    run_dir = tmp / f"fit-{epoch}"
-    run_dir.mkdir()
-    with RunFiles(run_dir, f"fit-{epoch}", resnet.config, resnet.plan) as files:
-        timer, callbacks = make_callbacks(resnet.plan, files, None, stream=io.StringIO())
-        elapsed_s = timed_fit(resnet.model, resnet.dataset, epoch, STEPS, callbacks)
-        files.end("completed")
+    elapsed_s, timer, _ = harness_fit(resnet, epoch, STEPS, tmp)
     # The timer's window over the same steps: from its fit-start record to the last step.
     stats = throughput.summarize(timer.records, BATCH, warmup_steps=timer.records[0].step)
     assert stats.measured_steps == STEPS
