@@ -76,6 +76,7 @@ def test_sigterm_then_resume_ends_at_the_planned_step_in_process(tmp_path, spe):
     r = resumed.summary
     assert (resumed.exit_code, r.status, r.steps_completed) == (0, "completed", TRAIN_STEPS)
     assert (r.segments, r.restarts, r.lost_steps) == (2, 1, 0)
+    assert s.data_position is None and r.data_position.startswith("not restored")
     # The optimizer made exactly the planned updates: the learning rate is where an uninterrupted run's is.
     assert end_events(run_dir)[-1]["optimizer_steps"] == TRAIN_STEPS
     steps = [rec.step for rec in jsonl.read_steps(run_dir / rundir.STEPS_FILE)]
@@ -113,6 +114,7 @@ def test_mirrored_sigterm_then_resume_through_the_console_script(tmp_path, spe):
     summary = json.loads(resumed.stdout)
     assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", TRAIN_STEPS, 1)
     assert summary["num_replicas"] == 2 and summary["lost_steps"] == 0
+    assert summary["data_position"].startswith("not restored: each resumed segment reads")
     assert end_events(out)[-1]["optimizer_steps"] == TRAIN_STEPS
 
 

@@ -8,6 +8,7 @@ from bench import presets
 from bench.data.spec import DataCounts
 from bench.resolve import resolve
 from bench.results.runfiles import RunRecord
+from bench.results.summary import DATA_POSITION_NOT_RESTORED
 from bench.train.summary import build_summary
 from methodology.target import EvalRecord
 from methodology.throughput import StepRecord
@@ -56,7 +57,9 @@ def test_a_resumed_segments_start_decides_the_status():
     lifecycle = [{"event": "start", "time_s": 0.0}, {"event": "end", "time_s": 5.0, "status": "interrupted",
                                                      "signal": "SIGTERM"},
                  {"event": "start", "time_s": 0.0}]
-    assert build_summary(record(STEPS, lifecycle=lifecycle)).status == "killed"
+    s = build_summary(record(STEPS, lifecycle=lifecycle))
+    assert s.status == "killed" and s.data_position == DATA_POSITION_NOT_RESTORED
+    assert build_summary(record(STEPS, lifecycle=lifecycle[:2])).data_position is None  # one segment
 
 
 def test_an_interrupted_run_names_its_signal_and_a_failed_one_its_error():

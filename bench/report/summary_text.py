@@ -113,8 +113,9 @@ def _restart_rows(s: Summary) -> list[tuple[str, str]]:
         return []
     gaps = [g for g in s.restart_gaps_s if g is not None]
     lost = f"; {s.lost_steps} step(s) redone since the last checkpoint" if s.lost_steps else ""
-    return [("restarts", f"{s.restarts} ({s.segments} segments), {sum(gaps):.1f} s between them, each "
+    rows = [("restarts", f"{s.restarts} ({s.segments} segments), {sum(gaps):.1f} s between them, each "
                          f"restart's re-warm-up excluded{lost}; not one contiguous run")]
+    return rows + ([("data position", s.data_position)] if s.data_position else [])
 
 
 def format_summary(s: Summary) -> str:

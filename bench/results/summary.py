@@ -21,6 +21,10 @@ from pathlib import Path
 from bench.results.rundir import SUMMARY_FILE, os_reason, read_json, write_json
 
 STATUSES = ("completed", "interrupted", "failed", "killed")
+# Keras builds a new iterator when fit starts again, and tf.data cannot checkpoint one that
+# reads through a strategy's distributed dataset the way the run's does.
+DATA_POSITION_NOT_RESTORED = ("not restored: each resumed segment reads the training stream afresh, "
+                              "reshuffled with seed + segment")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,8 @@ class Summary:
         problem (one line each); the MFU itself is then None.
       eval_every_epochs .. best_top_1: evaluation and time to target (methodology.target).
       segments, restarts, restart_gaps_s, lost_steps: a resumed run's segments (one for an uninterrupted run).
+      data_position: for a resumed run, what became of its place in the training data
+        (DATA_POSITION_NOT_RESTORED); None for an uninterrupted run.
       wall_time_to_target_s: time to target including evaluations, restarts and each segment's warm-up.
       results_dir: where the run directory was written.
     """
@@ -115,6 +121,7 @@ class Summary:
     restarts: int = 0
     restart_gaps_s: list = field(default_factory=list)
     lost_steps: int = 0
+    data_position: str | None = None
     wall_time_to_target_s: float | None = None
     results_dir: str | None = None
 

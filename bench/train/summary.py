@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from bench.results import jsonl
 from bench.results.runfiles import RunRecord
-from bench.results.summary import Summary
+from bench.results.summary import DATA_POSITION_NOT_RESTORED, Summary
 from methodology import mfu, target, throughput
 from methodology.segments import Segment, lost_steps, restart_gaps_s, split, windows
 from methodology.target import EvalRecord
@@ -114,6 +114,7 @@ def build_summary(record: RunRecord) -> Summary:
         device_kind=env.get("device_kind"),
         segments=max(1, len(parts.raw)), restarts=max(0, parts.starts - 1),
         restart_gaps_s=restart_gaps_s(parts.raw, plan.warmup_steps), lost_steps=lost_steps(parts.raw),
+        data_position=DATA_POSITION_NOT_RESTORED if parts.starts > 1 else None,
         **_input(record, stats.images_per_sec, end),
         **_flops(record, stats.images_per_sec),
         results_dir=str(record.run_dir),
