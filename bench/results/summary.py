@@ -21,8 +21,8 @@ from pathlib import Path
 from bench.results.rundir import SUMMARY_FILE, os_reason, read_json, write_json
 
 STATUSES = ("completed", "interrupted", "failed", "killed")
-# Keras builds a new iterator when fit starts again, and tf.data cannot checkpoint one that
-# reads through a strategy's distributed dataset the way the run's does.
+# Keras's fit makes its iterator inside its own data handler, out of a checkpoint's reach,
+# and a resumed fit makes a new one.
 DATA_POSITION_NOT_RESTORED = ("not restored: each resumed segment reads the training stream afresh, "
                               "reshuffled with seed + segment")
 
