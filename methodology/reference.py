@@ -210,19 +210,23 @@ def reference_rows(book: PriceBook, era: str | None = "2018", pricing: str = "on
     rows = []
     for c in CONFIGS:
         ips, kind, how = basis[c.name]
-        q = quote(book, c.hardware, c.count, era, pricing)
-        p = cost.project(ips, q.usd_per_hour, epochs)
-        rows.append({
-            "config": c.name, "chips": c.chips, "global_batch_size": c.global_batch_size,
-            "images_per_sec": ips, "train_hours": p.train_hours, "usd_per_hour": q.usd_per_hour,
-            "cost_usd": p.cost_usd, "source": kind, "source_label": SOURCE_LABELS[kind], "source_detail": how,
-            "price_as_of": q.as_of, "price_note": q.note, "price_parts": q.parts,
-        })
+        rows.append(_priced_row(c, ips, kind, how, quote(book, c.hardware, c.count, era, pricing), epochs))
     by_name = {r["config"]: r for r in rows}
     for r in rows:
         r["speedup_vs_v100x1"] = cost.speedup(by_name["1x V100"]["train_hours"], r["train_hours"])
         r["cost_ratio_vs_v100x8"] = cost.cost_ratio(r["cost_usd"], by_name["8x V100"]["cost_usd"])
     return rows
+
+
+def _priced_row(c, ips: float, kind: str, how: str, q, epochs: float) -> dict:
+    """One configuration's row: its rate with where it comes from, and its time and cost over ``epochs``."""
+    p = cost.project(ips, q.usd_per_hour, epochs)
+    return {
+        "config": c.name, "chips": c.chips, "global_batch_size": c.global_batch_size,
+        "images_per_sec": ips, "train_hours": p.train_hours, "usd_per_hour": q.usd_per_hour,
+        "cost_usd": p.cost_usd, "source": kind, "source_label": SOURCE_LABELS[kind], "source_detail": how,
+        "price_as_of": q.as_of, "price_note": q.note, "price_parts": q.parts,
+    }
 
 
 def context_rows() -> list[dict]:
@@ -304,14 +308,8 @@ def modeled_rows(book: PriceBook, era: str | None = "2018", pricing: str = "on_d
         if not c.name.startswith("TPU") or basis[c.name][1] != ASSUMPTION:
             continue
         ips, how = _modeled_rate(c, basis["TPU v2-512"][0])
-        q = quote(book, c.hardware, c.count, era, pricing)
-        p = cost.project(ips, q.usd_per_hour, epochs_measured)
-        rows.append({
-            "config": c.name, "chips": c.chips, "global_batch_size": c.global_batch_size,
-            "images_per_sec": ips, "train_hours": p.train_hours, "usd_per_hour": q.usd_per_hour,
-            "cost_usd": p.cost_usd, "source": MODELED, "source_label": SOURCE_LABELS[MODELED], "source_detail": how,
-            "price_as_of": q.as_of, "price_note": q.note, "price_parts": q.parts,
-            "speedup_vs_v100x1": cost.speedup(by_name["1x V100"]["train_hours"], p.train_hours),
-            "cost_ratio_vs_v100x8": cost.cost_ratio(p.cost_usd, by_name["8x V100"]["cost_usd"]),
-        })
+        row = _priced_row(c, ips, MODELED, how, quote(book, c.hardware, c.count, era, pricing), epochs_measured)
+        row["speedup_vs_v100x1"] = cost.speedup(by_name["1x V100"]["train_hours"], row["train_hours"])
+        row["cost_ratio_vs_v100x8"] = cost.cost_ratio(row["cost_usd"], by_name["8x V100"]["cost_usd"])
+        rows.append(row)
     return rows
