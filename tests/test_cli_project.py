@@ -281,3 +281,13 @@ def test_projection_doc_shows_what_validate_prints(capsys):
     doc = (REPO / "methodology" / "PROJECTION.md").read_text(encoding="utf-8")
     shown = doc.split("## What `podbench project --validate` prints")[1].split("```\n")[1]
     assert shown.strip() and shown in out
+
+
+def test_weight_update_sharding_is_shown_and_saves_the_update(capsys):
+    argv = ["--anchor", "mlperf-v0.7-tpu-v3-32", "--interconnect", "tpu-v3-multipod", "--devices", "4096",
+            "--global-batch-max", "65536", "--recipe", "rcp", "--json"]
+    _, plain, _ = run_cli(capsys, "project", *argv)
+    _, sharded, _ = run_cli(capsys, "project", *argv, "--weight-update-sharding")
+    p, s = strict_json(plain), strict_json(sharded)
+    assert s["weight_update_sharding"]["on"] and s["rows"][0]["update_saved_s"] > 0
+    assert s["rows"][0]["images_per_sec"] > p["rows"][0]["images_per_sec"]
