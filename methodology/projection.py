@@ -162,6 +162,8 @@ class Model:
       curve_has_sync: the curve comes from a multi-device figure, which already holds that cost.
       weight_update_sharding: reduce-scatter + all-gather, the update divided across replicas.
       update_s: one device's optimizer update a step (what sharding divides), 0 where unknown.
+      measured_at: (devices, per-device batch) of the figure the curve comes from, where a row
+        there is that figure itself and carries no band.
     """
 
     curve: DeviceCurve
@@ -176,6 +178,7 @@ class Model:
     curve_has_sync: bool = False
     weight_update_sharding: bool = False
     update_s: float = 0.0
+    measured_at: tuple[int, int] | None = None
 
     def __post_init__(self):
         _positive_int("per_device_batch", self.per_device_batch)
@@ -382,8 +385,11 @@ def project_size(model: Model, devices: int, usd_per_hour: float | None = None) 
     batch, rate, images_per_sec = s.per_device_batch, s.rate, s.images_per_sec
     ideal = devices * model.curve.rate_at(model.per_device_batch).images_per_sec
     time = ttt.time_to_target(images_per_sec, devices * batch, model.recipe)
-    band = _band(model, devices)
+    measured = model.measured_at == (devices, batch) and not model.weight_update_sharding
+    band = None if measured else _band(model, devices)
     notes = [n for n in (rate.extrapolation,) if n]
+    if measured:
+        notes.append("the measured figure itself: no band")
     if batch < model.per_device_batch:
         notes.append(f"global batch capped at {model.global_batch_max:,}: {batch} a device")
     if time.epochs.extrapolated:
@@ -468,5 +474,6 @@ def project_config(source: DeviceCurve | published.PublishedResult, devices: int
     update_s = update.update_seconds(anchor.device if anchor else fabric.device, "lars") or 0.0
     model = Model(curve, fabric, network, batch, interconnect.gradient_bytes(), global_batch_max,
                   recipe=recipe, curve_has_sync=has_sync, weight_update_sharding=weight_update_sharding,
-                  update_s=update_s if weight_update_sharding else 0.0)
+                  update_s=update_s if weight_update_sharding else 0.0,
+                  measured_at=(anchor.devices, anchor.per_device_batch) if anchor else None)
     return project_size(model, devices, usd_per_hour)

@@ -279,6 +279,11 @@ def _curve(args, source: Source, fabric, network, payload: int, exposed: float) 
     return projection.DeviceCurve(points, batch_half)
 
 
+def _measured_at(source: Source) -> tuple[int, int] | None:
+    """(devices, batch) of a single figure: a row there is the figure, not a projection."""
+    return (source.devices, next(iter(source.points))) if len(source.points) == 1 else None
+
+
 def recipe_of(args) -> str:
     """--recipe, or the older --epochs-rule's recipe, or the default (podbench)."""
     return args.recipe or EPOCHS_RULE_RECIPES.get(args.epochs_rule or "", ttt.DEFAULT_RECIPE)
@@ -300,7 +305,8 @@ def build_model(args, source: Source) -> projection.Model:
         update_s = (update.update_seconds(device, "lars") or 0.0) if args.weight_update_sharding else 0.0
         return projection.Model(curve, fabric, network, batch, payload, args.global_batch_max, exposed,
                                 recipe_of(args), curve_has_sync=source.devices > 1,
-                                weight_update_sharding=args.weight_update_sharding, update_s=update_s)
+                                weight_update_sharding=args.weight_update_sharding, update_s=update_s,
+                                measured_at=_measured_at(source))
     except ValueError as err:
         raise UsageError(str(err)) from None
 
