@@ -329,12 +329,13 @@ def covered(check: Check) -> bool:
     return band.low_factor - 1e-12 <= ratio <= band.high_factor + 1e-12
 
 
-def published_points(fabric: str, path: str = str(published.BUNDLED_PUBLISHED)) -> list[dict]:
-    """Every published system rate over ``fabric`` (anchors included), for a chart.
+def published_points(fabric: str, study: str = "", path: str = str(published.BUNDLED_PUBLISHED)) -> list[dict]:
+    """Every published system rate over ``fabric`` (of one ``study`` where given), for a chart.
 
     Returns:
       [{"devices", "images_per_sec", "label"}], sorted by devices.
     """
-    rows = [r for r in published.load_published(path) if r.interconnect == fabric and r.images_per_sec]
+    rows = [r for r in published.load_published(path)
+            if r.interconnect == fabric and r.images_per_sec and (not study or r.study == study)]
     return sorted(({"devices": r.devices, "images_per_sec": r.images_per_sec, "label": r.name} for r in rows),
                   key=lambda p: (p["devices"], p["images_per_sec"]))
