@@ -283,7 +283,7 @@ def band_from_ratios(ratios: list[float], what: str) -> projection.Band | None:
     low, high = min(ordered[k - 1], 1.0), max(ordered[n - k], 1.0)
     coverage = (n + 1 - 2 * k) / (n + 1)
     return projection.Band(low, high, coverage,
-                           f"{k}{'st' if k == 1 else 'th'} smallest to largest of the leave-one-study-out errors of {n} "
+                           f"{k}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(k, 'th')} smallest to largest of the leave-one-study-out errors of {n} "
                            f"published {what}: holds a new case {coverage:.0%} of the time "
                            "(methodology/published.csv)")
 
