@@ -282,8 +282,9 @@ def band_from_ratios(ratios: list[float], what: str) -> projection.Band | None:
     ordered = sorted(ratios)
     low, high = min(ordered[k - 1], 1.0), max(ordered[n - k], 1.0)
     coverage = (n + 1 - 2 * k) / (n + 1)
+    nth = "" if k == 1 else f"{k}{ {2: 'nd', 3: 'rd'}.get(k, 'th')} "
     return projection.Band(low, high, coverage,
-                           f"{k}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(k, 'th')} smallest to largest of the leave-one-study-out errors of {n} "
+                           f"{nth}smallest to {nth}largest of the leave-one-study-out errors of {n} "
                            f"published {what}: holds a new case {coverage:.0%} of the time "
                            "(methodology/published.csv)")
 
