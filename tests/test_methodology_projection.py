@@ -2,7 +2,6 @@
 on every row; one configuration from an anchor or measured points."""
 from __future__ import annotations
 
-
 import pytest
 
 from methodology import interconnect, projection
