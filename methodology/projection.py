@@ -72,6 +72,8 @@ class Model:
       update_s: one device's optimizer update a step (what sharding divides), 0 where unknown.
       measured_at: (devices, per-device batch) of the figure the curve comes from, where a row
         there is that figure itself and carries no band.
+      curve_optimizer: the optimizer the curve's figure ran ("sgd", "lars"; None: unknown, no change).
+      optimizer: the optimizer the projected runs use (None: the recipe's at each global batch).
     """
 
     curve: DeviceCurve
@@ -87,6 +89,8 @@ class Model:
     weight_update_sharding: bool = False
     update_s: float = 0.0
     measured_at: tuple[int, int] | None = None
+    curve_optimizer: str | None = None
+    optimizer: str | None = None
 
     def __post_init__(self):
         _positive_int("per_device_batch", self.per_device_batch)
@@ -164,7 +168,9 @@ class SizeProjection:
       all_reduce_s, latency_s: the all-reduce's bandwidth and latency terms.
       exposed_all_reduce_s: the part of both not hidden.
       update_saved_s: optimizer-update time weight-update sharding saves a step.
-      step_s: compute_s + sync_s + exposed_all_reduce_s - update_saved_s.
+      optimizer, optimizer_s: the projected runs' optimizer, and what its update costs beyond the
+        curve's figure's (LARS against SGD; 0 where either is unknown).
+      step_s: compute_s + sync_s + exposed_all_reduce_s + optimizer_s - update_saved_s.
       images_per_sec, ideal_images_per_sec, scaling_efficiency: the rate, devices x one
         device at the model's batch, and their ratio.
       images_per_sec_low, images_per_sec_high: the band around images_per_sec.
@@ -185,6 +191,8 @@ class SizeProjection:
     latency_s: float
     exposed_all_reduce_s: float
     update_saved_s: float
+    optimizer: str
+    optimizer_s: float
     step_s: float
     images_per_sec: float
     ideal_images_per_sec: float
@@ -225,7 +233,8 @@ class StepParts:
     Attributes:
       per_device_batch: the batch a device runs at that size.
       rate: the device curve's Rate at that batch (with its extrapolation note).
-      compute_s, sync_s, all_reduce_s, latency_s, exposed_s, update_saved_s, step_s: as SizeProjection.
+      compute_s, sync_s, all_reduce_s, latency_s, exposed_s, update_saved_s, optimizer, optimizer_s,
+        step_s: as SizeProjection.
       images_per_sec: devices x batch / step_s.
     """
 
@@ -237,6 +246,8 @@ class StepParts:
     latency_s: float
     exposed_s: float
     update_saved_s: float
+    optimizer: str
+    optimizer_s: float
     step_s: float
     images_per_sec: float
 
@@ -254,9 +265,11 @@ def step_parts(model: Model, devices: int) -> StepParts:
     exposed_s = model.exposed_fraction * (reduce_s + latency_s)
     saved_s = model.update_s * (1 - 1 / devices) if model.weight_update_sharding else 0.0
     sync_s = model.added_sync_s(devices)
-    step_s = compute_s + sync_s + exposed_s - saved_s
-    return StepParts(batch, rate, compute_s, sync_s, reduce_s, latency_s, exposed_s, saved_s, step_s,
-                     devices * batch / step_s)
+    optimizer = model.optimizer or ttt.optimizer_for(model.recipe, devices * batch)
+    optimizer_s = update.optimizer_change_s(model.fabric.device, model.curve_optimizer, optimizer)
+    step_s = compute_s + sync_s + exposed_s + optimizer_s - saved_s
+    return StepParts(batch, rate, compute_s, sync_s, reduce_s, latency_s, exposed_s, saved_s, optimizer,
+                     optimizer_s, step_s, devices * batch / step_s)
 
 
 def project_size(model: Model, devices: int, usd_per_hour: float | None = None) -> SizeProjection:
@@ -274,6 +287,9 @@ def project_size(model: Model, devices: int, usd_per_hour: float | None = None) 
     notes = [n for n in (rate.extrapolation,) if n]
     if measured:
         notes.append("the measured figure itself: no band")
+    if s.optimizer_s:
+        notes.append(f"{s.optimizer} where the curve's figure ran {model.curve_optimizer}: "
+                     f"{s.optimizer_s * 1e3:+.2f} ms a step (update bytes over memory bandwidth)")
     if batch < model.per_device_batch:
         notes.append(f"global batch capped at {model.global_batch_max:,}: {batch} a device")
     if time.epochs.extrapolated:
@@ -282,7 +298,8 @@ def project_size(model: Model, devices: int, usd_per_hour: float | None = None) 
     return SizeProjection(
         devices=devices, per_device_batch=batch, global_batch=devices * batch, compute_s=s.compute_s,
         sync_s=s.sync_s, all_reduce_s=s.all_reduce_s, latency_s=s.latency_s, exposed_all_reduce_s=s.exposed_s,
-        update_saved_s=s.update_saved_s, step_s=s.step_s, images_per_sec=images_per_sec,
+        update_saved_s=s.update_saved_s, optimizer=s.optimizer, optimizer_s=s.optimizer_s, step_s=s.step_s,
+        images_per_sec=images_per_sec,
         ideal_images_per_sec=ideal, scaling_efficiency=images_per_sec / ideal,
         images_per_sec_low=images_per_sec * band.low_factor if band else None,
         images_per_sec_high=images_per_sec * band.high_factor if band else None, band=band,
@@ -359,5 +376,6 @@ def project_config(source: DeviceCurve | published.PublishedResult, devices: int
     model = Model(curve, fabric, network, batch, interconnect.gradient_bytes(), global_batch_max,
                   recipe=recipe, curve_has_sync=has_sync, weight_update_sharding=weight_update_sharding,
                   update_s=update_s if weight_update_sharding else 0.0,
-                  measured_at=(anchor.devices, anchor.per_device_batch) if anchor else None)
+                  measured_at=(anchor.devices, anchor.per_device_batch) if anchor else None,
+                  curve_optimizer=anchor.recipe if anchor else None)
     return project_size(model, devices, usd_per_hour)

@@ -148,7 +148,7 @@ def test_project_config_from_an_anchor_takes_its_fabric_out_and_adds_the_coordin
     assert one.images_per_sec == pytest.approx(2375) and eight.sync_s == projection.SYNC_S
     assert eight.cost_usd == pytest.approx(eight.train_hours * 30.0) and eight.band is not None
     v4 = published.anchor_for("tpu-v4")  # 8 chips: the figure holds it, and its all-reduce comes back out
-    row = projection.project_config(v4, 8, CATALOGUE["tpu-v4"])
+    row = projection.project_config(v4, 8, CATALOGUE["tpu-v4"], recipe="google-tpu")  # LARS, as the figure
     assert row.sync_s == 0.0 and row.images_per_sec == pytest.approx(v4.images_per_sec, rel=1e-9)
 
 
@@ -160,3 +160,15 @@ def test_project_config_from_measured_points_and_sharding():
     assert sharded.update_saved_s == pytest.approx(28 * 25_557_032 / 900e9 * 63 / 64)
     with pytest.raises(ValueError, match="name the data-centre network"):
         projection.project_config(curve, 2048, CATALOGUE["tpu-v3"])
+
+
+def test_a_lars_recipe_adds_its_update_bytes_to_an_sgd_figure():
+    from methodology import published
+
+    a100 = published.anchor_for("a100")  # DeepLearningExamples: momentum SGD
+    sgd = projection.project_config(a100, 8, CATALOGUE["a100-nvlink"])  # podbench at 2,048: SGD
+    lars = projection.project_config(a100, 8, CATALOGUE["a100-nvlink"], recipe="rcp")
+    assert (sgd.optimizer, sgd.optimizer_s) == ("sgd", 0.0)
+    assert lars.optimizer == "lars" and lars.optimizer_s == pytest.approx(8 * 25_557_032 / 1555e9)
+    assert lars.step_s == pytest.approx(sgd.step_s + lars.optimizer_s)
+    assert any("lars where the curve's figure ran sgd" in n for n in lars.notes)
