@@ -21,6 +21,7 @@ from bench.results.summary import read_summary
 from methodology import epochs, interconnect, prices, projection, validation
 
 DEFAULT_DEVICES = "1,8,64,256,1024"
+VALIDATION_CHART_STEM = "validation"
 CHART_STEM = "projection"
 
 _EPILOG = """\
@@ -81,7 +82,8 @@ def register(sub) -> None:
     p.add_argument("--usd-per-device-hour", type=float, metavar="X", help="your own price a device, host included")
     p.add_argument("--json", action="store_true", help="the answer as JSON")
     p.add_argument("--chart", nargs="?", const="results/charts", metavar="DIR",
-                   help="also save projection.png/.svg to DIR (default results/charts)")
+                   help="also save projection.png/.svg (with --validate: validation.png/.svg) to DIR "
+                        "(default results/charts)")
     p.set_defaults(handler=handle)
 
 
@@ -292,6 +294,8 @@ def handle(args: argparse.Namespace) -> int:
         cases, calibration = validation.validate(), validation.calibration_checks()
         print(rundir.dumps(project_text.validation_json(cases, calibration)) if args.json
               else project_text.validation_text(cases, calibration))
+        if args.chart:
+            _write_validation_chart(checks.output_dir(args.chart, "--chart DIR", refuse_runs=False), cases)
         return 0
     source = read_source(args)
     model = build_model(args, source)
@@ -308,13 +312,27 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_validation_chart(directory: Path, cases) -> None:
+    import pandas as pd  # noqa: PLC0415 (only with --chart)
+
+    from bench.report import files, validation_chart  # noqa: PLC0415
+
+    directory.mkdir(parents=True, exist_ok=True)
+    fig, _ = validation_chart.plot_validation(pd.DataFrame([c.to_json() for c in cases]))
+    for path in files.save_figure(fig, directory, VALIDATION_CHART_STEM):
+        print(f"wrote {path}", file=sys.stderr)
+
+
 def _write_chart(directory: Path, rows, fabric_name: str) -> None:
     import pandas as pd  # noqa: PLC0415 (only with --chart)
 
-    from bench.report import files, scaling_charts  # noqa: PLC0415
+    from bench.report import files, projection_chart  # noqa: PLC0415
 
     directory.mkdir(parents=True, exist_ok=True)
     published = pd.DataFrame(validation.published_points(fabric_name), columns=["devices", "images_per_sec", "label"])
-    fig, _ = scaling_charts.plot_projection(pd.DataFrame([r.to_json() for r in rows]), published)
+    cases = (*validation.NVIDIA_CASES, *validation.TPU_V3_CASES, validation.BLOG_CASE)
+    sources = {**{c.anchor.name: c.anchor.source for c in cases}, **{c.name: c.source for c in cases}}
+    published["source"] = published["label"].map(sources)
+    fig, _ = projection_chart.plot_projection(pd.DataFrame([r.to_json() for r in rows]), published)
     for path in files.save_figure(fig, directory, CHART_STEM):
         print(f"wrote {path}", file=sys.stderr)

@@ -178,12 +178,13 @@ DURATION_TICKS_H = (
 )
 
 
-def _duration_ticks(ax, low_h: float, high_h: float) -> None:
+def _duration_ticks(ax, low_h: float, high_h: float, axis: str = "x") -> None:
     """Time-axis ticks at round durations instead of powers of ten of hours."""
     ticks = [(h, name) for h, name in DURATION_TICKS_H if low_h <= h <= high_h]
-    ax.xaxis.set_major_locator(FixedLocator([h for h, _ in ticks]))
-    ax.xaxis.set_major_formatter(FixedFormatter([name for _, name in ticks]))
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(FixedLocator([h for h, _ in ticks]))
+    target.set_major_formatter(FixedFormatter([name for _, name in ticks]))
+    target.set_minor_formatter(NullFormatter())
 
 
 def _usd_tick(usd: float) -> str:
@@ -330,11 +331,14 @@ def plot_cost(table: pd.DataFrame, modeled: pd.DataFrame | None = None):
 LABEL_OFFSETS = ((7, -4, "left", "top"), (7, 4, "left", "bottom"), (-7, -4, "right", "top"),
                  (-7, 4, "right", "bottom"), (0, -9, "center", "top"), (0, 9, "center", "bottom"),
                  (12, -14, "left", "top"), (-12, 14, "right", "bottom"), (12, 14, "left", "bottom"),
-                 (-12, -14, "right", "top"))
+                 (-12, -14, "right", "top"), (-12, -26, "right", "top"), (12, -26, "left", "top"),
+                 (-12, 26, "right", "bottom"), (12, 26, "left", "bottom"), (-12, -40, "right", "top"),
+                 (12, -40, "left", "top"))
 
 
 def place_labels(fig, ax, points, unnamed=()) -> list:
-    """Names each (x, y, label) point at the first offset whose text overlaps no earlier name or marker.
+    """Names each (x, y, label) point at the first offset whose text stays inside the axes, overlaps no
+    earlier name or marker, and is nearer its own marker than any other.
 
     Args:
       points: (x, y, label) in data coordinates.
@@ -354,7 +358,8 @@ def place_labels(fig, ax, points, unnamed=()) -> list:
             text = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=8,
                                ha=ha, va=va)
             box = text.get_window_extent(renderer)
-            if not any(box.overlaps(b) for b in taken) and _nearest_is_own(box, ax, (x, y), markers):
+            inside = ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
+            if inside and not any(box.overlaps(b) for b in taken) and _nearest_is_own(box, ax, (x, y), markers):
                 break
             text.remove()
         else:
@@ -368,9 +373,11 @@ def place_labels(fig, ax, points, unnamed=()) -> list:
 
 def _nearest_is_own(box: Bbox, ax, point, markers) -> bool:
     """Whether the marker nearest to a name's box is the point it names (else it reads as another's)."""
-    centre = np.array([(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2])
-    own = np.hypot(*(ax.transData.transform(point) - centre))
-    return all(np.hypot(*(m - centre)) >= own - 1e-6 for m in markers)
+    def distance(m) -> float:  # from a marker to the box's nearest edge (0 inside)
+        return float(np.hypot(max(box.x0 - m[0], 0, m[0] - box.x1), max(box.y0 - m[1], 0, m[1] - box.y1)))
+
+    own = distance(ax.transData.transform(point))
+    return all(distance(m) >= own - 1e-6 for m in markers)
 
 
 def _marker_box(ax, x: float, y: float, pad: float) -> Bbox:
