@@ -232,3 +232,10 @@ def test_readme_shows_what_validate_prints(capsys):
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     shown = readme.split("### Validation: `podbench project --validate`")[1].split("```\n")[1]
     assert shown == out
+
+
+def test_validate_chart(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "project", "--validate", "--chart", tmp_path / "charts")
+    assert code == 0 and "podbench project --validate" in out
+    assert f"wrote {tmp_path / 'charts' / 'validation.png'}" in err
+    assert (tmp_path / "charts" / "validation.svg").stat().st_size > 1000
