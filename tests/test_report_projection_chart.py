@@ -65,7 +65,7 @@ def test_published_points_are_named_by_source_and_precision():
     assert list(lines["published, TF32"].get_ydata()) == pytest.approx([40, 300])
     assert list(lines["published, AMP"].get_ydata()) == pytest.approx([720])
     notes = " ".join(t.get_text() for t in fig.texts).replace("\n", " ")
-    assert "P1: X TF32, 1 GPU (TF32, NVIDIA/DeepLearningExamples)" in notes
+    assert "published, TF32, NVIDIA/DeepLearningExamples: P1 X TF32, 1 GPU; P3 X TF32+XLA" in notes
     assert {t.get_text() for t in ax.texts} >= {"P1", "P2", "P3"}
     assert not overlaps(text_boxes(fig, ax.texts))
 
@@ -80,5 +80,5 @@ def test_no_published_efficiency_across_precisions():
     fig, _ = charts.plot_projection(projection_table(), published_table(), precision="AMP")
     (amp,) = [line for line in fig.axes[1].get_lines() if line.get_marker() == "D"]
     assert list(amp.get_ydata()) == pytest.approx([90])  # 720 / (8 x 100)
-    assert "published TF32 points left out: not at the projection's precision (AMP)" in " ".join(
+    assert "published points (TF32) left out: not at the projection's precision (AMP)" in " ".join(
         t.get_text() for t in fig.texts).replace("\n", " ")

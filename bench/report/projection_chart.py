@@ -87,9 +87,12 @@ def _time_cost_panel(ax, rows: pd.DataFrame) -> None:
     if hours.notna().any():
         ax.plot(devices, hours, marker="o", color=MEASURED_COLOR, linewidth=1.5, label="time to target")
         epochs = pd.to_numeric(rows.get("epochs"), errors="coerce") if "epochs" in rows else hours * math.nan
+        last = float(devices[hours.notna()].max())
         for n, h, e in zip(devices[hours.notna()], hours.dropna(), epochs[hours.notna()]):
-            ax.annotate(format_hours(h) + (f", {e:.0f} epochs" if math.isfinite(e) else ""), (n, h), xytext=(6, 4), textcoords="offset points", fontsize=8,
-                        color=MEASURED_COLOR)
+            # The last label goes left of its point: to its right is the cost axis.
+            ax.annotate(format_hours(h) + (f", {e:.0f} epochs" if math.isfinite(e) else ""), (n, h),
+                        xytext=(-6, 4) if n == last else (6, 4), ha="right" if n == last else "left",
+                        textcoords="offset points", fontsize=8, color=MEASURED_COLOR)
         low, high = float(hours.min()) / 2, float(hours.max()) * 2
         ax.set_ylim(low, high)
         _duration_ticks(ax, low, high, axis="y")
@@ -167,15 +170,18 @@ def plot_projection(df: pd.DataFrame, published: pd.DataFrame | None = None, pre
 
 def _published_notes(table: pd.DataFrame, precision: str | None) -> list[str]:
     """Where the published points come from, and why some are not on the efficiency panel."""
-    sources = table["source"] if "source" in table else pd.Series(None, index=table.index)
-    notes = ["; ".join(f"{key}: {label} ({precision}" + (f", {short_source(src)})" if pd.notna(src) else ")")
-                       for key, label, precision, src in zip(table["key"], table["label"], table["precision"], sources))]
+    sources = table["source"].map(short_source) if "source" in table else pd.Series(None, index=table.index)
+    notes = []
+    for (precision_name, source), group in table.assign(src=sources.fillna("source not given")).groupby(
+            ["precision", "src"], sort=False):
+        points = "; ".join(f"{key} {label}" for key, label in zip(group["key"], group["label"]))
+        notes.append(f"published, {precision_name}, {source}: {points}")
     off = sorted(set(table["precision"]) - ({precision} if precision else set()))
     if off:
         why = (f"not at the projection's precision ({precision})" if precision
                else "the projected rate's precision is not known")
-        notes.append(f"efficiency panel: published {', '.join(off)} points left out: {why}, so their ratio to "
-                     "the projection's one device measures precision, not scaling")
+        notes.append(f"efficiency panel: published points ({', '.join(off)}) left out: {why}, so their ratio to "
+                     "the projection's one device would measure precision, not scaling")
     return ["\n".join(textwrap.wrap(n, 140)) for n in notes]
 
 
