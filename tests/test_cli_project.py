@@ -292,3 +292,10 @@ def test_weight_update_sharding_is_shown_and_saves_the_update(capsys):
     p, s = strict_json(plain), strict_json(sharded)
     assert s["weight_update_sharding"]["on"] and s["rows"][0]["update_saved_s"] > 0
     assert s["rows"][0]["images_per_sec"] > p["rows"][0]["images_per_sec"]
+
+
+def test_validate_chart(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "project", "--validate", "--chart", tmp_path / "charts")
+    assert code == 0 and "podbench project --validate" in out
+    assert f"wrote {tmp_path / 'charts' / 'validation.png'}" in err
+    assert (tmp_path / "charts" / "validation.svg").stat().st_size > 1000

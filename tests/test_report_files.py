@@ -60,3 +60,20 @@ def test_price_paragraph_names_unpriced_hardware(tmp_path):
     assert measured["cost_usd"].isna().all()
     text = report_files.price_paragraph(measured, report.reference_table())
     assert "1 measured run(s) have no cost" in text and "podbench does not price CPU hosts" in text
+
+
+def test_checked_in_reference_charts_are_current(tmp_path):
+    """results/charts/ is what `podbench reproduce --chart` draws now (`make reference` rewrites it)."""
+    from console import REPO
+
+    for path in report_files.reference_figures(tmp_path):
+        if path.suffix == ".svg":
+            checked_in = REPO / "results" / "charts" / path.name
+            assert checked_in.read_bytes() == path.read_bytes(), f"{checked_in} is stale: run `make reference`"
+
+
+def test_reference_chart_tables_carry_chips_and_modeled_rows():
+    table, modeled = report_files.reference_chart_tables()
+    chips = dict(zip(table["config"], table["chips"]))
+    assert chips["TPU v2-8"] == 4 and chips["TPU v2-512"] == 256 and chips["8x V100"] == 8
+    assert list(modeled["config"]) == ["TPU v2-8", "TPU v2-32", "TPU v2-128", "TPU v2-256"]

@@ -1,4 +1,5 @@
-"""bench/report/scaling_charts.py: images/sec and efficiency against replicas, drawn from sweep rows."""
+"""bench/report/scaling_charts.py: images/sec and efficiency against replicas, and the device curve, drawn
+from sweep rows: image size, shared-device notes, error bars, one number format, warnings."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -71,7 +72,7 @@ def test_device_curve_draws_rate_against_batch(tmp_path):
     fig, ax = charts.plot_device_curve(table)
     (line,) = ax.get_lines()
     assert list(line.get_xdata()) == [8, 16, 32] and list(line.get_ydata()) == pytest.approx([20, 30, 40])
-    assert [t.get_text() for t in ax.texts] == ["20.00", "30.00", "40.00"]
+    assert [t.get_text() for t in ax.texts] == ["20.0", "30.0", "40.0"]
     assert "batch" in ax.get_xlabel() and ax.get_yscale() == "log"
     assert "no rate at batch 64 (failed)" in fig.texts[0].get_text()
     fig.canvas.draw()
@@ -79,31 +80,62 @@ def test_device_curve_draws_rate_against_batch(tmp_path):
     fig.savefig(tmp_path / "curve.png")
 
 
-# --- the chart of `podbench project` --------------------------------------------------------------
-
-def projection_table() -> pd.DataFrame:
-    return pd.DataFrame({"devices": [1, 8, 64], "images_per_sec": [100.0, 760.0, 5120.0],
-                         "ideal_images_per_sec": [100.0, 800.0, 6400.0],
-                         "scaling_efficiency": [1.0, 0.95, 0.8], "extrapolated": [False, False, True]})
+def test_rate_labels_share_one_number_format():
+    assert charts.rate_labels([52.15, 60.57, 182.0]) == ["52.1", "60.6", "182.0"]
+    assert charts.rate_labels([120.0, 4_500.0]) == ["120", "4,500"]
+    assert charts.rate_labels([0.5, 12.0]) == ["0.50", "12.00"]
 
 
-def test_projection_chart_draws_projection_ideal_and_efficiency():
-    fig, ax = charts.plot_projection(projection_table())
-    lines = {line.get_label(): line for line in ax.get_lines()}
-    assert list(lines["ideal: devices x one device"].get_ydata()) == pytest.approx([100, 800, 6400])
-    assert list(lines["projected"].get_ydata()) == pytest.approx([100, 760, 5120])
-    hollow = lines["projected, extrapolated (hollow)"]
-    assert list(hollow.get_xdata()) == [64] and hollow.get_markerfacecolor() == "white"
-    assert [t.get_text() for t in fig.axes[1].texts] == ["100%", "95%", "80%"]
-    assert "published" not in lines
+def review_sweep(**extra) -> pd.DataFrame:
+    """The review's CPU sweep: 32x32, two replicas sharing one CPU, each point on 4 intervals."""
+    table = scaling_table({1: 54.3, 2: 28.9}, shared=True)
+    return table.assign(platform="cpu", image_size=32, images_per_sec_jitter=[3.1, 2.2], num_intervals=4, **extra)
 
 
-def test_projection_chart_overlays_published_points():
-    published = pd.DataFrame({"devices": [8, 16], "images_per_sec": [720.0, 1200.0], "label": ["a", "b"]})
-    fig, ax = charts.plot_projection(projection_table(), published)
-    marks = {line.get_label(): line for line in ax.get_lines()}["published"]
-    assert list(marks.get_xdata()) == [8, 16] and list(marks.get_ydata()) == pytest.approx([720, 1200])
-    (efficiency,) = [line for line in fig.axes[1].get_lines() if line.get_marker() == "D"]
-    assert list(efficiency.get_ydata()) == pytest.approx([90, 75])  # against devices x 100 img/s
-    fig.canvas.draw()
-    assert [t.get_text() for t in fig.axes[1].get_xticklabels()] == ["1", "8", "16", "64"]
+def test_scaling_chart_names_image_size_shared_cpu_spread_and_thin_points():
+    fig, ax = charts.plot_scaling(review_sweep())
+    assert "32×32 px" in ax.get_title("left")
+    notes = " ".join(t.get_text() for t in fig.texts)
+    assert "replicas shared one CPU" in notes
+    assert "warning: fewer than 10 intervals behind a point (replicas 1: 4 intervals; replicas 2: 4" in notes
+    (bars,) = ax.containers
+    segments = bars.lines[2][0].get_segments()
+    assert [v for s in segments for v in (s[0][1], s[1][1])] == pytest.approx([51.2, 57.4, 26.7, 31.1])
+    assert charts.SPREAD_TEXT in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not overlaps(text_boxes(fig, fig.texts))
+
+
+def test_scaling_chart_without_spread_columns_draws_no_error_bars():
+    fig, ax = charts.plot_scaling(scaling_table({1: 100.0, 2: 190.0}))
+    assert len(ax.containers) == 0 and fig.texts == []
+
+
+def curve(rates, intervals=20, jitter=None) -> pd.DataFrame:
+    batches = [4, 8, 16][:len(rates)]
+    return pd.DataFrame({"per_replica_batch_size": batches, "images_per_sec": rates, "image_size": 32,
+                         "platform": "cpu", "replicas_share_a_device": False, "num_intervals": intervals,
+                         "images_per_sec_jitter": jitter or [1.0] * len(rates)})
+
+
+def test_device_curve_says_its_image_size_and_spread():
+    fig, ax = charts.plot_device_curve(curve([52.15, 60.57, 182.0], jitter=[4.0, 9.0, 12.0]))
+    assert "32×32 px" in ax.get_title("left")
+    assert [t.get_text() for t in ax.texts] == ["52.1", "60.6", "182.0"]
+    assert len(ax.containers) == 1 and fig.texts == []  # monotonic, 20 intervals each: nothing to warn
+
+
+@pytest.mark.parametrize("rates, intervals, expected", [
+    pytest.param([60.0, 50.0, 182.0], 20, ["not monotonic: the rate falls from batch 4→8"], id="falls"),
+    pytest.param([52.0, 60.0, 182.0], 4, ["fewer than 10 intervals behind a point (batch 4: 4 intervals"],
+                 id="thin"),
+    pytest.param([52.0, 60.0, 182.0], 10, [], id="ten_is_enough"),
+])
+def test_device_curve_warns_before_project_interpolates_it(rates, intervals, expected):
+    warnings = charts.curve_warnings(curve(rates, intervals))
+    assert len(warnings) == len(expected)
+    for warning, start in zip(warnings, expected):
+        assert warning.startswith(start) and "podbench project --run" in warning
+    fig, _ = charts.plot_device_curve(curve(rates, intervals))
+    shown = " ".join(t.get_text() for t in fig.texts)
+    assert all(start.split(":")[0] in shown for start in expected)
+    assert ("warning:" in shown) == bool(expected)

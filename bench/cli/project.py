@@ -27,6 +27,7 @@ DEFAULT_DEVICES = "1,8,64,256,1024"
 MAX_BATCH = IMAGENET_TRAIN_EXAMPLES
 # --epochs-rule (before recipes) maps onto a recipe: the RCP table, or the blog's fixed 90.
 EPOCHS_RULE_RECIPES = {"rcp": ttt.RCP, "fixed-90": ttt.PODBENCH}
+VALIDATION_CHART_STEM = "validation"
 CHART_STEM = "projection"
 
 _EPILOG = """\
@@ -111,7 +112,8 @@ def register(sub) -> None:
     p.add_argument("--usd-per-device-hour", type=float, metavar="X", help="your own price a device, host included")
     p.add_argument("--json", action="store_true", help="the answer as JSON")
     p.add_argument("--chart", nargs="?", const="results/charts", metavar="DIR",
-                   help="also save projection.png/.svg to DIR (default results/charts)")
+                   help="also save projection.png/.svg (with --validate: validation.png/.svg) to DIR "
+                        "(default results/charts)")
     p.set_defaults(handler=handle)
 
 
@@ -368,6 +370,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.validate:
         answer = validate_text.validation_answer()
         print(rundir.dumps(answer) if args.json else validate_text.validation_text(answer))
+        if args.chart:
+            _write_validation_chart(checks.output_dir(args.chart, "--chart DIR", refuse_runs=False), answer)
         return 0
     source = read_source(args)
     model = build_model(args, source)
@@ -390,14 +394,36 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validation_frame(answer: dict):
+    """--validate's checks as the validation chart reads them: one panel per (set, family, quantity)."""
+    import pandas as pd  # noqa: PLC0415 (only with --chart)
+
+    rows = [dict(c, group=f"{label}: {c['family'].upper()} {c['quantity']}", by_construction=False)
+            for key, label in (("cross_validated", "cross-validated (leave one study out)"),
+                               ("holdout", "held out (never fitted on)"))
+            for c in answer[key]]
+    return pd.DataFrame(rows)
+
+
+def _write_validation_chart(directory: Path, answer: dict) -> None:
+    from bench.report import files, validation_chart  # noqa: PLC0415
+
+    directory.mkdir(parents=True, exist_ok=True)
+    fig, _ = validation_chart.plot_validation(_validation_frame(answer))
+    for path in files.save_figure(fig, directory, VALIDATION_CHART_STEM):
+        print(f"wrote {path}", file=sys.stderr)
+
+
 def _write_chart(directory: Path, rows, fabric_name: str, study: str) -> None:
     import pandas as pd  # noqa: PLC0415 (only with --chart)
 
-    from bench.report import files, scaling_charts  # noqa: PLC0415
+    from bench.report import files, projection_chart  # noqa: PLC0415
 
     directory.mkdir(parents=True, exist_ok=True)
     points = validation.published_points(fabric_name, study)
-    published = pd.DataFrame(points, columns=["devices", "images_per_sec", "label"])
-    fig, _ = scaling_charts.plot_projection(pd.DataFrame([r.to_json() for r in rows]), published)
+    published_frame = pd.DataFrame(points, columns=["devices", "images_per_sec", "label"])
+    sources = {r.name: r.source for r in published.load_published()}
+    published_frame["source"] = published_frame["label"].map(sources)
+    fig, _ = projection_chart.plot_projection(pd.DataFrame([r.to_json() for r in rows]), published_frame)
     for path in files.save_figure(fig, directory, CHART_STEM):
         print(f"wrote {path}", file=sys.stderr)

@@ -40,7 +40,7 @@ CSV_COLUMNS = (
     "replicas", "status", "platform", "device_kind", "per_replica_batch_size", "global_batch_size",
     "precision", "image_size", "images_per_sec", "ideal_images_per_sec", "scaling_efficiency",
     "efficiency_base_replicas", "images_per_sec_per_replica", "step_time_p50_s", "measured_steps",
-    "physical_devices", "replicas_share_a_device", "run_dir", "error",
+    "physical_devices", "replicas_share_a_device", "run_dir", "error", "images_per_sec_jitter", "num_intervals",
 )
 
 
@@ -214,6 +214,9 @@ def size_row(result: SizeResult) -> dict:
         "images_per_sec_per_replica": s.images_per_sec_per_replica if measured else None,
         "step_time_p50_s": s.step_time_s.get("median") if measured else None,
         "measured_steps": s.measured_steps if result.summary else None,
+        # The spread of the point and how many intervals it rests on: the charts' error bars and warnings.
+        "images_per_sec_jitter": s.images_per_sec_jitter if measured else None,
+        "num_intervals": s.num_intervals if result.summary else None,
         "physical_devices": devices,
         "replicas_share_a_device": None if devices is None else replicas > devices,
         "run_dir": str(result.run_dir),

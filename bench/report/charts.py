@@ -1,14 +1,20 @@
-"""Tables (bench/report/tables.py) -> matplotlib figures. One function per chart.
+"""Tables (bench/report/tables.py) -> matplotlib figures: time, cost and speedup to the target.
 
 Every chart function returns ``(fig, ax)`` and writes nothing: the caller
 saves (bench/report/files.py). Rows are drawn in the table's order, top to
-bottom. Reference rows are blue and hatched unless their figure is published
-(the blog's per-configuration values are not public, so most are derived);
-measured runs are orange, and interrupted ones dotted.
+bottom. Reference rows are blue and hatched (or hollow) unless their figure is
+published (the blog's per-configuration values are not public, so most are
+derived or assumed); measured runs are orange, and interrupted ones dotted.
+
+Which axis for which range: bars only on a linear axis from zero (a bar's
+length is then its value); a range too wide for that (7.9 min against 52.8
+days) is a dot plot on a log axis, where only positions count. Reference rows
+carry 2018 prices and measured rows today's: they never share one cost panel.
 """
 from __future__ import annotations
 
 import math
+import textwrap
 
 import matplotlib
 
@@ -19,33 +25,42 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
 from matplotlib.ticker import (  # noqa: E402
     FixedFormatter, FixedLocator, FuncFormatter, LogLocator, NullFormatter,
 )
 
 from bench.humanize import format_hours, format_rate, format_usd  # noqa: E402
+from methodology.constants import MEASURED_EPOCHS, TARGET_TOP1_BLOG  # noqa: E402
 
 REFERENCE_COLOR = "#4c72b0"
 MEASURED_COLOR = "#dd8452"
+MODELED_COLOR = "#55a868"
 IDEAL_COLOR = "#555555"
+NOTE_COLOR = "#555555"
 # Speedup chart: cool colours for reference families, warm ones for measured.
 REFERENCE_FAMILY_COLORS = ("#4c72b0", "#8172b3")
 MEASURED_FAMILY_COLORS = ("#dd8452", "#c44e52", "#937860", "#da8bc3", "#ccb974", "#e6550d")
 # Hatches say how much to trust a reference figure (methodology/reference.py).
 SOURCE_HATCHES = {"published": "", "derived": "//", "assumption": "xx"}
 UNKNOWN_SOURCE_HATCH = "\\\\"
-# On the speedup chart the marker fill says the same as the hatches do.
+# On the dot plot and the speedup chart the marker fill says the same as the hatches do.
 SOURCE_FILLS = {"published": "full", "derived": "none", "assumption": "left"}
 SPEEDUP_POINT_GID = "speedup-point"
+VALUE_POINT_GID = "value-point"
+MODELED_POINT_GID = "modeled-point"
 INTERRUPTED_HATCH = ".."
 ROW_HEIGHT_IN = 0.34
 FIGURE_WIDTH_IN = 11.0
+# Row labels wrap at this many characters, so that labels take at most about a third of the width.
+LABEL_WRAP_CHARS = 46
+TARGET_TEXT = f"{TARGET_TOP1_BLOG:.0%} top-1 ({MEASURED_EPOCHS} epochs after a warm-up epoch)"
 
 
-def _figure_height_in(num_rows: int) -> float:
-    # A fixed height per bar keeps labels from overlapping at 30 rows and
-    # stops a single bar from filling a whole page.
-    return max(3.0, 1.8 + ROW_HEIGHT_IN * num_rows)
+def _figure_height_in(num_rows: int, lines: int | None = None) -> float:
+    # A fixed height per row keeps labels from overlapping at 30 rows and
+    # stops a single row from filling a whole page; wrapped labels need more.
+    return max(3.0, 1.8 + ROW_HEIGHT_IN * max(num_rows, (lines or 0) * 0.75))
 
 
 def _setup_axes(ax, title: str, xlabel: str, ylabel: str | None = None, log_x: bool = False,
@@ -65,28 +80,42 @@ def _setup_axes(ax, title: str, xlabel: str, ylabel: str | None = None, log_x: b
         ax.spines[side].set_visible(False)
 
 
-def _bar_style(row) -> tuple[str, str]:
-    """(colour, hatch) of one row: who measured it and how far to trust it."""
+def _row_style(row) -> tuple[str, str, str]:
+    """(colour, hatch, marker fill) of one row: who measured it and how far to trust it."""
     if row["kind"] == "measured":
-        return MEASURED_COLOR, INTERRUPTED_HATCH if row["status"] == "interrupted" else ""
-    return REFERENCE_COLOR, SOURCE_HATCHES.get(str(row["source"]), UNKNOWN_SOURCE_HATCH)
+        return MEASURED_COLOR, INTERRUPTED_HATCH if row["status"] == "interrupted" else "", "full"
+    source = str(row["source"])
+    return REFERENCE_COLOR, SOURCE_HATCHES.get(source, UNKNOWN_SOURCE_HATCH), SOURCE_FILLS.get(source, "full")
 
 
-def _legend_handles(table: pd.DataFrame) -> list[Patch]:
-    """Legend entries for the colours and hatches that occur in ``table``."""
+def _legend_handles(table: pd.DataFrame, dots: bool = False) -> list:
+    """Legend entries for the colours and hatches (or marker fills) that occur in ``table``."""
     handles = []
     reference = table[table["kind"] == "reference"]
     for source in pd.unique(reference["source"]):
-        hatch = SOURCE_HATCHES.get(str(source), UNKNOWN_SOURCE_HATCH)
-        handles.append(Patch(facecolor=REFERENCE_COLOR, hatch=hatch, edgecolor="white",
-                             label=f"reference, {source}"))
+        if dots:
+            handles.append(Line2D([], [], color=REFERENCE_COLOR, marker="o", linestyle="none",
+                                  fillstyle=SOURCE_FILLS.get(str(source), "full"), markerfacecoloralt="white",
+                                  label=f"reference, {source}"))
+        else:
+            hatch = SOURCE_HATCHES.get(str(source), UNKNOWN_SOURCE_HATCH)
+            handles.append(Patch(facecolor=REFERENCE_COLOR, hatch=hatch, edgecolor="white",
+                                 label=f"reference, {source}"))
     measured = table[table["kind"] == "measured"]
     if len(measured):
-        handles.append(Patch(facecolor=MEASURED_COLOR, label="measured here"))
+        handles.append(Line2D([], [], color=MEASURED_COLOR, marker="o", linestyle="none", label="measured here")
+                       if dots else Patch(facecolor=MEASURED_COLOR, label="measured here"))
     if (measured["status"] == "interrupted").any():
-        handles.append(Patch(facecolor=MEASURED_COLOR, hatch=INTERRUPTED_HATCH, edgecolor="white",
+        handles.append(Line2D([], [], color=MEASURED_COLOR, marker="s", linestyle="none",
+                              label="measured, interrupted run") if dots else
+                       Patch(facecolor=MEASURED_COLOR, hatch=INTERRUPTED_HATCH, edgecolor="white",
                              label="measured, interrupted run"))
     return handles
+
+
+def _modeled_handle() -> Line2D:
+    return Line2D([], [], color=MODELED_COLOR, marker="D", linestyle="none", markerfacecolor="white",
+                  label="modeled (podbench project), not published")
 
 
 def _log_ticks(ax, axis: str, low: float, high: float, tick_fmt) -> None:
@@ -106,37 +135,39 @@ def _group_separator(ax, rows: pd.DataFrame) -> None:
         ax.axhline(i + 0.5, color="#999999", linewidth=0.8, linestyle="--")
 
 
-def _labelled_bars(table: pd.DataFrame, column: str, fmt, set_ticks, title: str, xlabel: str,
-                   missing: str):
-    """Horizontal log-scale bars of ``table[column]``, each labelled with ``fmt(value)``."""
-    rows = table.reset_index(drop=True)
-    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, _figure_height_in(len(rows))),
-                           layout="constrained")
-    _setup_axes(ax, title, xlabel, log_x=True)
-    values = rows[column].astype(float).to_numpy()
-    finite = values[np.isfinite(values) & (values > 0)]
-    low, high = (finite.min(), finite.max()) if len(finite) else (1.0, 10.0)
-    # Room on the right for the value labels, which sit past the bar ends.
-    ax.set_xlim(low / 3, high * 5)
-    set_ticks(ax, low / 3, high * 5)
+def _wrapped(labels) -> list[str]:
+    return [textwrap.fill(str(label), LABEL_WRAP_CHARS, break_long_words=False) for label in labels]
+
+
+def _row_axes(ax, rows: pd.DataFrame) -> None:
+    """Row labels (wrapped) top to bottom, and a slot for every row, drawn or not."""
     y = np.arange(len(rows))
-    for i, row in rows.iterrows():
-        value = values[i]
-        if not (math.isfinite(value) and value > 0):
-            ax.text(low / 2.8, y[i], missing, va="center", fontsize=8, color="#666666", style="italic")
-            continue
-        colour, hatch = _bar_style(row)
-        ax.barh(y[i], value, color=colour, hatch=hatch, edgecolor="white", height=0.7)
-        ax.text(value * 1.12, y[i], fmt(value), va="center", fontsize=8)
-    ax.set_yticks(y, rows["label"], fontsize=8)
-    ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top; rows without a bar keep their slot
+    ax.set_yticks(y, _wrapped(rows["label"]), fontsize=8)
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top; rows without a value keep their slot
     _group_separator(ax, rows)
-    # Only what is drawn: an orange entry with no orange bar (CPU runs on the cost chart) misleads.
-    handles = _legend_handles(rows[np.isfinite(values) & (values > 0)])
-    if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 5),
-                   fontsize=8, frameon=False)
-    return fig, ax
+
+
+def _modeled_by_config(rows: pd.DataFrame, modeled: pd.DataFrame | None, column: str) -> dict[int, float]:
+    """Row index -> the modeled figure of that row's configuration (reference rows with a "config")."""
+    if modeled is None or not len(modeled) or "config" not in rows:
+        return {}
+    by_config = dict(zip(modeled["config"], modeled[column].astype(float)))
+    return {i: by_config[c] for i, c in enumerate(rows["config"]) if c in by_config}
+
+
+def _missing_text(row, column: str) -> str:
+    """Why a row has no figure: said as the data says it, never "no throughput" for a run that has one."""
+    rate = float(row["images_per_sec"]) if pd.notna(row["images_per_sec"]) else math.nan
+    if not (math.isfinite(rate) and rate > 0):
+        return "n/a: no throughput"
+    if not (pd.notna(row["time_to_target_h"]) and row["time_to_target_h"] > 0):
+        size = row.get("image_size")
+        what = f"at {int(size)}×{int(size)} px" if pd.notna(size) else "but not at 224×224 px"
+        return f"n/a: {format_rate(rate)} img/s measured {what}: no ImageNet projection"
+    if column == "cost_usd":
+        return ("n/a: podbench does not price CPU hosts" if row["platform"] == "cpu"
+                else "n/a: no catalogue price for this hardware")
+    return "n/a"
 
 
 # Round durations a reader knows, for the time axis (hours -> tick label).
@@ -147,187 +178,208 @@ DURATION_TICKS_H = (
 )
 
 
-def _duration_ticks(ax, low_h: float, high_h: float) -> None:
+def _duration_ticks(ax, low_h: float, high_h: float, axis: str = "x") -> None:
     """Time-axis ticks at round durations instead of powers of ten of hours."""
     ticks = [(h, name) for h, name in DURATION_TICKS_H if low_h <= h <= high_h]
-    ax.xaxis.set_major_locator(FixedLocator([h for h, _ in ticks]))
-    ax.xaxis.set_major_formatter(FixedFormatter([name for _, name in ticks]))
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(FixedLocator([h for h, _ in ticks]))
+    target.set_major_formatter(FixedFormatter([name for _, name in ticks]))
+    target.set_minor_formatter(NullFormatter())
 
 
 def _usd_tick(usd: float) -> str:
     return f"${usd:,.0f}" if usd >= 1 else f"${usd:.2g}"
 
 
-def plot_time_to_target(table: pd.DataFrame):
-    """Hours to the accuracy target per row (report.COLUMNS), log scale.
-
-    Args:
-      table: reference and/or measured rows with label, kind, source, status
-        and time_to_target_h.
-
-    Returns:
-      (fig, ax).
-    """
-    return _labelled_bars(table, "time_to_target_h", format_hours, _duration_ticks,
-                          "Time to train ResNet-50 v1.5 to the target (90 epochs)",
-                          "time to target (log scale)", "n/a: no throughput")
-
-
-def plot_cost(table: pd.DataFrame):
-    """On-demand dollars to the accuracy target per row, log scale.
-
-    Args:
-      table: rows as for ``time_to_target``, with cost_usd (NaN where no
-        price applies, e.g. a CPU run: shown as "no price").
-
-    Returns:
-      (fig, ax).
-    """
-    return _labelled_bars(table, "cost_usd", format_usd,
-                          lambda ax, low, high: _log_ticks(ax, "x", low, high, _usd_tick),
-                          "Cost to train ResNet-50 v1.5 to the target, on-demand prices",
-                          "cost to target (US dollars, log scale)", "n/a: no price for this hardware")
-
-
-def _ideal_line(ax, best: pd.Series) -> bool:
-    """Dashed linear scaling from a family's smallest configuration, if it has several sizes.
-
-    Args:
-      best: speedup per replica count (index), sorted by replica count.
-
-    Returns:
-      Whether a line was drawn.
-    """
-    if len(best) < 2:
-        return False
-    x = np.array([best.index[0], best.index[-1]], dtype=float)
-    # Above the family line: where scaling is exactly linear the two coincide.
-    ax.plot(x, best.iloc[0] * x / x[0], linestyle="--", color=IDEAL_COLOR, linewidth=1.2, zorder=2.5)
-    return True
-
-
-def _family_points(ax, family: pd.DataFrame, colour: str, marker: str, annotate: bool) -> pd.Series:
-    """One family: each row a marker (hollow if not published), a line through the best per size.
-
-    Returns:
-      The best speedup per replica count, sorted by replica count.
-    """
-    best = family.groupby("num_replicas")["speedup_vs_1_v100"].max().sort_index()
-    ax.plot(best.index, best.to_numpy(), color=colour, linewidth=1.2, zorder=2)
-    for _, row in family.iterrows():
-        point = (row["num_replicas"], row["speedup_vs_1_v100"])
-        fill = SOURCE_FILLS.get(str(row["source"]), "full") if row["kind"] == "reference" else "full"
-        ax.plot(*point, marker=marker, color=colour, fillstyle=fill, markersize=7,
-                markerfacecoloralt="white", linestyle="none", zorder=3, gid=SPEEDUP_POINT_GID)
-        if annotate:
-            ax.annotate(row["short_label"], point, xytext=(7, -4), textcoords="offset points",
-                        fontsize=8, va="top")
-    return best
-
-
-def _speedup_legend(ax, families: list[tuple[str, str, str]], sources, ideal: bool) -> None:
-    """Colours name the families; marker fill says how a reference figure was obtained."""
-    handles = [Line2D([], [], color=c, marker=m, label=name) for name, c, m in families]
-    handles += [Line2D([], [], color="#777777", marker="o", linestyle="none", markerfacecoloralt="white",
-                       fillstyle=SOURCE_FILLS.get(str(src), "full"), label=f"reference figure: {src}")
-                for src in sources]
-    if ideal:
-        handles.append(Line2D([], [], color=IDEAL_COLOR, linestyle="--", label="ideal linear scaling"))
+def _legend_below(fig, handles: list) -> None:
     if handles:
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
-                  framealpha=0.9)
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4),
+                   fontsize=8, frameon=False)
 
 
-def plot_speedup(table: pd.DataFrame):
-    """Speedup over one V100 against replica count, log-log, with ideal linear lines.
+def plot_time_to_target(table: pd.DataFrame, modeled: pd.DataFrame | None = None):
+    """Hours to the target per row: a dot plot on a log axis (the range spans minutes to months).
 
-    Each family (a reference hardware, or a measured device and precision)
-    is a line through its best run per replica count; the dashed ideal line
-    scales its smallest configuration linearly, as the blog's scaling chart did.
+    A bar on a log axis has a length set by where the axis starts, not by its
+    value; a dot's position is all there is to read, and equal ratios are
+    equal distances.
 
     Args:
-      table: rows from report.add_speedup: num_replicas, speedup_vs_1_v100,
-        family, short_label, kind, source. Rows without a speedup are left out.
+      table: reference and/or measured rows with label, kind, source, status,
+        platform, images_per_sec and time_to_target_h; optionally config (the
+        reference configuration, to place ``modeled`` on its row).
+      modeled: optional rows with config and time_to_target_h: `podbench
+        project`'s estimate of assumed configurations, drawn as hollow diamonds.
 
     Returns:
       (fig, ax).
     """
-    rows = table[np.isfinite(table["speedup_vs_1_v100"].astype(float))]
-    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 6.0), layout="constrained")
-    _setup_axes(ax, "Speedup over one V100 (ratio of times to target)",
-                "replicas (GPUs or TPU cores, log scale)", "speedup vs 1× V100 (log scale)",
-                log_x=True, log_y=True)
-    # Reference points are few and spread out: name them. Many measured runs
-    # would overlap, so beyond a few they are told apart by the legend.
-    few_measured = (rows["kind"] == "measured").sum() <= 4
-    families, ideal, counts = [], False, {"reference": 0, "measured": 0}
-    for name in pd.unique(rows["family"]):
-        family = rows[rows["family"] == name]
-        kind = "reference" if (family["kind"] == "reference").all() else "measured"
-        colours = REFERENCE_FAMILY_COLORS if kind == "reference" else MEASURED_FAMILY_COLORS
-        markers = "os" if kind == "reference" else "D^v<>ph"
-        colour, marker = colours[counts[kind] % len(colours)], markers[counts[kind] % len(markers)]
-        counts[kind] += 1
-        best = _family_points(ax, family, colour, marker, kind == "reference" or few_measured)
-        ideal = _ideal_line(ax, best) or ideal
-        families.append((name, colour, marker))
-    sources = pd.unique(rows.loc[rows["kind"] == "reference", "source"])
-    _speedup_legend(ax, families, sources, ideal)
-    _speedup_axes(ax, rows)
+    rows = table.reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, _figure_height_in(len(rows), _label_lines(rows))),
+                           layout="constrained")
+    _setup_axes(ax, f"Time to train ResNet-50 v1.5 to {TARGET_TEXT}",
+                "time to target (log scale: equal distances are equal ratios)", log_x=True)
+    values = rows["time_to_target_h"].astype(float).to_numpy()
+    extra = _modeled_by_config(rows, modeled, "time_to_target_h")
+    finite = np.concatenate([values[np.isfinite(values) & (values > 0)], list(extra.values())])
+    low, high = (finite.min(), finite.max()) if len(finite) else (1.0, 10.0)
+    # Room on the right for the value labels, which sit past the dots.
+    ax.set_xlim(low / 2.5, high * 6)
+    _duration_ticks(ax, low / 2.5, high * 6)
+    ax.grid(True, which="major", axis="y", alpha=0.15, linestyle=":")
+    for i, row in rows.iterrows():
+        value = values[i]
+        if not (math.isfinite(value) and value > 0):
+            ax.text(low / 2.3, i, _missing_text(row, "time_to_target_h"), va="center", fontsize=8,
+                    color="#666666", style="italic")
+            continue
+        colour, _, fill = _row_style(row)
+        marker = "s" if row["kind"] == "measured" and row["status"] == "interrupted" else "o"
+        ax.plot(value, i, marker=marker, color=colour, fillstyle=fill, markerfacecoloralt="white",
+                markersize=8, linestyle="none", zorder=3, gid=VALUE_POINT_GID)
+        text = format_hours(value)
+        if i in extra:
+            ax.plot(extra[i], i, marker="D", color=MODELED_COLOR, markerfacecolor="white", markersize=6,
+                    linestyle="none", zorder=3, gid=MODELED_POINT_GID)
+            text += f" (modeled {format_hours(extra[i])})"
+        ax.text(max(value, extra.get(i, value)) * 1.25, i, text, va="center", fontsize=8)
+    _row_axes(ax, rows)
+    drawn = rows[np.isfinite(values) & (values > 0)]
+    _legend_below(fig, _legend_handles(drawn, dots=True) + ([_modeled_handle()] if extra else []))
     return fig, ax
 
 
-def _speedup_axes(ax, rows: pd.DataFrame) -> None:
-    """Power-of-two replica ticks, "N×" speedup ticks and room for the point names."""
-    ax.set_xscale("log", base=2)
-    if len(rows):
-        ax.set_xlim(rows["num_replicas"].min() / 1.5, rows["num_replicas"].max() * 2.5)
-        low, high = rows["speedup_vs_1_v100"].min(), rows["speedup_vs_1_v100"].max()
-        ax.set_ylim(low / 2, high * 2)
-        _log_ticks(ax, "y", low / 2, high * 2, lambda v: f"{v:g}×")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+def _label_lines(rows: pd.DataFrame) -> int:
+    return sum(label.count("\n") + 1 for label in _wrapped(rows["label"]))
 
 
-def plot_steps(step_table: pd.DataFrame, title: str):
-    """Per-step time over one run, the warm-up shaded and the measured window marked.
+def _price_era_title(rows: pd.DataFrame) -> str:
+    """The one price era of a cost panel, with the dates its prices are from."""
+    # A row priced from several catalogue lines carries their dates joined by ", ".
+    dates = sorted({d.strip() for value in rows["price_as_of"].dropna() for d in str(value).split(",")})
+    when = f" (prices as of {dates[0]}" + (f" to {dates[-1]})" if len(dates) > 1 else ")") if dates else ""
+    if (rows["kind"] == "reference").all():
+        return f"reference configurations at 2018 on-demand prices{when}"
+    return f"measured here, at current on-demand prices{when}"
+
+
+def _cost_panel(ax, rows: pd.DataFrame, modeled: pd.DataFrame | None, high: float) -> list:
+    """Linear bars from $0 for one price era; returns the rows drawn (for the legend)."""
+    values = rows["cost_usd"].astype(float).to_numpy()
+    extra = _modeled_by_config(rows, modeled, "cost_usd")
+    for i, row in rows.iterrows():
+        value = values[i]
+        if not (math.isfinite(value) and value > 0):
+            ax.text(high * 0.01, i, _missing_text(row, "cost_usd"), va="center", fontsize=8,
+                    color="#666666", style="italic")
+            continue
+        colour, hatch, _ = _row_style(row)
+        ax.barh(i, value, color=colour, hatch=hatch, edgecolor="white", height=0.7)
+        text = format_usd(value)
+        if i in extra:
+            ax.plot(extra[i], i, marker="D", color=MODELED_COLOR, markerfacecolor="white", markersize=6,
+                    linestyle="none", zorder=3, gid=MODELED_POINT_GID)
+            text += f" (modeled {format_usd(extra[i])})"
+        # Two "$" in one text would start matplotlib's math mode.
+        ax.text(max(value, extra.get(i, value)) + high * 0.015, i, text.replace("$", r"\$"), va="center",
+                fontsize=8)
+    _row_axes(ax, rows)
+    ax.set_xlim(0, high * 1.3)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _usd_tick(v) if v > 0 else "$0"))
+    return [rows[np.isfinite(values) & (values > 0)]], bool(extra)
+
+
+def plot_cost(table: pd.DataFrame, modeled: pd.DataFrame | None = None):
+    """On-demand dollars to the target per row: bars on a linear axis from $0, one panel per price era.
+
+    Reference rows (2018 prices) and measured rows (today's catalogue) are
+    split into two panels on one dollar axis, each titled with its era.
 
     Args:
-      step_table: report.steps_table(run): step_start, step_end, step_time_s, phase.
-      title: chart title (normally the run's label).
+      table: rows as for ``plot_time_to_target``, with cost_usd (NaN where no
+        price applies, e.g. a CPU run: the row says why) and price_as_of.
+      modeled: optional rows with config and cost_usd, drawn as hollow diamonds.
 
     Returns:
-      (fig, ax).
+      (fig, ax): ax is the first panel; fig.axes holds one panel per era.
     """
-    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 4.5), layout="constrained")
-    times = step_table["step_time_s"].astype(float)
-    # Tracing and compilation can make the first step 100x slower than the rest.
-    log_y = len(times) > 0 and times.max() > 4 * max(times.min(), 1e-12)
-    _setup_axes(ax, title, "step (global)", "time per step (s" + (", log scale)" if log_y else ")"),
-                log_y=log_y)
-    if log_y:
-        _log_ticks(ax, "y", times.min(), times.max(), lambda v: f"{v:g} s")
-    warm = step_table[step_table["phase"] == "warm-up"]
-    measured = step_table[step_table["phase"] == "measured"]
-    if len(warm):
-        end = warm["step_end"].max()
-        ax.axvspan(warm["step_start"].min(), end, color="#bbbbbb", alpha=0.35,
-                   label=f"warm-up: {int(end)} steps, not measured")
-    for part, colour, name in ((warm, "#777777", None), (measured, MEASURED_COLOR, "step time")):
-        if len(part):
-            edges = np.append(part["step_start"].to_numpy(), part["step_end"].iloc[-1])
-            ax.stairs(part["step_time_s"].to_numpy(), edges, color=colour, linewidth=1.2, label=name)
-    if len(measured):
-        _mark_window(ax, measured)
-    ax.legend(loc="best", fontsize=8, framealpha=0.9)
-    return fig, ax
+    rows = table.reset_index(drop=True)
+    groups = [g.reset_index(drop=True) for _, g in rows.groupby(rows["kind"] != "reference", sort=True)]
+    values = rows["cost_usd"].astype(float)
+    extra = _modeled_by_config(rows, modeled, "cost_usd")
+    high = max([*values[np.isfinite(values) & (values > 0)], *extra.values(), 1.0])
+    heights = [max(len(g), _label_lines(g) * 0.75) + 1.5 for g in groups]
+    fig, axes = plt.subplots(len(groups), 1, figsize=(FIGURE_WIDTH_IN, _figure_height_in(sum(heights))),
+                             height_ratios=heights, sharex=True, layout="constrained", squeeze=False)
+    axes = list(axes[:, 0])
+    fig.suptitle(f"Cost to train ResNet-50 v1.5 to {TARGET_TEXT}", fontsize=11, x=0.01, ha="left")
+    drawn, any_modeled = [], False
+    for ax, group in zip(axes, groups):
+        _setup_axes(ax, _price_era_title(group), "cost to target (US dollars, linear scale from $0)")
+        parts, shown = _cost_panel(ax, group, modeled, high)
+        drawn += parts
+        any_modeled = any_modeled or shown
+    for ax in axes[:-1]:
+        ax.set_xlabel("")
+        ax.tick_params(labelbottom=True)
+    handles = _legend_handles(pd.concat(drawn)) + ([_modeled_handle()] if any_modeled else [])
+    _legend_below(fig, handles)
+    return fig, axes[0]
 
 
-def _mark_window(ax, measured: pd.DataFrame) -> None:
-    """Brackets the measured window and draws its median step time."""
-    start, end = measured["step_start"].min(), measured["step_end"].max()
-    for x in (start, end):
-        ax.axvline(x, color="#2a7f3f", linewidth=1, linestyle=":")
-    median_s = float(measured["step_time_s"].median())
-    ax.hlines(median_s, start, end, color="#2a7f3f", linewidth=1.2, linestyle="--", zorder=1,
-              label=f"measured window: steps {int(start)}–{int(end)}, median {median_s:.3g} s/step")
+# Where a point's name may go, in points from the marker: right-below first, then around it.
+LABEL_OFFSETS = ((7, -4, "left", "top"), (7, 4, "left", "bottom"), (-7, -4, "right", "top"),
+                 (-7, 4, "right", "bottom"), (0, -9, "center", "top"), (0, 9, "center", "bottom"),
+                 (12, -14, "left", "top"), (-12, 14, "right", "bottom"), (12, 14, "left", "bottom"),
+                 (-12, -14, "right", "top"), (-12, -26, "right", "top"), (12, -26, "left", "top"),
+                 (-12, 26, "right", "bottom"), (12, 26, "left", "bottom"), (-12, -40, "right", "top"),
+                 (12, -40, "left", "top"))
+
+
+def place_labels(fig, ax, points, unnamed=()) -> list:
+    """Names each (x, y, label) point at the first offset whose text stays inside the axes, overlaps no
+    earlier name or marker, and is nearer its own marker than any other.
+
+    Args:
+      points: (x, y, label) in data coordinates.
+      unnamed: (x, y) of other markers a name must not cover.
+
+    Returns:
+      The texts added.
+    """
+    fig.draw_without_rendering()  # settles the layout, so that boxes are where the file will have them
+    renderer = fig.canvas.get_renderer()
+    pad = 5.0  # about a marker's radius at the figure's dpi
+    markers = [ax.transData.transform((x, y)) for x, y, *_ in (*points, *unnamed)]
+    taken = [_marker_box(ax, x, y, pad) for x, y, *_ in (*points, *unnamed)]
+    texts = []
+    for x, y, label in points:
+        for dx, dy, ha, va in LABEL_OFFSETS:
+            text = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=8,
+                               ha=ha, va=va)
+            box = text.get_window_extent(renderer)
+            inside = ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
+            if inside and not any(box.overlaps(b) for b in taken) and _nearest_is_own(box, ax, (x, y), markers):
+                break
+            text.remove()
+        else:
+            text = ax.annotate(label, (x, y), xytext=LABEL_OFFSETS[0][:2], textcoords="offset points",
+                               fontsize=8, ha="left", va="top")
+            box = text.get_window_extent(renderer)
+        taken.append(box)
+        texts.append(text)
+    return texts
+
+
+def _nearest_is_own(box: Bbox, ax, point, markers) -> bool:
+    """Whether the marker nearest to a name's box is the point it names (else it reads as another's)."""
+    def distance(m) -> float:  # from a marker to the box's nearest edge (0 inside)
+        return float(np.hypot(max(box.x0 - m[0], 0, m[0] - box.x1), max(box.y0 - m[1], 0, m[1] - box.y1)))
+
+    own = distance(ax.transData.transform(point))
+    return all(distance(m) >= own - 1e-6 for m in markers)
+
+
+def _marker_box(ax, x: float, y: float, pad: float) -> Bbox:
+    px, py = ax.transData.transform((x, y))
+    return Bbox.from_extents(px - pad, py - pad, px + pad, py + pad)

@@ -14,13 +14,14 @@ from pathlib import Path
 import pandas as pd
 
 from bench.humanize import format_hours, format_rate, format_usd
-from bench.report import charts, tables
+from bench.report import charts, speedup_chart, step_chart, step_pauses, tables
+from methodology import prices, reference
 from methodology.constants import IMAGENET_TRAIN_EXAMPLES, MEASURED_EPOCHS, TARGET_TOP1_BLOG
 
 DEFAULT_CHARTS_DIR = Path("results") / "charts"
 PNG_DPI = 150
 COMPARISON_CHARTS = (("time_to_target", charts.plot_time_to_target), ("cost", charts.plot_cost),
-                     ("speedup", charts.plot_speedup))
+                     ("speedup", speedup_chart.plot_speedup))
 # Display labels and reference-only prose stay out of runs.csv (one tidy row per run).
 CSV_COLUMNS = tuple(c for c in tables.COLUMNS
                     if c not in ("label", "short_label", "family", "source_detail"))
@@ -65,15 +66,17 @@ def write_report(runs: list[tables.Run], skipped: list[tables.Skipped], output_d
       Every path written.
     """
     measured = tables.runs_table(runs)
-    both = tables.add_speedup(pd.concat([tables.reference_table(), measured], ignore_index=True))
+    references, modeled = reference_chart_tables()
+    both = tables.add_speedup(pd.concat([references, measured], ignore_index=True))
     csv_path = output_dir / "runs.csv"
     write_csv(measured.loc[:, list(CSV_COLUMNS)], csv_path)
     written = [csv_path]
     for name, draw in COMPARISON_CHARTS:
-        fig, _ = draw(both)
+        fig, _ = draw(both, modeled)
         written += save_figure(fig, output_dir, name)
     for run in runs:
-        fig, _ = charts.plot_steps(tables.steps_table(run), f"Step time: {tables.measured_row(run)['label']}")
+        steps, pauses = step_pauses.steps_and_pauses(run)
+        fig, _ = step_chart.plot_steps(steps, f"Step time: {tables.measured_row(run)['label']}", pauses)
         written += save_figure(fig, output_dir, f"steps-{run.run_id}")
     md_path = output_dir / "REPORT.md"
     md_path.write_text(report_markdown(measured, both, runs, skipped), encoding="utf-8")
@@ -92,12 +95,33 @@ def reference_figures(output_dir: Path = DEFAULT_CHARTS_DIR, book=None) -> list[
     """
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    table = tables.add_speedup(tables.reference_table(book))
+    references, modeled = reference_chart_tables(book)
+    table = tables.add_speedup(references)
     written = []
     for name, draw in COMPARISON_CHARTS:
-        fig, _ = draw(table)
+        fig, _ = draw(table, modeled)
         written += save_figure(fig, output_dir, f"reference_{name}")
     return written
+
+
+def reference_chart_tables(book=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The reference rows with their configuration and chips, and `reproduce`'s modeled rows, for the charts.
+
+    Args:
+      book: a methodology.prices.PriceBook; methodology/prices.csv by default.
+
+    Returns:
+      (reference_table plus config and chips columns, modeled rows: config, chips,
+      time_to_target_h, cost_usd, speedup_vs_1_v100), both at the reference's 2018 prices.
+    """
+    book = book or prices.load_prices()
+    table = tables.reference_table(book)
+    rows = reference.reference_rows(book, era=tables.REFERENCE_PRICE_ERA)  # the same rows, in the same order
+    table["config"], table["chips"] = [r["config"] for r in rows], [r["chips"] for r in rows]
+    modeled = pd.DataFrame([{"config": r["config"], "chips": r["chips"], "time_to_target_h": r["train_hours"],
+                             "cost_usd": r["cost_usd"], "speedup_vs_1_v100": r["speedup_vs_v100x1"]}
+                            for r in reference.modeled_rows(book, tables.REFERENCE_PRICE_ERA)])
+    return table, modeled
 
 
 def _markdown_table(table: pd.DataFrame, columns: dict) -> str:

@@ -178,7 +178,7 @@ def measured_row(run: Run) -> dict:
     s = run.summary
     hardware = short_hardware(s.device_kind)
     precision = _precision_short(s.precision)
-    flag = ", interrupted" if s.status != "completed" else ""
+    flag = (", XLA" if s.xla else "") + (", interrupted" if s.status != "completed" else "")
     size = s.image_size or IMAGENET_IMAGE_SIZE
     if size != IMAGENET_IMAGE_SIZE:
         flag += f", {size}×{size} px: no ImageNet projection"
