@@ -6,18 +6,20 @@ anchor's fabric taken out and the case's put in. The model has three fitted
 constants (``Constants``): the device curve's ``batch_half`` (projection.py),
 the coordination cost ``sync_s`` added when a one-device figure is carried to
 several devices, and the per-level latency of the tree of hosts
-(interconnect.py). They are fitted on the ``calibration`` rows only, by
-least squares on log images/sec (``fit_constants``).
+(interconnect.py). They are fitted on the ``calibration`` rows only
+(``fit_constants``): K by least squares on log images/sec, the coordination
+cost as the median of what each row implies.
 
 Out of sample, three ways:
 - ``cross_validate``: leave one study out (one README, one round's submitter):
   refit on the other studies' calibration rows, predict every row of the left-
   out study (its calibration and validation rows); the google-tpu epochs leave
   its epochs out too. Every error it reports is from a fit that never saw it.
-- ``error_band``: a distribution-free prediction interval from those errors,
-  by device family and scale, is the interval every projection carries.
+- ``error_band``: an order-statistic interval from those errors, by device
+  family and scale, is the interval every projection carries; it claims the
+  coverage it measurably had, study by study (methodology/band.py).
 - ``holdout_checks``: rows never fitted on and kept out of the band, checked
-  last with the shipped constants; their coverage tests the band.
+  last with the shipped constants; their coverage tests the band's claim.
 """
 from __future__ import annotations
 
@@ -25,13 +27,11 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from methodology import interconnect, projection, published, time_to_target as ttt, update
+from methodology import band, interconnect, projection, published, time_to_target as ttt, update
 from methodology.constants import TARGET_TOP1_BLOG, TARGET_TOP1_MLPERF
 
 DEFAULT_TOLERANCE = 0.10
 IMAGES_PER_SEC, MINUTES = "images/sec", "minutes"
-# The share of new cases the band aims to hold (a distribution-free prediction interval).
-NOMINAL_COVERAGE = 0.80
 # Device counts a band is kept for: one host or slice, up to a rack, to a pod, beyond.
 SCALES = ((1, 16), (17, 256), (257, 1_000_000))
 
@@ -212,11 +212,37 @@ def _median(values: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def fit_constants(rows, catalogue: dict | None = None, results=None) -> Constants:
-    """The median over ``rows`` of each row's implied constant (``implied_constants``).
+def fit_batch_half(rows, by_name: dict, catalogue: dict, sync_s: float) -> float:
+    """K by least squares on log images/sec over the rows that speak to it (strong scaling).
 
-    The coordination cost first (it does not depend on K), then K. A constant no row
-    speaks to is 0: the term is left out. The median keeps one odd row from moving the fit.
+    Least squares on the rate, not the median of each row's implied K: a row that halves
+    its batch barely moves with K, so its implied K swings on a few per cent of noise
+    (99 for MLPerf v0.7's 2-node A100 run), while a row at a fifth of its anchor's batch
+    pins K down; the rate's squared log error weighs each row by what it says. The loss of
+    each row falls then rises in K; golden-section search over [0, MAX_BATCH_HALF].
+    """
+    rows = [r for r in rows if implied_constants(r, by_name[r.anchor], catalogue, sync_s)[0] is not None]
+    if not rows:
+        return 0.0
+
+    def loss(k: float) -> float:
+        return sum(math.log(predicted_rate(r, by_name[r.anchor], Constants(k, sync_s), catalogue)[0]
+                            / r.images_per_sec) ** 2 for r in rows)
+
+    low, high = 0.0, MAX_BATCH_HALF
+    ratio = (math.sqrt(5) - 1) / 2
+    while high - low > 1e-3:
+        a, b = high - ratio * (high - low), low + ratio * (high - low)
+        low, high = (low, b) if loss(a) <= loss(b) else (a, high)
+    return (low + high) / 2
+
+
+def fit_constants(rows, catalogue: dict | None = None, results=None) -> Constants:
+    """The model's constants from ``rows``: the coordination cost first (it does not depend on K), then K.
+
+    The coordination cost is the median over the rows of each one's implied cost
+    (``implied_constants``; one odd row cannot move it); K is ``fit_batch_half``. A
+    constant no row speaks to is 0: the term is left out.
     """
     catalogue = catalogue or interconnect.load_interconnects()
     results = results or published.load_published()
@@ -224,9 +250,7 @@ def fit_constants(rows, catalogue: dict | None = None, results=None) -> Constant
     syncs = [implied_constants(r, by_name[r.anchor], catalogue, 0.0)[1] for r in rows]
     syncs = [x for x in syncs if x is not None]
     sync_s = max(0.0, _median(syncs)) if syncs else 0.0
-    halves = [implied_constants(r, by_name[r.anchor], catalogue, sync_s)[0] for r in rows]
-    halves = [x for x in halves if x is not None]
-    return Constants(_median(halves) if halves else 0.0, sync_s)
+    return Constants(fit_batch_half(rows, by_name, catalogue, sync_s), sync_s)
 
 
 def _fitted_rows(results, role: str = "calibration"):
@@ -268,26 +292,41 @@ def scale_of(devices: int) -> tuple[int, int]:
     return next(s for s in SCALES if s[0] <= devices <= s[1])
 
 
-def band_from_ratios(ratios: list[float], what: str) -> projection.Band | None:
-    """A distribution-free prediction interval for the next published / predicted ratio.
+def _ordinal(k: int) -> str:
+    return "" if k == 1 else f"{k}{ {2: 'nd', 3: 'rd'}.get(k, 'th')} "
 
-    With n past ratios of exchangeable cases, the interval from the k-th smallest to the
-    k-th largest holds the next one with probability (n + 1 - 2k) / (n + 1); k is the largest
-    that still gives NOMINAL_COVERAGE. That share is what the band claims; None where n is
-    too small for any k (the caller widens the pool).
+
+def band_from_cases(cases: list[band.Case], what: str) -> projection.Band | None:
+    """The order-statistic interval over ``cases`` (band.interval), claiming what it measurably held.
+
+    The claim is band.measured_coverage: each case against the interval the same cases give
+    without its own study. None where fewer than two cases exist.
     """
-    n = len(ratios)
-    k = math.floor((n + 1) * (1 - NOMINAL_COVERAGE) / 2 + 1e-9)
-    if k < 1:
+    bounds = band.interval([c.ratio for c in cases])
+    if bounds is None:
         return None
-    ordered = sorted(ratios)
-    low, high = min(ordered[k - 1], 1.0), max(ordered[n - k], 1.0)
-    coverage = (n + 1 - 2 * k) / (n + 1)
-    nth = "" if k == 1 else f"{k}{ {2: 'nd', 3: 'rd'}.get(k, 'th')} "
-    return projection.Band(low, high, coverage,
-                           f"{nth}smallest to {nth}largest of the leave-one-study-out errors of {n} "
-                           f"published {what}: holds a new case {coverage:.0%} of the time "
-                           "(methodology/published.csv)")
+    held, n = band.measured_coverage(cases)
+    nth = _ordinal(band.order_k(n))
+    return projection.Band(bounds[0], bounds[1], held / n,
+                           f"{nth}smallest to {nth}largest of the leave-one-study-out errors of {n} published "
+                           f"{what}; it held {held} of those {n}, each against the band made without its own "
+                           "study (methodology/published.csv)", held=held, cases=n)
+
+
+@lru_cache(maxsize=64)
+def family_pools(family: str, path: str = str(published.BUNDLED_PUBLISHED), exclude_study: str = ""):
+    """The family's cross-validated images/sec ratios, pooled by scale (band.pools)."""
+    cases = [band.Case(c.study, c.devices, c.published / c.predicted) for c in cross_validate(path)
+             if c.quantity == IMAGES_PER_SEC and c.family == family and c.study != exclude_study]
+    return tuple((scale, tuple(pool)) for scale, pool in band.pools(cases, SCALES))
+
+
+def _pool_name(family: str, scale: tuple[int, int]) -> str:
+    low, high = scale
+    if (low, high) == (SCALES[0][0], SCALES[-1][1]):
+        return f"{family} results at every size (too few to split by size)"
+    return f"{family} results at {low:,}-{high:,} devices" if high < SCALES[-1][1] else \
+        f"{family} results from {low:,} devices up"
 
 
 @lru_cache(maxsize=256)
@@ -295,40 +334,35 @@ def error_band(family: str, devices: int, path: str = str(published.BUNDLED_PUBL
                exclude_study: str = "") -> projection.Band | None:
     """The interval a projection of ``devices`` of ``family`` carries, from the model's own out-of-sample errors.
 
-    Uses the cross-validated images/sec errors of the same family and scale; where too few
-    exist there for the interval, of the family at every scale; then of every result.
+    The cross-validated images/sec ratios of the family's pool holding ``devices`` (band.pools:
+    scales merged until a pool has enough cases and studies); its claim is the coverage it
+    measurably had (band.measured_coverage).
 
     Args:
       family, devices: the projection's device family and size.
       path: the published catalogue.
-      exclude_study: a study whose errors are left out (to test the band on that study honestly).
+      exclude_study: a study whose errors are left out (what a band made without that study says).
 
     Returns:
-      A Band, or None where no errors exist at all.
+      A Band, or None where fewer than two errors exist.
     """
-    checks = [c for c in cross_validate(path) if c.quantity == IMAGES_PER_SEC and c.study != exclude_study]
-    low, high = scale_of(devices)
-    pools = (([c for c in checks if c.family == family and low <= c.devices <= high],
-              f"{family} results at {low:,}-{high:,} devices" if high < 1_000_000 else
-              f"{family} results above {low - 1:,} devices"),
-             ([c for c in checks if c.family == family], f"{family} results (too few at this scale)"),
-             (checks, "results (too few of this family)"))
-    for pool, what in pools:
-        band = band_from_ratios([c.published / c.predicted for c in pool], what) if pool else None
-        if band is not None:
-            return band
-    return None
+    pools = family_pools(family, path, exclude_study)
+    if not pools:
+        return None
+    scale, pool = band.pool_for(devices, pools)
+    return band_from_cases(list(pool), _pool_name(family, scale))
 
 
-def covered(check: Check) -> bool:
+def covered(check: Check, path: str = str(published.BUNDLED_PUBLISHED)) -> bool:
     """Whether the band of the check's family and size, made without the check's own study, holds it."""
-    band = error_band(check.family, check.devices, exclude_study=check.study)
-    if band is None:
+    pools = family_pools(check.family, path)
+    if not pools:
         return False
+    _, pool = band.pool_for(check.devices, pools)
     ratio = check.published / check.predicted
     if check.quantity == MINUTES:
         ratio = check.predicted / check.published  # a time moves opposite to a rate
-    return band.low_factor - 1e-12 <= ratio <= band.high_factor + 1e-12
+    return band.holds(band.held_out_interval(pool, check.study), ratio)
 
 
 def published_points(fabric: str, study: str = "", path: str = str(published.BUNDLED_PUBLISHED)) -> list[dict]:
