@@ -27,8 +27,10 @@ examples:
   # one of our runs: its events/ and its own warm-up, from its config.json (our runs
   # log `loss` and eval/duration_s, so evaluation time is reported and taken out)
   podbench eventlog --run results/runs/RUN_ID
-  # any run's event files, 1 warm-up epoch of ImageNet at global batch 256
-  podbench eventlog --logdir results/runs/RUN_ID/events --warmup-epochs 1 --global-batch 256
+  # the same, the warm-up given: 4 steps (the CPU default: one epoch of 4 synthetic steps)
+  podbench eventlog --logdir results/runs/RUN_ID/events --warmup-steps 4
+  # an ImageNet run's event files: 1 warm-up epoch of 1,281,167 images at global batch 256
+  podbench eventlog --logdir /tmp/imagenet_run --warmup-epochs 1 --global-batch 256
   # tf_cnn_benchmarks (the reference's GPU side), 8 x V100, batch 312 per GPU
   podbench eventlog --logdir /tmp/train_dir --tag base_loss --warmup-steps 513 --end-step 46710
   # the TPU reference (tensorflow/tpu resnet_main.py), v2-512
