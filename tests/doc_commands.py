@@ -14,8 +14,8 @@ only in a command's place (first, after ``do``/``then``/``srun``/``run:`` or a
 separator), so ``name: podbench`` is not a command. Shell variables are
 expanded from the file's own ``NAME=value``, ``export NAME=value``, workflow
 ``env:`` entries (``NAME: --flags``) and ``for NAME in A …`` loops (the first
-value); any other variable becomes its name in lower case, a stand-in the
-parser accepts wherever a word is expected.
+value); a workflow's ``${{ github.sha }}`` becomes ``sha``; any other variable
+becomes its name in lower case, a stand-in the parser accepts wherever a word is expected.
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ _COMMAND_END = {";", "&&", "||", "|", ")", ">", ">>", "<", "&", "2>", "done", "f
 _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(\S.*)$")
 _YAML_ENV = re.compile(r"^\s+([A-Z_][A-Z0-9_]*):\s*(--.*)$")
+_WORKFLOW_EXPR = re.compile(r"\$\{\{\s*([\w.]+)[^}]*\}\}")
 _PLACEHOLDER = re.compile(r"<(\w+)>")
 _FOR = re.compile(r"\bfor\s+(\w+)\s+in\s+(\S+)")
 
@@ -142,6 +143,7 @@ def _shell_lines(where: str, numbered: list[tuple[int, str]], env: dict) -> list
 
 
 def _expand(text: str, env: dict) -> str:
+    text = _WORKFLOW_EXPR.sub(lambda m: m.group(1).rsplit(".", 1)[-1], text)  # ${{ github.sha }} -> sha
     return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), (m.group(1) or m.group(2)).lower()), text)
 
 

@@ -42,7 +42,7 @@ OK_EXIT = {"compare": (0, 1)}
 RUNS = [*(f"results/runs/{name}" for name in (
     "RUN_ID", "RUN_ID2", "RUN_A", "RUN_B", "20261123T080320Z-55343c",
     "20261123T091436Z-b729a2", "20261123T091447Z-8e4a39", "20261123T091411Z-7dccee", "20261123T091458Z-5faf9b")),
-    *(f"runs/{side}-{i}" for side in ("base", "new") for i in range(1, 6)), *(f"runs/smoke-{i}" for i in range(1, 4)),
+    *(f"runs/{side}-{i}" for side in ("base", "new") for i in range(1, 6)), *(f"runs/smoke-{i}" for i in range(1, 6)),
     *(f"run{i}" for i in range(1, 6)), "BASELINE", "NEW", *(f"{side}{i}" for side in "AB" for i in range(1, 4))]
 # The time-to-accuracy transcript's run: 264 steps, 44 of them warm-up (methodology/TIME_TO_ACCURACY.md).
 LONG_RUN = "results/runs/20261122T223855Z-cf975f"
@@ -72,8 +72,11 @@ def workspace(tmp_path_factory) -> Path:
         results.append(sweep.SizeResult(batch, 0, read_summary(run_dir), None, run_dir, sweep.BATCH))
     rows = sweep.sweep_rows(results)
     sweep.write_files(root / CURVE, {"axis": sweep.BATCH, "notes": sweep.notes(rows, sweep.BATCH), "sizes": rows})
-    assert cli.main(["compare", "--save", "main", "--baselines", str(root / "results/baselines"),
+    store = str(root / "results/baselines")
+    assert cli.main(["compare", "--save", "main", "--baselines", store,
                      *(str(root / f"runs/base-{i}") for i in range(1, 6))]) == 0
+    assert cli.main(["compare", "--baseline", "main", "--baselines", store, "--history", "--json",
+                     *(str(root / f"runs/new-{i}") for i in range(1, 6))]) in (0, 1)  # a history to show a trend of
     return root
 
 
