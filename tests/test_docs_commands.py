@@ -156,3 +156,10 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main(["--version"])
     assert stop.value.code == 0 and capsys.readouterr().out.startswith("podbench ")
+
+
+@pytest.mark.parametrize("name", sorted(REGISTERED))
+def test_every_help_renders(name):
+    """The help is documentation too: a stray % in a flag's help breaks `podbench NAME --help` alone."""
+    sub = next(a for a in PARSER._actions if a.dest == "command").choices[name]
+    assert "usage: podbench" in sub.format_help()

@@ -72,7 +72,7 @@ def register(sub) -> None:
     p.add_argument("--run-noise", type=percent, default=None, metavar="PCT",
                    help="run-to-run noise assumed for a side of one run, as the SD of log throughput (default: "
                         "what a --baseline saved from several runs measured, else "
-                        f"{compare.DEFAULT_RUN_NOISE_SD:.0%}%%; 0 counts each run's own noise only)")
+                        f"{compare.DEFAULT_RUN_NOISE_SD:.0%}%; 0 counts each run's own noise only)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="the comparison as JSON")
     out.add_argument("--markdown", action="store_true", help="a markdown table (a CI job summary)")
