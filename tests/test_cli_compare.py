@@ -359,7 +359,7 @@ def test_history_flags_bad_input_is_one_line(tmp_path, capsys, argv, message):
 # ResNet-10 at 64x64, batch 16: 4 warm-up and 12 measured steps. Without XLA a step takes 65-250 ms
 # here (depending on what else the machine runs), with --xla 0.35-1.5 s: XLA delivered 0.06-0.38x the
 # plain throughput over 17 runs, while identical plain runs back to back landed up to 2.4x apart.
-# Checked on 14 back-to-back pairs and 7 XLA runs, and by running this test repeatedly (see the README).
+# Checked on 14 back-to-back pairs and 7 XLA runs, and by running this test repeatedly (see methodology/GATE.md).
 REAL = ("--preset", "smoke", "--depth", "10", "--image-size", "64", "--batch-size", "16",
         "--steps-per-epoch", "4", "--epochs", "4")
 
