@@ -42,8 +42,8 @@ def cpu(config: RunConfig) -> RunConfig:
 # then one measured epoch. 312 is kept because it is the reference's batch, and the
 # reference ran it on those GPUs; it is above the 256 NVIDIA suggests for a 16 GB V100
 # under mixed precision (the GPU default, bench/resolve.py), and podbench's Keras graph is
-# not tf_cnn_benchmarks', so whether 312 fits here is unmeasured: README, "first hour on
-# real hardware". If it runs out of memory, --batch-size 256 runs, at a global batch that
+# not tf_cnn_benchmarks', so whether 312 fits here is unmeasured: examples/FIRST_HOUR.md ("first hour on
+# real hardware"). If it runs out of memory, --batch-size 256 runs, at a global batch that
 # differs from the reference's.
 V100_BATCH_PER_GPU = 312
 

@@ -70,7 +70,7 @@ PLATFORM_DEFAULTS = {
 # A CPU with bfloat16 units (AVX512_BF16 or AMX: methodology.peaks.cpu_native_bf16) trains
 # faster under mixed_bfloat16, which is also the TPU's default (the recipe already trains
 # under it): on a 2-vCPU EPYC with AVX512_BF16, 1.5-1.9x float32 at the same batch in two
-# side-by-side runs (tests/perf/test_platform_defaults.py; README, "Platform defaults").
+# side-by-side runs (tests/perf/test_platform_defaults.py; methodology/RUNNING.md, "Platform defaults").
 # Batch 32 was the fastest of 8, 16 and 32 in the quieter run and in the quiet
 # measurement (14.6 against 12.6 img/s at 8); under heavier load batch 8 led: unsettled.
 # Without such units the CPU keeps the float32 defaults above.

@@ -150,7 +150,8 @@ class RatioInterval:
 
 
 def bootstrap_ratio(baseline: Sequence[RunIntervals], new: Sequence[RunIntervals], *, run_noise_sd: float = 0.0,
-                    confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = 0) -> RatioInterval:
+                    new_run_noise_sd: float | None = None, confidence: float = CONFIDENCE,
+                    resamples: int = RESAMPLES, seed: int = 0) -> RatioInterval:
     """The throughput ratio NEW / BASELINE and its percentile-bootstrap interval.
 
     Each replicate redraws both sides (runs with replacement, then each drawn
@@ -161,6 +162,8 @@ def bootstrap_ratio(baseline: Sequence[RunIntervals], new: Sequence[RunIntervals
       baseline, new: each side's runs (at least one each).
       run_noise_sd: run-to-run noise given to a side of one run, as the SD of log
         throughput (0: within-run noise only); a side of several runs shows its own.
+      new_run_noise_sd: the same for NEW alone, when it is known apart (a saved
+        baseline's measured noise, the same runner's); None: ``run_noise_sd``.
       confidence: nominal coverage, in (0, 1).
       resamples: replicates to draw (at least 100).
       seed: seeds random.Random, so the same inputs give the same interval.
@@ -173,10 +176,12 @@ def bootstrap_ratio(baseline: Sequence[RunIntervals], new: Sequence[RunIntervals
     """
     if not baseline or not new:
         raise ValueError("each side needs at least one run")
-    if not 0 < confidence < 1 or resamples < 100 or not (math.isfinite(run_noise_sd) and run_noise_sd >= 0):
-        raise ValueError("confidence must be in (0, 1), resamples >= 100 and run_noise_sd a finite number >= 0")
+    new_sd = run_noise_sd if new_run_noise_sd is None else new_run_noise_sd
+    if not 0 < confidence < 1 or resamples < 100 or not all(math.isfinite(sd) and sd >= 0
+                                                             for sd in (run_noise_sd, new_sd)):
+        raise ValueError("confidence must be in (0, 1), resamples >= 100 and each run noise a finite number >= 0")
     rng = random.Random(seed)
-    base, fresh = _Side(baseline, run_noise_sd), _Side(new, run_noise_sd)
+    base, fresh = _Side(baseline, run_noise_sd), _Side(new, new_sd)
     log_ratios = sorted(fresh.replicate(rng) - base.replicate(rng) for _ in range(resamples))
     tail = 100 * (1 - confidence) / 2
     return RatioInterval(side_images_per_sec(new) / side_images_per_sec(baseline),
@@ -222,6 +227,27 @@ def _run_replicate(run: tuple, rng: random.Random) -> float:
     return log_rate + inflation * (math.log(rate) - log_rate)
 
 
+def detectable_slowdown(interval: RatioInterval, max_slowdown: float) -> float:
+    """The smallest slowdown these runs could have shown as "slower", given their noise.
+
+    The interval's width is what the runs' noise allows; the same width around a
+    ratio r lies wholly below 1 - max_slowdown when r < (1 - max_slowdown) x ratio / high.
+    So a NEW as noisy as this one is flagged once it is slower than that, and a
+    slowdown smaller than the returned fraction passes as "no significant change"
+    however real it is. More runs a side narrow the interval, and lower this.
+
+    Args:
+      interval: the ratio and its interval.
+      max_slowdown: the tolerated fraction, in [0, 1).
+
+    Returns:
+      A fraction in (0, 1): 0.05 is "a slowdown of 5% or more".
+    """
+    if not 0 <= max_slowdown < 1:
+        raise ValueError(f"max_slowdown must be a fraction in [0, 1), got {max_slowdown}")
+    return 1 - (1 - max_slowdown) * interval.ratio / interval.high
+
+
 def verdict(interval: RatioInterval, max_slowdown: float) -> str:
     """faster, slower or no significant change, beyond a tolerated slowdown.
 
@@ -246,3 +272,17 @@ def verdict(interval: RatioInterval, max_slowdown: float) -> str:
     if interval.low > 1 / floor:
         return FASTER
     return NO_CHANGE
+
+
+def drift(rates: Sequence[float], window: int = 3) -> float | None:
+    """How far a series of throughputs moved: median of its last ``window`` over its first's, minus 1.
+
+    A drift of a few percent a commit passes every comparison against a baseline saved
+    each time, yet adds up; medians of a few points at each end keep one noisy
+    comparison from making or hiding it. With fewer than 2 x ``window`` points the
+    ends are half the series each (None below 2 points).
+    """
+    if len(rates) < 2:
+        return None
+    k = min(window, len(rates) // 2)
+    return statistics.median(rates[-k:]) / statistics.median(rates[:k]) - 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import statistics
 from pathlib import Path
 
 import pytest
@@ -43,9 +44,11 @@ def test_same_runs_no_significant_change(tmp_path, capsys):
     assert lines[0] == "podbench compare: 1 new run(s) against 1 baseline run(s)"
     assert lines[3].split() == ["images/sec", "63.21", "63.21", "1.000x"]  # 8 x 32 images / 4.05 s
     assert lines[5].split() == ["step", "time", "p50", "500.0", "ms", "500.0", "ms", "1.00x"]
-    assert lines[-3] == "differences: none (same benchmark, hardware, batch, precision, XLA, strategy, TensorFlow)"
-    assert lines[-2] == ("run-to-run noise (SD of log throughput): baseline: one run, 40% assumed (--run-noise); "
+    assert lines[-4] == "differences: none (same benchmark, hardware, batch, precision, XLA, strategy, TensorFlow)"
+    assert lines[-3] == ("run-to-run noise (SD of log throughput): baseline: one run, 40% assumed (--run-noise); "
                          "new: one run, 40% assumed (--run-noise)")
+    # Two steady runs at 40% assumed noise: the interval's top is about exp(1.96 x 0.4 x sqrt(2)) = 3.03x.
+    assert lines[-2].startswith("detectable: a slowdown of 6") and "with 1 baseline and 1 new run(s)" in lines[-2]
     assert lines[-1].startswith("verdict: no significant change: throughput +0.0% (95% interval -6")
     assert lines[-1].endswith("slower means the whole interval below -5.0%")
 
@@ -175,7 +178,8 @@ def test_save_and_compare_against_a_named_baseline(tmp_path, capsys):
     store = tmp_path / "baselines"
     first, second, new = runs(tmp_path / "runs", STEP_S, STEP_S, 4 * STEP_S)
     code, out, _ = run_cli(capsys, "compare", "--save", "main", first, "--baselines", store)
-    assert (code, out) == (0, f"saved baseline main: 1 run(s) in {store / 'main'}\n")
+    assert (code, out) == (0, f"saved baseline main: 1 run(s) in {store / 'main'}; one run: no run-to-run noise "
+                              "measured (save several to measure this runner's)\n")
     code, result = compare_json(capsys, "--baseline", "main", new, "--baselines", store)
     assert code == 1 and [r["run_id"] for r in result["baseline"]["runs"]] == [first.name]
     # Saving again replaces it whole: the old run is gone, the new one is what compares.
@@ -203,7 +207,7 @@ def test_baselines_and_runs_on_gcs(tmp_path, capsys, monkeypatch, gcs_emulator):
     base, new = runs(tmp_path, STEP_S, 4 * STEP_S)
     where = "gs://podbench-compare/ci/baselines"
     code, out, _ = run_cli(capsys, "compare", "--save", "main", base, "--baselines", where)
-    assert (code, out) == (0, f"saved baseline main: 1 run(s) in {where}/main/\n")
+    assert out.startswith(f"saved baseline main: 1 run(s) in {where}/main/; one run:")
     from bench.results import storage  # noqa: PLC0415
     storage.upload_dir(new, f"gs://podbench-compare/runs/{new.name}")
     code, result = compare_json(capsys, "--baselines", where, "--baseline", "main",
@@ -212,12 +216,150 @@ def test_baselines_and_runs_on_gcs(tmp_path, capsys, monkeypatch, gcs_emulator):
     assert result["throughput_ratio"]["ratio"] == pytest.approx(0.25)
 
 
+def test_detectable_slowdown_is_the_interval_width_against_the_threshold(tmp_path, capsys):
+    base, new = runs(tmp_path, STEP_S, STEP_S / 0.9)
+    _, result = compare_json(capsys, base, new, "--run-noise", "0", "--max-slowdown", "2%")
+    ratio = result["throughput_ratio"]
+    assert result["detectable_slowdown"] == pytest.approx(1 - 0.98 * ratio["ratio"] / ratio["high"])
+    assert 0.02 < result["detectable_slowdown"] < 0.2  # steady runs, own noise only: a narrow interval
+
+
+def test_a_saved_baseline_records_its_spread_and_one_new_run_is_given_it(tmp_path, capsys):
+    store = tmp_path / "baselines"
+    a1, a2, a3, new = runs(tmp_path / "runs", 0.5, 0.51, 0.52, 0.5)
+    code, out, _ = run_cli(capsys, "compare", "--save", "main", a1, a2, a3, "--baselines", store)
+    rates = [8 * 32 / (8 * s + 0.1 * s) for s in (0.5, 0.51, 0.52)]  # 8 steps, step 7 10% slower
+    noise = statistics.stdev(math.log(r) for r in rates)
+    assert code == 0 and out.endswith(f"run-to-run noise {noise:.1%} (SD of log throughput)\n")
+    manifest = json.loads((store / "main" / baselines.MANIFEST_FILE).read_text())
+    assert manifest["run_noise_sd"] == pytest.approx(noise)
+    assert manifest["images_per_sec"] == pytest.approx(rates)
+    _, result = compare_json(capsys, "--baseline", "main", new, "--baselines", store)
+    assert result["new_run_noise"] == {"sd": pytest.approx(noise), "from": "baseline main's 3 runs"}
+    _, out, _ = run_cli(capsys, "compare", "--baseline", "main", new, "--baselines", store)
+    assert f"new: one run, {noise:.1%} assumed (measured by baseline main's 3 runs)" in out
+    # Measured noise of ~2% makes a far narrower interval than the 40% default; --run-noise still overrides it.
+    _, given = compare_json(capsys, "--baseline", "main", new, "--baselines", store, "--run-noise", "40")
+    assert given["new_run_noise"] is None
+    assert result["detectable_slowdown"] < given["detectable_slowdown"] / 3
+
+
+@pytest.mark.parametrize("where, message", [
+    pytest.param("{runs}", "holds run directories", id="a-runs-directory"),
+    pytest.param("{run}", "is inside the run or checkpoint directory", id="a-run-directory"),
+    pytest.param("{run}/checkpoints", "is inside the run or checkpoint directory", id="a-runs-checkpoints"),
+    pytest.param("{ckpt}", "is inside the run or checkpoint directory", id="a-checkpoint-dir-elsewhere"),
+])
+def test_save_never_writes_into_runs_or_checkpoints(tmp_path, capsys, where, message):
+    """Probe (issue 27): --save NAME must not write into a runs directory or a run's checkpoints/."""
+    run = write_run(tmp_path / "runs", run_id_at(1))
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
+    ckpt = tmp_path / "elsewhere"
+    ckpt.mkdir()
+    (ckpt / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    target = where.format(runs=tmp_path / "runs", run=run, ckpt=ckpt)
+    code, out, err = run_cli(capsys, "compare", "--save", "main", run, "--baselines", target)
+    assert (code, out) == (EXIT_USAGE, "") and error_lines(err) == [err.strip()] and message in err
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+def test_save_never_replaces_what_is_not_a_baseline(tmp_path, capsys):
+    run = write_run(tmp_path / "runs", run_id_at(1))
+    (tmp_path / "b" / "main").mkdir(parents=True)
+    (tmp_path / "b" / "main" / "notes.txt").write_text("mine")
+    code, _, err = run_cli(capsys, "compare", "--save", "main", run, "--baselines", tmp_path / "b")
+    assert code == EXIT_USAGE and "exists and is not a podbench baseline" in err
+    assert (tmp_path / "b" / "main" / "notes.txt").read_text() == "mine"
+
+
+def test_hundreds_of_runs_a_side_at_the_most_resamples_are_bounded_and_said(tmp_path, capsys, monkeypatch):
+    """Probe (issue 27): 300 runs a side at --resamples 1,000,000 would redraw 5e9 intervals (hours): capped."""
+    import shutil  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from bench.cli import compare as compare_cli  # noqa: PLC0415
+
+    first = write_run(tmp_path / "a", run_id_at(1), train_steps=12)
+    sides = {}
+    for side in ("a", "b"):
+        sides[side] = [first] if side == "a" else []
+        for i in range(300 - len(sides[side])):
+            copy = tmp_path / side / f"copy-{i:03d}"
+            shutil.copytree(first, copy)
+            sides[side].append(copy)
+    # A smaller work cap keeps the probe to seconds; the cap and its note are what is tested.
+    monkeypatch.setattr(compare_cli, "MAX_DRAWS", 2_000_000)
+    started = time.perf_counter()
+    code, out, err = run_cli(capsys, "compare", *sides["a"], "--", *sides["b"], "--resamples", "1000000", "--json")
+    elapsed_s = time.perf_counter() - started
+    draws = 600 * 8
+    assert code == 0 and json.loads(out)["throughput_ratio"]["resamples"] == 2_000_000 // draws
+    assert f"note: 1,000,000 resamples of {draws:,} intervals would take" in err and "capped at 416" in err
+    assert elapsed_s < 60
+
+
+# ---- history ----
+
+def test_history_appends_and_the_trend_shows_a_drift_no_comparison_flagged(tmp_path, capsys):
+    store = tmp_path / "baselines"
+    base = runs(tmp_path / "runs", *(STEP_S * f for f in (1.0, 1.01, 0.99)))
+    # Ten commits, each 1% slower than the last, each compared with the baseline saved before it.
+    for i in range(10):
+        assert run_cli(capsys, "compare", "--save", "main", *base, "--baselines", store)[0] == 0
+        new = runs(tmp_path / "runs", *(STEP_S * f * 1.01 ** (i + 1) for f in (1.0, 1.01, 0.99)))
+        code, _, err = run_cli(capsys, "compare", "--baseline", "main", *new, "--baselines", store, "--history",
+                               "--label", f"c{i}")
+        assert code == 0 and f"history: appended to {store / 'history' / 'main.jsonl'}" in err
+        base = new
+    code, out, _ = run_cli(capsys, "compare", "--trend", "main", "--baselines", store, "--last", "8",
+                           "--chart", tmp_path / "chart")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("podbench compare --trend main: 8 comparison(s), oldest first")
+    assert [line.split()[1] for line in lines[3:11]] == [f"c{i}" for i in range(2, 10)]
+    # New images/sec falls 1% a commit: the last 3 (c7-c9) against the first 3 (c2-c4) of the 8 shown.
+    assert lines[-1] == f"drift: new images/sec, median of the last 3 vs the first 3: {1.01 ** -5 - 1:+.1%} " \
+                        "(0 of 8 comparisons alone said slower)"
+    assert (tmp_path / "chart" / "trend.png").stat().st_size > 0
+
+
+def test_history_on_gcs(tmp_path, capsys, monkeypatch, gcs_emulator):  # noqa: F811 (the fixture)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_emulator.url)
+    gcs_emulator.create_bucket("podbench-history")
+    where = "gs://podbench-history/ci"
+    base, new = runs(tmp_path, STEP_S, STEP_S), runs(tmp_path, STEP_S / 0.97, STEP_S / 0.96)
+    assert run_cli(capsys, "compare", "--save", "main", *base, "--baselines", where)[0] == 0
+    for label in ("one", "two"):
+        assert run_cli(capsys, "compare", "--baseline", "main", *new, "--baselines", where, "--history",
+                       "--label", label)[0] == 0
+    assert "ci/history/main.jsonl" in gcs_emulator.objects("podbench-history", "ci/history/")
+    code, out, _ = run_cli(capsys, "compare", "--trend", "main", "--baselines", where)
+    assert code == 0 and [line.split()[1] for line in out.splitlines()[3:5]] == ["one", "two"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    pytest.param(["--history", "{a}", "{a}"], "add --baseline NAME", id="history-without-baseline"),
+    pytest.param(["--baseline", "main", "{a}", "--label", "x"], "--label names a history entry: add --history",
+                 id="label-without-history"),
+    pytest.param(["--chart", "d", "{a}", "{a}"], "--chart draws the trend: add --trend NAME", id="chart-alone"),
+    pytest.param(["--trend", "main", "{a}"], "--trend NAME only reads the history", id="trend-with-runs"),
+    pytest.param(["--trend", "main"], "no history for baseline main", id="no-history"),
+    pytest.param(["--trend", "main", "--last", "0"], "--last: 0 is below 1", id="offbyone-last-0"),
+])
+def test_history_flags_bad_input_is_one_line(tmp_path, capsys, argv, message):
+    a = write_run(tmp_path, run_id_at(1))
+    code, out, err = run_cli(capsys, "compare", *[x.format(a=a) for x in argv], "--baselines", tmp_path / "b")
+    assert (code, out) == (EXIT_USAGE, "")
+    assert error_lines(err) == [err.strip()] and message in err
+
+
 # ---- real runs ----
 
 # ResNet-10 at 64x64, batch 16: 4 warm-up and 12 measured steps. Without XLA a step takes 65-250 ms
 # here (depending on what else the machine runs), with --xla 0.35-1.5 s: XLA delivered 0.06-0.38x the
 # plain throughput over 17 runs, while identical plain runs back to back landed up to 2.4x apart.
-# Checked on 14 back-to-back pairs and 7 XLA runs, and by running this test repeatedly (see the README).
+# Checked on 14 back-to-back pairs and 7 XLA runs, and by running this test repeatedly (see methodology/GATE.md).
 REAL = ("--preset", "smoke", "--depth", "10", "--image-size", "64", "--batch-size", "16",
         "--steps-per-epoch", "4", "--epochs", "4")
 

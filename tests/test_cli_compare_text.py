@@ -20,8 +20,10 @@ RESULT = {
     "step_time_ratio": {"p50": 10.53, "p90": 17.56},
     "assumed_run_noise_sd": 0.1, "assumed_for": ["baseline", "new"],
     "differences": [{"fact": "xla", "label": "XLA", "baseline": [False], "new": [True], "refused_as": None}],
-    "max_slowdown": 0.05, "verdict": "slower", "exit_code": 1,
+    "max_slowdown": 0.05, "detectable_slowdown": 0.3716, "new_run_noise": None, "verdict": "slower", "exit_code": 1,
 }
+DETECTABLE = ("detectable: a slowdown of 37.2% or more, with 1 baseline and 1 new run(s) at this noise and "
+              "--max-slowdown 5%; smaller ones pass unseen (more runs a side lower this)")
 
 
 def test_text():
@@ -40,6 +42,7 @@ def test_text():
         "differences (the comparison may be unfair): XLA off -> on",
         "run-to-run noise (SD of log throughput): baseline: one run, 10% assumed (--run-noise); "
         "new: one run, 10% assumed (--run-noise)",
+        DETECTABLE,
         "verdict: slower: throughput -89.5% (95% interval -92.8% to -84.9%), more than the 5% --max-slowdown "
         "allows (exit code 1)",
     ]
@@ -62,6 +65,8 @@ def test_markdown():
         "",
         "run-to-run noise (SD of log throughput): baseline: one run, 10% assumed (--run-noise); "
         "new: one run, 10% assumed (--run-noise)",
+        "",
+        DETECTABLE,
         "",
         "**verdict: slower: throughput -89.5% (95% interval -92.8% to -84.9%), more than the 5% --max-slowdown "
         "allows (exit code 1)**",
@@ -109,3 +114,8 @@ def test_unknown_mfu_reads_n_a():
     result = changed()
     result["new"]["mfu"] = None
     assert ("MFU", "1.2%", "n/a", "") in compare_text.rows(result)
+
+
+def test_a_one_run_side_given_the_baselines_measured_noise_says_where_it_came_from():
+    result = changed(new_run_noise={"sd": 0.0234, "from": "baseline main's 5 runs"})
+    assert compare_text.noise_line(result).endswith("new: one run, 2.3% assumed (measured by baseline main's 5 runs)")

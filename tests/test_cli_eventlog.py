@@ -125,3 +125,34 @@ def test_a_real_process_without_tensorflow(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["num_events"] == 191
     assert proc.stderr.splitlines()[-1] == "no tensorflow"
+
+
+def test_a_podbench_run_directory_times_its_own_window(tmp_path, capsys):
+    """--run RUN_DIR: the run's events/ from the warm-up its config.json records, matching its summary."""
+    import run_fixture  # noqa: PLC0415 (tests/ is on the path under pytest)
+
+    run_dir = run_fixture.write_run(tmp_path, "20261124T000000Z-abcdef", train_steps=12, warmup_steps=4, step_s=0.5)
+    steps = [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
+    with eventlog.EventFileWriter(run_dir / "events") as writer:  # as the run's callback writes them: wall = step clock
+        for record in steps[1:]:
+            writer.scalar("loss", 1.0, record["step"], wall_time=record["time_s"])
+    assert run_cli("--run", str(run_dir), "--json") == 0
+    result = json.loads(capsys.readouterr().out)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (result["start_step"], result["end_step"]) == (4, 12)
+    assert result["elapsed_s"] == pytest.approx(summary["measured_s"])
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--warmup-steps", "3"], "--run reads the warm-up from the run's config.json: drop --warmup-steps"),
+    (["--logdir", "x"], "argument --logdir: not allowed with argument --run"),
+])
+def test_run_directory_refuses_a_second_warm_up(tmp_path, capsys, extra, message):
+    assert run_cli("--run", str(tmp_path), *extra) == EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_no_warm_up_and_no_run_is_one_line(tmp_path, capsys):
+    assert run_cli("--logdir", str(tmp_path)) == EXIT_USAGE
+    assert capsys.readouterr().err.strip() == ("error: give the warm-up: --warmup-steps K or --warmup-epochs E "
+                                               "--global-batch B (or --run RUN_DIR)")

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from methodology import compare, segments, throughput
-from methodology.compare import RunIntervals, bootstrap_ratio
+from methodology.compare import RatioInterval, RunIntervals, bootstrap_ratio, detectable_slowdown, drift
 from methodology.throughput import StepRecord
 
 
@@ -128,13 +128,45 @@ def test_several_runs_are_resampled_with_the_narrowness_undone():
     pytest.param(dict(baseline=[]), "at least one run", id="empty-side"),
     pytest.param(dict(confidence=1.0), "confidence", id="confidence-1"),
     pytest.param(dict(resamples=99), "resamples", id="offbyone-99-resamples"),
-    pytest.param(dict(run_noise_sd=-0.1), "run_noise_sd", id="negative-noise"),
-    pytest.param(dict(run_noise_sd=math.nan), "run_noise_sd", id="nan-noise"),
+    pytest.param(dict(run_noise_sd=-0.1), "run noise", id="negative-noise"),
+    pytest.param(dict(run_noise_sd=math.nan), "run noise", id="nan-noise"),
+    pytest.param(dict(new_run_noise_sd=-0.1), "run noise", id="negative-new-noise"),
 ])
 def test_bootstrap_rejects(kwargs, message):
     args = {"baseline": [run([1.0] * 3)], "new": [run([1.0] * 3)], **kwargs}
     with pytest.raises(ValueError, match=message):
         bootstrap_ratio(args.pop("baseline"), args.pop("new"), **args)
+
+
+def test_new_run_noise_applies_to_the_new_side_alone():
+    """Steady runs: each side's interval is its own assumed noise, so the two add as sqrt(a^2 + b^2)."""
+    steady = [run([1.0] * 12)]
+    result = bootstrap_ratio(steady, steady, run_noise_sd=0.30, new_run_noise_sd=0.40, resamples=20000, seed=3)
+    assert math.log(result.high) == pytest.approx(1.959964 * math.hypot(0.30, 0.40), rel=0.05)
+    same = bootstrap_ratio(steady, steady, run_noise_sd=0.30, new_run_noise_sd=None, resamples=20000, seed=3)
+    assert math.log(same.high) == pytest.approx(1.959964 * math.hypot(0.30, 0.30), rel=0.05)
+
+
+@pytest.mark.parametrize("ratio, high, max_slowdown, detectable", [
+    pytest.param(1.0, 1.0, 0.05, 0.05, id="no-noise-the-threshold-itself"),
+    pytest.param(1.0, 1.10, 0.05, 1 - 0.95 / 1.10, id="10pct-above-at-5pct"),
+    pytest.param(0.9, 0.99, 0.0, 1 - 0.9 / 0.99, id="the-ratio-does-not-matter-only-the-width"),
+    pytest.param(1.0, 3.03, 0.05, 1 - 0.95 / 3.03, id="one-run-a-side-at-40pct-noise-about-3x"),
+])
+def test_detectable_slowdown_by_hand(ratio, high, max_slowdown, detectable):
+    interval = RatioInterval(ratio, ratio / 1.5, high, 0.95, 2000, 0, 0.0)
+    assert detectable_slowdown(interval, max_slowdown) == pytest.approx(detectable)
+
+
+@pytest.mark.parametrize("rates, window, moved", [
+    pytest.param([100.0], 3, None, id="one-point"),
+    pytest.param([100.0, 99.0], 3, -0.01, id="two-points-one-each-end"),
+    pytest.param([100, 99, 98, 97, 96, 95], 3, 96 / 99 - 1, id="medians-of-three"),
+    pytest.param([100, 99, 50, 97, 96, 150], 3, 97 / 99 - 1, id="one-outlier-each-end-moves-nothing"),
+    pytest.param([100, 101, 99, 100, 100, 100, 101], 3, 0.0, id="flat"),
+])
+def test_drift(rates, window, moved):
+    assert drift(rates, window) == (None if moved is None else pytest.approx(moved))
 
 
 # ---- the verdict ----

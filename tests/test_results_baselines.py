@@ -107,3 +107,26 @@ def test_gcs_errors_are_one_line(tmp_path, three_runs, monkeypatch, gcs_emulator
         baselines.save_baseline("main", three_runs[:1], "gs://no-such-bucket-here/ci")
     with pytest.raises(UsageError, match="--baselines: 'Bad_Bucket' in 'gs://Bad_Bucket' is not a valid bucket name"):
         baselines.load_baseline("main", "gs://Bad_Bucket")
+
+
+def test_the_spread_is_kept_and_read_back_and_an_older_baseline_has_none(tmp_path, three_runs):
+    where = tmp_path / "baselines"
+    baselines.save_baseline("main", three_runs, str(where), spread={"images_per_sec": [1.0, 2.0, 3.0],
+                                                                    "run_noise_sd": 0.031})
+    loaded = baselines.load_baseline("main", str(where))
+    assert baselines.recorded_spread(loaded) == {"run_noise_sd": 0.031}
+    manifest = where / "main" / baselines.MANIFEST_FILE
+    manifest.write_text(json.dumps({"name": "main", "runs": [i for i, _ in three_runs], "saved_at": "x"}))
+    assert baselines.recorded_spread(loaded) == {}
+
+
+@pytest.mark.parametrize("place, message", [
+    pytest.param("runs", "holds run directories", id="runs-directory"),
+    pytest.param("runs/{run}/checkpoints", "inside the run or checkpoint directory", id="a-runs-checkpoints"),
+    pytest.param("taken", "exists and is not a podbench baseline", id="name-taken-by-something-else"),
+])
+def test_check_local_home_refuses(tmp_path, three_runs, place, message):
+    (tmp_path / "taken" / "main").mkdir(parents=True)
+    with pytest.raises(UsageError, match=message):
+        baselines.check_local_home(tmp_path / place.format(run=three_runs[0][0]), "main")
+    baselines.check_local_home(tmp_path / "baselines", "main")  # a directory of its own: fine

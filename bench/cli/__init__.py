@@ -79,6 +79,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
+def _version() -> str:
+    """The installed distribution's version (setup.cfg's), or "unknown" when run from a tree never installed."""
+    from importlib import metadata  # noqa: PLC0415
+
+    try:
+        return metadata.version("podbench")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="podbench",
@@ -87,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
             "the Cloud TPU Pod vs V100 comparison (Dec 2018)."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"podbench {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMAND_MODULES:

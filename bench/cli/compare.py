@@ -13,8 +13,9 @@ import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
-from bench.cli import checks, compare_text
+from bench.cli import checks, compare_text, compare_trend
 from bench.errors import UsageError
 from bench.results import baselines, storage
 from bench.results.rundir import dumps
@@ -35,15 +36,21 @@ different hardware, unless --allow-different).
 The interval comes from a bootstrap over each run's measured intervals (the
 warm-up excluded). A side of several runs is resampled run by run, so the
 noise between runs counts; a side of one run cannot show that noise, so
---run-noise (default {compare.DEFAULT_RUN_NOISE_SD:.0%}) is assumed for it. Measure yours: compare
-several runs of the same code, `podbench compare A1 A2 A3 -- B1 B2 B3`, and read
-the run-to-run noise it reports.
+--run-noise is assumed for it: what a --baseline saved from several runs measured
+on the runner, else {compare.DEFAULT_RUN_NOISE_SD:.0%}. Before the verdict, "detectable" says the
+smallest slowdown these runs could show; more runs a side lower it.
+
+History: --history appends each comparison against a --baseline to
+WHERE/history/NAME.jsonl; --trend NAME shows the last --last of them and the
+drift of the new runs' images/sec, which a baseline saved on every merge hides.
 
 examples:
   podbench compare results/runs/RUN_A results/runs/RUN_B
   podbench compare A1 A2 A3 -- B1 B2 B3 --max-slowdown 10%
-  podbench compare --save main results/runs/RUN_A              # keep a named baseline
-  podbench compare --baseline main results/runs/RUN_B --markdown >> "$GITHUB_STEP_SUMMARY"
+  podbench compare --save main results/runs/RUN_A results/runs/RUN_B   # a named baseline, its spread measured
+  podbench compare --baseline main results/runs/RUN_ID --markdown >> "$GITHUB_STEP_SUMMARY"
+  podbench compare --baseline main results/runs/RUN_ID --history --label abc1234
+  podbench compare --trend main --last 10 --chart results/trend
   podbench compare --baselines gs://my-bucket/podbench/baselines --baseline main gs://my-bucket/runs/RUN_B
 """
 
@@ -51,7 +58,7 @@ examples:
 def register(sub) -> None:
     p = sub.add_parser("compare", help="is NEW slower than BASELINE? a throughput ratio with a 95%% interval",
                        usage="podbench compare [options] BASELINE NEW | BASELINE... -- NEW... | "
-                             "--baseline NAME NEW... | --save NAME RUN...",
+                             "--baseline NAME NEW... [--history] | --save NAME RUN... | --trend NAME",
                        description="Compare the steady-state throughput of NEW runs with BASELINE runs: the ratio\n"
                                    "NEW/BASELINE with a 95% bootstrap interval, step-time p50/p90 ratios, MFU, what\n"
                                    "differs between the runs, and a verdict (faster, slower, no significant change).",
@@ -62,9 +69,10 @@ def register(sub) -> None:
                         "the NEW runs; with --save, the runs to keep")
     p.add_argument("--max-slowdown", type=percent, default=DEFAULT_MAX_SLOWDOWN, metavar="PCT",
                    help=f"the slowdown tolerated before exit code 1 (default {DEFAULT_MAX_SLOWDOWN:.0%}%)")
-    p.add_argument("--run-noise", type=percent, default=compare.DEFAULT_RUN_NOISE_SD, metavar="PCT",
-                   help="run-to-run noise assumed for a side of one run, as the SD of log throughput "
-                        f"(default {compare.DEFAULT_RUN_NOISE_SD:.0%}%; 0 counts each run's own noise only)")
+    p.add_argument("--run-noise", type=percent, default=None, metavar="PCT",
+                   help="run-to-run noise assumed for a side of one run, as the SD of log throughput (default: "
+                        "what a --baseline saved from several runs measured, else "
+                        f"{compare.DEFAULT_RUN_NOISE_SD:.0%}%; 0 counts each run's own noise only)")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="the comparison as JSON")
     out.add_argument("--markdown", action="store_true", help="a markdown table (a CI job summary)")
@@ -78,6 +86,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed (default 0)")
     p.add_argument("--resamples", type=resample_count, default=compare.RESAMPLES,
                    help=f"bootstrap replicates (default {compare.RESAMPLES})")
+    compare_trend.add_flags(p)
     p.set_defaults(handler=handle, new_runs=None)
 
 
@@ -104,6 +113,12 @@ def _local(runs: list[str]):
 # Each replicate costs time: ~7 us for two small runs on a 2-core VM (measured: 2,000 took 0.39 s in all,
 # 20,000 took 0.51 s), more with more runs; a million is seconds here, beyond that minutes to hours.
 MAX_RESAMPLES = 1_000_000
+# What a replicate costs grows with the intervals it redraws: 0.4-0.7 us an interval on a loaded 2-core VM
+# (measured, Nov 2026: 300 runs of 20 intervals a side, 200 replicates, 1.0 s). Hundreds of runs a side at
+# MAX_RESAMPLES would take hours; the draws are capped at 20-35 s' worth here, and long work is announced.
+MAX_DRAWS = 50_000_000
+ANNOUNCE_DRAWS = 5_000_000
+NS_PER_DRAW = 700
 
 
 def resample_count(text: str) -> int:
@@ -221,11 +236,45 @@ def side_json(runs: list[ComparedRun]) -> dict:
     }
 
 
+def bounded_resamples(requested: int, draws_per_replicate: int, stream: TextIO | None = None) -> int:
+    """``requested`` replicates, or fewer when they would redraw more than MAX_DRAWS intervals (said on ``stream``)."""
+    stream = stream or sys.stderr
+    resamples = requested
+    if requested * draws_per_replicate > MAX_DRAWS:
+        resamples = max(100, MAX_DRAWS // draws_per_replicate)
+        print(f"note: {requested:,} resamples of {draws_per_replicate:,} intervals would take "
+              f"{_duration(requested * draws_per_replicate)} here; capped at {resamples:,} (--resamples sets fewer)",
+              file=stream, flush=True)
+    if resamples * draws_per_replicate > ANNOUNCE_DRAWS:
+        print(f"resampling {resamples:,} times over {draws_per_replicate:,} intervals "
+              f"(about {_duration(resamples * draws_per_replicate)})…", file=stream, flush=True)
+    return resamples
+
+
+def _duration(draws: int) -> str:
+    seconds = draws * NS_PER_DRAW / 1e9
+    return f"{seconds:,.0f} s" if seconds < 120 else f"{seconds / 60:,.0f} min" if seconds < 7200 \
+        else f"{seconds / 3600:,.0f} h"
+
+
+def new_side_noise(args: argparse.Namespace, base_dirs: list[Path], new: list[ComparedRun]) -> dict | None:
+    """The noise a one-run NEW side is given from a --baseline's recorded spread (None: --run-noise's or default)."""
+    if args.run_noise is not None or not args.baseline or len(new) != 1:
+        return None
+    noise = baselines.recorded_spread(base_dirs).get("run_noise_sd")
+    if noise is None:
+        return None
+    return {"sd": noise, "from": f"baseline {args.baseline}'s {len(base_dirs)} runs"}
+
+
 def comparison(baseline: list[ComparedRun], new: list[ComparedRun], found: list[dict],
-               args: argparse.Namespace) -> dict:
+               args: argparse.Namespace, new_noise: dict | None = None) -> dict:
     """Everything `podbench compare` reports, as JSON."""
+    run_noise = compare.DEFAULT_RUN_NOISE_SD if args.run_noise is None else args.run_noise
+    draws = sum(len(r.intervals.steps) for r in baseline + new)
     interval = compare.bootstrap_ratio([r.intervals for r in baseline], [r.intervals for r in new],
-                                       run_noise_sd=args.run_noise, resamples=args.resamples, seed=args.seed)
+                                       run_noise_sd=run_noise, new_run_noise_sd=new_noise and new_noise["sd"],
+                                       resamples=bounded_resamples(args.resamples, draws), seed=args.seed)
     base, fresh = side_json(baseline), side_json(new)
     verdict = compare.verdict(interval, args.max_slowdown)
     return {
@@ -233,9 +282,10 @@ def comparison(baseline: list[ComparedRun], new: list[ComparedRun], found: list[
         "throughput_ratio": {"ratio": interval.ratio, "low": interval.low, "high": interval.high,
                              "confidence": interval.confidence, "resamples": interval.resamples, "seed": interval.seed},
         "step_time_ratio": {q: fresh["step_time_s"][q] / base["step_time_s"][q] for q in ("p50", "p90")},
-        "assumed_run_noise_sd": args.run_noise,
+        "assumed_run_noise_sd": run_noise, "new_run_noise": new_noise,
         "assumed_for": [side for side, runs in (("baseline", baseline), ("new", new)) if len(runs) == 1],
-        "differences": found, "max_slowdown": args.max_slowdown, "verdict": verdict,
+        "differences": found, "max_slowdown": args.max_slowdown,
+        "detectable_slowdown": compare.detectable_slowdown(interval, args.max_slowdown), "verdict": verdict,
         "exit_code": EXIT_SLOWER if verdict == compare.SLOWER else 0,
     }
 
@@ -280,8 +330,13 @@ def save(args: argparse.Namespace) -> int:
         raise UsageError("--save NAME takes the runs to keep and nothing else: podbench compare --save NAME RUN...")
     baselines.check_name(args.save)
     runs = [load_run(d) for d in _local(args.runs)]
-    where = baselines.save_baseline(args.save, [(r.summary.run_id, Path(r.run_dir)) for r in runs], args.baselines)
-    print(f"saved baseline {args.save}: {len(runs)} run(s) in {where}")
+    noise = compare.measured_run_noise_sd([r.intervals for r in runs])
+    spread = {"images_per_sec": [r.intervals.images_per_sec for r in runs], "run_noise_sd": noise}
+    where = baselines.save_baseline(args.save, [(r.summary.run_id, Path(r.run_dir)) for r in runs], args.baselines,
+                                    spread=spread)
+    measured = f"run-to-run noise {noise:.1%} (SD of log throughput)" if noise is not None else \
+        "one run: no run-to-run noise measured (save several to measure this runner's)"
+    print(f"saved baseline {args.save}: {len(runs)} run(s) in {where}; {measured}")
     return 0
 
 
@@ -296,6 +351,9 @@ def handle(args: argparse.Namespace) -> int:
     """
     if args.json and args.markdown:  # given on either side of `--`, which argparse checks apart
         raise UsageError("--json and --markdown exclude each other; choose one")
+    compare_trend.check_flags(args)
+    if args.trend:
+        return compare_trend.handle_trend(args)
     if args.save:
         return save(args)
     if args.baseline:
@@ -304,9 +362,10 @@ def handle(args: argparse.Namespace) -> int:
     baseline, new = [load_run(d) for d in base_dirs], [load_run(d) for d in new_dirs]
     found = differences(baseline, new)
     check_fair(found, args.allow_different)
-    result = comparison(baseline, new, found, args)
+    result = comparison(baseline, new, found, args, new_side_noise(args, base_dirs, new))
     if args.json:
         print(dumps(result))
     else:
         print(compare_text.markdown(result) if args.markdown else compare_text.text(result))
+    compare_trend.record(args, result)
     return result["exit_code"]

@@ -65,11 +65,22 @@ def noise_line(result: dict) -> str:
     parts = []
     for side in ("baseline", "new"):
         runs, measured = len(result[side]["runs"]), result[side]["measured_run_noise_sd"]
-        if side in result["assumed_for"]:
+        recorded = result.get("new_run_noise") if side == "new" else None
+        if side in result["assumed_for"] and recorded:
+            parts.append(f"{side}: one run, {recorded['sd']:.1%} assumed (measured by {recorded['from']})")
+        elif side in result["assumed_for"]:
             parts.append(f"{side}: one run, {result['assumed_run_noise_sd']:.0%} assumed (--run-noise)")
         else:
             parts.append(f"{side}: {measured:.1%} measured over its {runs} runs")
     return "run-to-run noise (SD of log throughput): " + "; ".join(parts)
+
+
+def detectable_line(result: dict) -> str:
+    """The smallest slowdown these runs could show, and what would lower it."""
+    base, new = len(result["baseline"]["runs"]), len(result["new"]["runs"])
+    return (f"detectable: a slowdown of {result['detectable_slowdown']:.1%} or more, with {base} baseline and {new} "
+            f"new run(s) at this noise and --max-slowdown {result['max_slowdown']:.0%}; smaller ones pass unseen "
+            "(more runs a side lower this)")
 
 
 def verdict_line(result: dict) -> str:
@@ -86,22 +97,23 @@ def verdict_line(result: dict) -> str:
 
 
 def text(result: dict) -> str:
-    """The comparison as an aligned text table and three lines: differences, noise, verdict."""
+    """The comparison as an aligned text table and four lines: differences, noise, what it can detect, verdict."""
     head = (f"podbench compare: {len(result['new']['runs'])} new run(s) against "
             f"{len(result['baseline']['runs'])} baseline run(s)")
     return "\n".join([head, "", text_table(rows(result), _HEADER, lambda r: r), "",
-                      differences_line(result), noise_line(result), verdict_line(result)])
+                      differences_line(result), noise_line(result), detectable_line(result), verdict_line(result)])
 
 
 def markdown(result: dict) -> str:
-    """The comparison as a markdown table (for $GITHUB_STEP_SUMMARY), then the same three lines."""
+    """The comparison as a markdown table (for $GITHUB_STEP_SUMMARY), then the same four lines."""
     table = rows(result)
     label, _, _, interval = table.pop(1)
     table[0] = (*table[0][:3], f"**{table[0][3]}** ({label.strip()} {interval})")
     lines = [f"### podbench compare: {result['verdict']}", "", "| " + " | ".join(_HEADER) + " |",
              "|---|---:|---:|---:|"]
     lines += ["| " + " | ".join(cells) + " |" for cells in table]
-    lines += ["", differences_line(result), "", noise_line(result), "", f"**{verdict_line(result)}**", "",
+    lines += ["", differences_line(result), "", noise_line(result), "", detectable_line(result), "",
+              f"**{verdict_line(result)}**", "",
               "runs: baseline " + ", ".join(r["run_id"] for r in result["baseline"]["runs"])
               + "; new " + ", ".join(r["run_id"] for r in result["new"]["runs"])]
     return "\n".join(lines)

@@ -24,9 +24,13 @@ K = floor(E * N / B); the reference's page rounds two rows up (1 GPU: 4107,
 v2-32: 313), so pass those with --warmup-steps to match it.
 
 examples:
-  # one of our runs, 1 warm-up epoch at global batch 256 (our runs log `loss`
-  # and eval/duration_s, so evaluation time is reported and taken out)
-  podbench eventlog --logdir results/runs/RUN_ID/events --warmup-epochs 1 --global-batch 256
+  # one of our runs: its events/ and its own warm-up, from its config.json (our runs
+  # log `loss` and eval/duration_s, so evaluation time is reported and taken out)
+  podbench eventlog --run results/runs/RUN_ID
+  # the same, the warm-up given: 4 steps (the CPU default: one epoch of 4 synthetic steps)
+  podbench eventlog --logdir results/runs/RUN_ID/events --warmup-steps 4
+  # an ImageNet run's event files: 1 warm-up epoch of 1,281,167 images at global batch 256
+  podbench eventlog --logdir /tmp/imagenet_run --warmup-epochs 1 --global-batch 256
   # tf_cnn_benchmarks (the reference's GPU side), 8 x V100, batch 312 per GPU
   podbench eventlog --logdir /tmp/train_dir --tag base_loss --warmup-steps 513 --end-step 46710
   # the TPU reference (tensorflow/tpu resnet_main.py), v2-512
@@ -41,9 +45,12 @@ def register(sub) -> None:
                                    "(tag loss). Every event file in the directory is read; restarts are "
                                    "reported apart.",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--logdir", required=True, metavar="DIR", help="the directory holding the event files (or gs://)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--logdir", metavar="DIR", help="the directory holding the event files (or gs://)")
+    where.add_argument("--run", metavar="RUN_DIR",
+                       help="a podbench run directory: its events/, from the warm-up its config.json records")
     p.add_argument("--tag", default="loss", help="the scalar timed (default loss; tf_cnn_benchmarks: base_loss)")
-    start = p.add_mutually_exclusive_group(required=True)
+    start = p.add_mutually_exclusive_group()
     start.add_argument("--warmup-steps", type=checks.count(0), metavar="K",
                        help="the warm-up's last step; the window starts there")
     start.add_argument("--warmup-epochs", type=checks.number(0, checks.INT64_MAX, "TensorFlow counts steps in int64"),
@@ -56,6 +63,25 @@ def register(sub) -> None:
                    help="end at the first step >= S (default: the last event)")
     p.add_argument("--json", action="store_true", help="the result as JSON")
     p.set_defaults(handler=handle)
+
+
+def from_run(args: argparse.Namespace) -> tuple[str, int]:
+    """(event directory, warm-up steps) of ``--run RUN_DIR``: its events/ and its config.json's resolved warm-up.
+
+    Raises:
+      UsageError: a warm-up flag beside --run (the run's own is used), or not a readable podbench run directory.
+    """
+    from bench.results.runfiles import read_run  # noqa: PLC0415 (pulls in the config modules)
+
+    given = [f for f in ("warmup_steps", "warmup_epochs", "global_batch", "num_examples") if getattr(args, f) is not None]
+    if given:
+        raise UsageError(f"--run reads the warm-up from the run's config.json: drop --{given[0].replace('_', '-')}, "
+                         "or give --logdir DIR instead of --run")
+    try:
+        record = read_run(args.run)
+    except (OSError, ValueError) as err:
+        raise UsageError(f"--run: {err}") from None
+    return str(record.run_dir / "events"), record.plan.warmup_steps
 
 
 def start_step(args: argparse.Namespace) -> int:
@@ -72,6 +98,8 @@ def start_step(args: argparse.Namespace) -> int:
         if args.warmup_steps < 0:
             raise UsageError(f"--warmup-steps must be >= 0, got {args.warmup_steps}")
         return args.warmup_steps
+    if args.warmup_epochs is None:
+        raise UsageError("give the warm-up: --warmup-steps K or --warmup-epochs E --global-batch B (or --run RUN_DIR)")
     if args.global_batch is None:
         raise UsageError("--warmup-epochs needs --global-batch B (images per step, all replicas)")
     try:
@@ -92,7 +120,10 @@ def handle(args: argparse.Namespace) -> int:
     """
     from bench.results import eventfile as eventlog  # noqa: PLC0415 (protobuf only when this command runs)
 
-    first = start_step(args)
+    if args.run is not None:
+        args.logdir, first = from_run(args)
+    else:
+        first = start_step(args)
     if args.end_step is not None and args.end_step <= first:
         raise UsageError(f"--end-step ({args.end_step}) must come after the warm-up's last step ({first})")
     print(f"reading event files in {args.logdir}…", file=sys.stderr, flush=True)

@@ -7,7 +7,7 @@ has devices, a data directory that is not there, a TF_CONFIG cluster that
 ``--strategy auto`` would ignore, a warm-up that does not end a
 ``--steps-per-execution`` block. What only TensorFlow can tell (the devices
 it finds, a TPU's reachability, the records themselves) is checked after it
-loads (README: "What is checked before TensorFlow loads").
+loads (methodology/RUNNING.md: "What is checked before TensorFlow loads").
 """
 from __future__ import annotations
 

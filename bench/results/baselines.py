@@ -3,10 +3,15 @@
 A baseline NAME lives in ``WHERE/NAME/`` (WHERE: ``results/baselines/`` by
 default, another directory, or ``gs://BUCKET/PREFIX``):
 
-- ``baseline.json``: ``{"name", "runs": [run_id, ...], "saved_at"}``, the runs a reader takes;
+- ``baseline.json``: ``{"name", "runs": [run_id, ...], "saved_at", "images_per_sec": [...],
+  "run_noise_sd"}``, the runs a reader takes, each one's throughput, and the run-to-run
+  noise they showed (SD of log throughput; null below 2 runs): the runner's own, which
+  a later comparison of one new run against this baseline assumes;
 - ``<run_id>/``: each run's files (config, environment, raw logs, summary; not its event files).
 
-Saving a name again replaces it. In a directory the new one is built beside
+Saving a name again replaces it, and only a baseline: a directory that is, is
+inside, or holds a run directory (a run's checkpoints/ included) is refused, and
+so is a NAME/ that is not a baseline. In a directory the new one is built beside
 the old and swapped in with a rename. On gs:// the runs are uploaded first and
 baseline.json last, so a reader sees the old baseline or the new one, never
 half of one; runs of an older save left under the prefix are ignored.
@@ -29,6 +34,8 @@ from bench.results.rundir import RUN_FILES, read_json, write_json
 
 DEFAULT_BASELINES_DIR = Path("results") / "baselines"
 MANIFEST_FILE = "baseline.json"
+# tf.train.CheckpointManager's state file: a directory holding it is some run's checkpoints.
+_CHECKPOINT_STATE = "checkpoint"
 # Names and run ids become path parts and object names: no '/', no leading '.'.
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -45,7 +52,8 @@ def check_name(name: str, what: str = "baseline name") -> str:
     return name
 
 
-def save_baseline(name: str, runs: list[tuple[str, Path]], where: str, stream: TextIO | None = None) -> str:
+def save_baseline(name: str, runs: list[tuple[str, Path]], where: str, stream: TextIO | None = None,
+                  spread: dict | None = None) -> str:
     """Saves runs as baseline ``name`` in ``where``, replacing any baseline of that name.
 
     Args:
@@ -53,6 +61,7 @@ def save_baseline(name: str, runs: list[tuple[str, Path]], where: str, stream: T
       runs: (run_id, local run directory) of each run, already checked to be comparable.
       where: a directory, or ``gs://BUCKET/PREFIX``.
       stream: where progress goes (default stderr).
+      spread: ``{"images_per_sec": [...], "run_noise_sd": float | None}`` of the runs, kept in baseline.json.
 
     Returns:
       Where the baseline now lives (a directory, or a gs:// URI ending in '/').
@@ -65,10 +74,34 @@ def save_baseline(name: str, runs: list[tuple[str, Path]], where: str, stream: T
     if len(set(ids)) != len(ids):
         raise UsageError(f"baseline {name} names a run twice ({', '.join(ids)}); give each run once")
     manifest = {"name": name, "runs": ids,
-                "saved_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+                "saved_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), **(spread or {})}
     if where.startswith(storage.SCHEME):
         return _save_gs(name, runs, manifest, where, stream)
+    check_local_home(Path(where), name)
     return _save_local(name, runs, manifest, Path(where))
+
+
+def check_local_home(root: Path, name: str) -> None:
+    """Refuses a place where saving baseline ``name`` would write into runs or replace what is not a baseline.
+
+    Raises:
+      UsageError: ``root`` is or is inside a run directory (its checkpoints/ included), holds run
+        directories, or ``root/name`` exists and is not a baseline.
+    """
+    absolute = root.resolve()
+    for place in (absolute, *absolute.parents):
+        if any((place / f).is_file() for f in (*RUN_FILES, _CHECKPOINT_STATE)):
+            raise UsageError(f"--baselines {root} is inside the run or checkpoint directory {place}: a baseline "
+                             "never writes into a run; give a directory of its own (default results/baselines)")
+    if absolute.is_dir():
+        for child in absolute.iterdir():
+            if child.is_dir() and any((child / f).is_file() for f in RUN_FILES):
+                raise UsageError(f"--baselines {root} holds run directories ({child.name}): a baseline never "
+                                 "writes among runs; give a directory of its own (default results/baselines)")
+    final = absolute / name
+    if final.exists() and not (final / MANIFEST_FILE).is_file():
+        raise UsageError(f"{root / name} exists and is not a podbench baseline (no {MANIFEST_FILE}); saving "
+                         "would replace it: choose another name or --baselines directory")
 
 
 def _copy_run(run_dir: Path, target: Path) -> None:
@@ -146,6 +179,20 @@ def load_baseline(name: str, where: str, stream: TextIO | None = None) -> list[P
         raise UsageError(f"baseline {name} in {where} lacks run(s) {', '.join(missing)} that its {MANIFEST_FILE} "
                          f"names; save it again with `podbench compare --save {name} RUN...`")
     return [root / i for i in ids]
+
+
+def recorded_spread(run_dirs: list[Path]) -> dict:
+    """What baseline.json recorded about the spread of a loaded baseline's runs (``{}`` before it did).
+
+    Args:
+      run_dirs: load_baseline's result (the runs sit in the baseline's directory, beside baseline.json).
+    """
+    try:
+        manifest = read_json(Path(run_dirs[0]).parent / MANIFEST_FILE)
+    except (OSError, ValueError, IndexError):
+        return {}
+    noise = manifest.get("run_noise_sd")
+    return {"run_noise_sd": noise} if isinstance(noise, (int, float)) and noise >= 0 else {}
 
 
 def _is_run_file(name: str, ids: list[str]) -> bool:

@@ -9,7 +9,7 @@ machine hits all alike; a candidate's speed is its images/sec over the default's
 the same round, the median over rounds with a seeded bootstrap 95% interval.
 
 Goal: the default (bench/resolve.py, for this CPU) runs at >= 0.97 x the fastest
-candidate. The README's platform table quotes what this measured.
+candidate. methodology/RUNNING.md's platform table quotes what this measured.
 
 Knobs (environment): PODBENCH_PERF_IMAGES (images per fit, default 128),
 PODBENCH_PERF_ROUNDS (default 4), PODBENCH_PERF_BATCHES (default "8,16,32").
