@@ -211,7 +211,7 @@ def test_bad_run_directories(capsys, tmp_path, content, fragment):
                      "no spot price for 'tpu-v5p'", id="no_spot_v5p"),
         pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v2-8", "--count", "2"], "per slice",
                      id="slice_count"),
-        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "h100", "--count", "8"], "--usd-per-hour",
+        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "h100", "--count", "4"], "--usd-per-hour",
                      id="unpriced_host"),
         pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v100", "--count", "0"], "--count", id="zero_count"),
         pytest.param(["cost", "--images-per-sec", "1", "--epochs", "0"], "--epochs", id="zero_epochs"),
