@@ -51,7 +51,7 @@ def test_cost_text(capsys):
     code, out, _ = run_cli(capsys, "cost", "--images-per-sec", "1216", "--hardware", "v100", "--count", "8")
     assert code == 0
     assert "time to target  26.3 h" in out
-    assert "$22.88/h = v100 $2.48 x 8 + n1-standard-64 $3.04  (2018, on-demand)" in out
+    assert "$22.88/h = 8 x v100 $2.48 + n1-standard-64 $3.04  (2018, on-demand)" in out
     assert "as of 2018-12" in out and "source: " in out
     assert "7.41x slower" in out  # vs 8x V100 at 9,010 img/s
 
@@ -187,12 +187,19 @@ def test_bad_run_directories(capsys, tmp_path, content, fragment):
     "argv, fragment",
     [
         pytest.param(["cost"], "one of the arguments --run --images-per-sec is required", id="no_rate"),
-        pytest.param(["cost", "--images-per-sec", "0"], "must be a positive number", id="zero_rate"),
-        pytest.param(["cost", "--images-per-sec", "nan"], "must be a positive number", id="nan_rate"),
+        pytest.param(["cost", "--images-per-sec", "0"], "must be at least 0.001", id="zero_rate"),
+        pytest.param(["cost", "--images-per-sec", "nan"], "not a finite number", id="nan_rate"),
+        pytest.param(["cost", "--images-per-sec", "1e-308"], "below a thousandth of an image", id="tiny_rate"),
+        pytest.param(["cost", "--images-per-sec", "1e308"], "is above 1e+09", id="huge_rate_not_0_s"),
+        pytest.param(["cost", "--images-per-sec", "5", "--usd-per-hour", "1e308"], "is above 1e+06",
+                     id="huge_price"),
+        pytest.param(["cost", "--images-per-sec", "5", "--usd-per-hour", "1e-308"], "below any cloud's price",
+                     id="tiny_price"),
+        pytest.param(["cost", "--images-per-sec", "5", "--epochs", "1e18"], "35-90 epochs", id="huge_epochs"),
         pytest.param(["cost", "--images-per-sec", "1", "--run", "x"], "not allowed with", id="run_and_rate"),
         pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v100", "--usd-per-hour", "1"], "not allowed with",
                      id="hardware_and_price"),
-        pytest.param(["cost", "--images-per-sec", "1", "--usd-per-hour", "-3"], "--usd-per-hour must be",
+        pytest.param(["cost", "--images-per-sec", "1", "--usd-per-hour", "-3"], "--usd-per-hour: -3 must be at least",
                      id="negative_price"),
         pytest.param(["cost", "--images-per-sec", "1", "--usd-per-hour", "3", "--preemptible"],
                      "--preemptible applies to --hardware", id="preemptible_with_own_price"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.cli import checks
 from bench.errors import UsageError
-from methodology import prices, reference
+from methodology import hardware, prices, reference
 
 PRICES_HELP = ("price catalog: 2018 (the comparison's), current (a recent third-party catalog), or "
                "FILE.csv of your own in the format of methodology/prices.csv")
@@ -68,3 +68,24 @@ def part_json(p: prices.Price) -> dict:
             "usd_per_hour": p.usd_per_hour, "as_of": p.as_of, "source": p.source, "flag": p.flag}
 
 
+
+
+def quote_parts_json(q: prices.Quote) -> list[dict]:
+    """A quote's price rows as JSON, each with how many of it the total counts (16 chips, 1 VM)."""
+    return [{"count": n, **part_json(p)} for p, n in q.items]
+
+
+def price_breakdown(parts: list[dict]) -> str:
+    """What an hourly price adds up from: "16 x tpu-v4 $3.22", "8 x a100 $2.93391 + a2-highgpu-8g $5.91582"."""
+    return " + ".join(f"{p['count']} x " * (p.get("count", 1) != 1) + f"{p['hardware']} {usd_rate(p['usd_per_hour'])}"
+                      for p in parts)
+
+
+def default_price_era(name: str) -> str:
+    """2018 for hardware the comparison priced (V100s, TPU v2 slices: so they line up with the
+    reference), else the current catalog."""
+    try:
+        device = hardware.parse(name).device
+    except ValueError:
+        device = name
+    return "2018" if device in ("v100", "tpu-v2") or name in prices.load_prices().hardware("2018") else "current"

@@ -10,13 +10,25 @@ import datetime
 import math
 from pathlib import Path
 
-from bench.cli import common
+from bench.cli import checks, common
 from bench.cli.run_flags import load_config
 from bench.errors import UsageError
 from bench.humanize import format_hours, format_rate, format_usd
 from bench.results import rundir
 from bench.results.summary import Summary, read_summary
-from methodology import constants, cost, prices, reference
+from methodology import constants, cost, hardware, prices, reference
+
+
+# Bounds on what a user types, each with its reason: a finite number beyond them is a typo, and
+# would print "0.0 s" or trillions of years (or overflow into a traceback).
+IMAGES_PER_SEC = checks.number(
+    1e-3, 1e9, "the fastest published ResNet-50 system trains about 1e7 images a second", low_open=False,
+    low_why="below a thousandth of an image a second, 90 epochs take more than 3,000 years")
+USD_PER_HOUR = checks.number(
+    1e-3, 1e6, "the largest cloud TPU slice, a v5p-12288, costs about $26,000 an hour",
+    low_why="a tenth of a cent an hour is below any cloud's price")
+EPOCHS = checks.number(0, 1_000, "ResNet-50 reaches 76% in 35-90 epochs; 1,000 is already a typo",
+                       low_open=True, low_why="training takes at least some of an epoch")
 
 
 def register(sub) -> None:
@@ -37,18 +49,18 @@ def register(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     src = c.add_mutually_exclusive_group(required=True)
     src.add_argument("--run", metavar="RUN_DIR", help="a podbench run directory (reads its summary.json)")
-    src.add_argument("--images-per-sec", type=float, metavar="X", help="a steady-state rate, all replicas")
+    src.add_argument("--images-per-sec", type=IMAGES_PER_SEC, metavar="X", help="a steady-state rate, all replicas")
     price = c.add_mutually_exclusive_group()
     price.add_argument("--hardware", metavar="NAME",
                        help="priced hardware: v100, v2-8 ... v2-512, tpu-v5e, tpu-v6e, a100, h100 ... "
                             "(its host VM is added)")
-    price.add_argument("--usd-per-hour", type=float, metavar="X", help="your own hourly price, host included")
+    price.add_argument("--usd-per-hour", type=USD_PER_HOUR, metavar="X", help="your own hourly price, host included")
     c.add_argument("--count", type=int, metavar="N", help="accelerators of --hardware (default 1)")
     c.add_argument("--prices", metavar="2018|current|FILE.csv", help=common.PRICES_HELP)
     c.add_argument("--preemptible", action="store_true",
                    help="the preemptible (2018) or spot (current) price of --hardware")
     _add_spot_flags(c)
-    c.add_argument("--epochs", type=float, default=constants.MEASURED_EPOCHS, metavar="N",
+    c.add_argument("--epochs", type=EPOCHS, default=constants.MEASURED_EPOCHS, metavar="N",
                    help=f"epochs to the target (default {constants.MEASURED_EPOCHS}, the reference's)")
     c.add_argument("--target", default="0.76", choices=list(constants.TARGETS),
                    help="the claim the time is named after: 0.76 (the blog, default) or 0.759 (MLPerf); "
@@ -72,10 +84,6 @@ def _add_spot_flags(c) -> None:
 
 def _check_cost_flags(args: argparse.Namespace) -> None:
     """Numbers in range, and no flag that the others make meaningless."""
-    for flag, value in (("--images-per-sec", args.images_per_sec), ("--usd-per-hour", args.usd_per_hour),
-                        ("--epochs", args.epochs)):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise UsageError(f"{flag} must be a positive number, got {value}")
     for flag, value in (("--preemptions-per-day", args.preemptions_per_day), ("--restart-s", args.restart_s),
                         ("--checkpoint-every", args.checkpoint_every)):
         if value is not None and not (math.isfinite(value) and value >= 0):
@@ -148,9 +156,8 @@ def _run_description(summary: Summary) -> str:
     return what
 
 
-def _default_era(hardware: str) -> str:
-    """2018 for hardware the comparison priced (so it lines up with the reference), else current."""
-    return "2018" if hardware in prices.load_prices().hardware("2018") else "current"
+def _default_era(name: str) -> str:
+    return common.default_price_era(name)
 
 
 def _pricings(preemptible: bool, era: str | None) -> tuple[str, ...]:
@@ -195,6 +202,9 @@ def handle(args: argparse.Namespace) -> int:
     summary = None
     if args.run:
         ips, summary = _rate_from_run(args.run)
+        recorded = run_hardware(args.run, summary)
+        if args.hardware is None and args.usd_per_hour is None and recorded is not None:
+            args.hardware, args.recorded = recorded.name, recorded.label
     else:
         ips = args.images_per_sec
     priced = _quote(args)
@@ -204,10 +214,21 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _platform_of(hardware: str) -> str | None:
-    if hardware.startswith("tpu-") or hardware[:1] == "v" and "-" in hardware and hardware[1].isdigit():
-        return "tpu"
-    return "gpu" if hardware in ("v100", "a100", "a100-80gb", "h100") else None
+def _platform_of(name: str) -> str | None:
+    try:
+        return hardware.parse(name).platform
+    except ValueError:  # a VM or a user's own catalog name
+        return None
+
+
+def run_hardware(run: str, summary: Summary) -> hardware.Hardware | None:
+    """The hardware a run recorded (summary.json, and environment.json's TPU accelerator type), or None."""
+    try:
+        env = rundir.read_json(Path(run) / "environment.json")
+    except (OSError, ValueError):
+        env = {}
+    tpu_type = env.get("tpu_accelerator_type") if isinstance(env, dict) else None
+    return hardware.from_run(summary.platform, summary.device_kind, summary.num_replicas, tpu_type)
 
 
 def _cost_notes(args: argparse.Namespace, summary: Summary | None, q: prices.Quote | None, era: str | None) -> list[str]:
@@ -300,7 +321,10 @@ def _cost_answer(args, ips: float, summary: Summary | None, q: prices.Quote | No
         "usd_per_hour": q.usd_per_hour if q else None, "cost_usd": projection.cost_usd,
         "price_as_of": q.as_of if q else None, "price_source": q.sources if q else None,
         "price_era": era, "price_pricing": pricing,
-        "price_parts": [common.part_json(p) for p in q.parts] if q else [],
+        "price_parts": common.quote_parts_json(q) if q else [],
+        "hardware": getattr(args, "recorded", None) or args.hardware,
+        "hardware_from": ("recorded by the run" if getattr(args, "recorded", None) else
+                          "--hardware" if args.hardware else "--usd-per-hour" if args.usd_per_hour else None),
         "notes": _cost_notes(args, summary, q, era),
         "preemption": _preemption(args, summary, projection),
         "comparison_prices": "2018 on_demand", "comparison": comparison,
@@ -317,16 +341,16 @@ def _cost_text(a: dict, args: argparse.Namespace) -> str:
         lines.append("cost            n/a: give --hardware NAME [--count N] for a catalog price "
                      "(see `podbench cost --help`), or --usd-per-hour X")
     else:
-        count = args.count or 1
-        parts = " + ".join(f"{p['hardware']} {format_usd(p['usd_per_hour'])}" + (f" x {count}" if i == 0 and count > 1 else "")
-                           for i, p in enumerate(a["price_parts"]))
+        parts = common.price_breakdown(a["price_parts"])
         kind = {"on_demand": "on-demand"}.get(a["price_pricing"], a["price_pricing"])
         lines.append(f"price           {format_usd(a['usd_per_hour'])}/h = {parts}"
                      + (f"  ({a['price_era'] or 'your file'}, {kind})" if args.hardware else ""))
         lines.append(f"cost            {format_usd(a['cost_usd'])}")
+        if a["hardware_from"] == "recorded by the run":
+            lines.append(f"hardware        {a['hardware']}, as the run recorded it (--hardware NAME prices another)")
         if args.hardware:
             lines.append("price rows:")
-            lines += common.price_lines([prices.Price(**p) for p in a["price_parts"]])
+            lines += common.price_lines([prices.Price(**{k: v for k, v in p.items() if k != "count"}) for p in a["price_parts"]])
     lines += _preemption_lines(a["preemption"], a["time_to_target_hours"])
     lines.append(f"target          {a['target_claim']}. It names the claim; the projection is the same "
                  "(--epochs changes it)")
