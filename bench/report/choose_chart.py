@@ -16,12 +16,15 @@ matplotlib.use("Agg")  # no display here; must precede pyplot
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # noqa: E402
 
 from bench.humanize import format_hours, format_usd  # noqa: E402
 from bench.report.charts import MEASURED_COLOR, REFERENCE_COLOR  # noqa: E402
 
 TYPED_COLOR = "#7f7f7f"
+# Time ticks a person reads (hours): 1, 5, 15, 30 min; 1, 2, 4, 8, 16 h; 1, 2, 4 d; 1, 2, 4, 8, 16 weeks.
+TIME_TICKS_H = (1 / 60, 5 / 60, 0.25, 0.5, 1, 2, 4, 8, 16, 24, 48, 96, 168, 336, 672, 1344, 2688)
+USD_TICKS = tuple(m * 10 ** e for e in range(-1, 7) for m in (1, 2, 5))
 COLUMNS = ("label", "rate_from", "measured_here", "hours_low", "hours_high", "cost_low", "cost_high")
 STYLES = {  # rate_from -> (colour, marker size, filled, legend label)
     "measured": (MEASURED_COLOR, 10, True, "measured here"),
@@ -80,8 +83,10 @@ def plot_choice(df: pd.DataFrame):
                         fontweight="bold" if r["measured_here"] else "normal", color=color)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_hours(v)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_usd(v)))
+    for axis, ticks, fmt in ((ax.xaxis, TIME_TICKS_H, format_hours), (ax.yaxis, USD_TICKS, format_usd)):
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_major_formatter(FuncFormatter(lambda v, _, fmt=fmt: fmt(v)))
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("time to target (log scale; bars: low - high)")
     ax.set_ylabel("cost USD (log scale; bars: low - high)")
     ax.set_title("Candidates: time against cost to the target (lower left is better)", fontsize=11, loc="left")
