@@ -24,6 +24,9 @@ from bench.report.charts import MEASURED_COLOR, REFERENCE_COLOR  # noqa: E402
 TYPED_COLOR = "#7f7f7f"
 # Time ticks a person reads (hours): 1, 5, 15, 30 min; 1, 2, 4, 8, 16 h; 1, 2, 4 d; 1, 2, 4, 8, 16 weeks.
 TIME_TICKS_H = (1 / 60, 5 / 60, 0.25, 0.5, 1, 2, 4, 8, 16, 24, 48, 96, 168, 336, 672, 1344, 2688)
+# Labels stand in a column right of the plot, each joined to its point by a thin line, at least this
+# far apart (a fraction of the axes' height): neighbouring points never hide each other's names.
+LABEL_GAP = 0.05
 USD_TICKS = tuple(m * 10 ** e for e in range(-1, 7) for m in (1, 2, 5))
 COLUMNS = ("label", "rate_from", "measured_here", "hours_low", "hours_high", "cost_low", "cost_high")
 STYLES = {  # rate_from -> (colour, marker size, filled, legend label)
@@ -58,6 +61,19 @@ def _left_out(df: pd.DataFrame) -> str:
     return "not drawn: " + "; ".join(lines) if lines else ""
 
 
+def _label_column(ax, labels: list) -> None:
+    """Each point's name right of the plot, in the points' vertical order, joined to its point."""
+    ax.autoscale_view()
+    to_axes = ax.transData + ax.transAxes.inverted()
+    placed = sorted(((to_axes.transform((x, y))[1], text, x, y, color, bold) for text, x, y, color, bold in labels))
+    last = -1.0
+    for height, text, x, y, color, bold in placed:
+        last = max(height, last + LABEL_GAP)
+        ax.annotate(text, (x, y), xytext=(1.02, last), textcoords="axes fraction", fontsize=9, va="center",
+                    color=color, fontweight="bold" if bold else "normal",
+                    arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6, "alpha": 0.6})
+
+
 def plot_choice(df: pd.DataFrame):
     """Time to target (x) against dollars (y) with both ranges as error bars.
 
@@ -68,7 +84,8 @@ def plot_choice(df: pd.DataFrame):
       (fig, ax); nothing is written.
     """
     placed = df.dropna(subset=["hours_low", "cost_low"])
-    fig, ax = plt.subplots(figsize=(9.0, 6.0))
+    fig, ax = plt.subplots(figsize=(10.0, 6.0))
+    labels = []
     for kind, (color, size, filled, legend) in STYLES.items():
         part = placed[placed["rate_from"] == kind]
         if part.empty:
@@ -78,9 +95,7 @@ def plot_choice(df: pd.DataFrame):
                     yerr=[y - part["cost_low"], part["cost_high"] - y], fmt="o", color=color, ms=size,
                     mfc=color if filled else "white", mew=1.5, capsize=4, elinewidth=1.4, label=legend,
                     zorder=3 if kind == "measured" else 2)
-        for (_, r), xi, yi in zip(part.iterrows(), x, y):
-            ax.annotate(r["label"], (xi, yi), xytext=(7, 6), textcoords="offset points", fontsize=9,
-                        fontweight="bold" if r["measured_here"] else "normal", color=color)
+        labels += [(r["label"], xi, yi, color, r["measured_here"]) for (_, r), xi, yi in zip(part.iterrows(), x, y)]
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis, ticks, fmt in ((ax.xaxis, TIME_TICKS_H, format_hours), (ax.yaxis, USD_TICKS, format_usd)):
@@ -94,6 +109,7 @@ def plot_choice(df: pd.DataFrame):
     if not placed.empty:
         ax.legend(loc="upper left", fontsize=9, frameon=False)
         ax.margins(0.25)
+    _label_column(ax, labels)
     note = _left_out(df)
     if note:
         fig.text(0.01, 0.01, note, fontsize=8, color="#444444", wrap=True)
