@@ -20,8 +20,10 @@ fabrics differ in B:
   host's network carries the whole payload between hosts:
   ``2(k-1)/k x bytes / B_host + 2(h-1)/h x bytes / B_network``.
 
-Per-hop latency (about 1 us on TPU ICI, per scaling-book) is not modelled:
-at 1,024 chips it adds under 0.2 ms to a 25 ms step.
+Latency is modelled beside bandwidth (``all_reduce_latency_s``): about 1 us
+a hop on TPU ICI (jax-ml/scaling-book), taken for NVLink hops and for each
+level of the tree of hosts too (``NETWORK_LEVEL_S``; no source gives it, and
+the tests show it is too small to matter).
 """
 from __future__ import annotations
 
@@ -47,6 +49,12 @@ BYTES_PER_GB = 1e9
 # weights have gradients to all-reduce.
 RESNET50_TRAINABLE_PARAMS = 25_557_032
 BYTES_PER_VALUE = {"float32": 4, "bfloat16": 2, "float16": 2}
+# jax-ml/scaling-book: "latency ~1 us per hop" on TPU ICI; NVLink hops are taken as the same.
+HOP_S = 1e-6
+# One level of the tree between hosts or pods. No stored source gives NCCL's latency a level; ICI's
+# 1 us a hop is taken. At 4,096 devices (2 x 12 levels, 24 us) that is under 0.5% of the shortest
+# step in published.csv (5.9 ms, 16 images an H100), so even a 10x error moves no projection by 5%.
+NETWORK_LEVEL_S = HOP_S
 _AS_OF = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
@@ -296,31 +304,45 @@ def hierarchical_all_reduce_s(payload_bytes: float, devices: int, per_host: int,
             + ring_all_reduce_s(payload_bytes, hosts, network_bytes_per_s))
 
 
-def all_reduce_s(fabric: Interconnect, devices: int, payload_bytes: float,
-                 network: Interconnect | None = None) -> float:
-    """Seconds to all-reduce ``payload_bytes`` over ``devices`` of ``fabric`` (and ``network``).
-
-    Args:
-      fabric: an ici or intra_host catalogue row.
-      devices: devices in the system.
-      payload_bytes: gradient bytes a device (gradient_bytes()).
-      network: the network between hosts, needed when devices exceed one host of ``fabric``.
-
-    Returns:
-      The bandwidth-bound time (0.0 for one device).
+def _pods(fabric: Interconnect, devices: int, network: Interconnect | None) -> int:
+    """How many pods of ``fabric`` ``devices`` chips fill (1 within a pod).
 
     Raises:
-      ValueError: more devices than the fabric joins, no network where one is needed,
-        or a bandwidth no source gives.
+      ValueError: several pods without a network between them, or not a whole number of pods.
+    """
+    if devices <= fabric.max_devices:
+        return 1
+    if network is None:
+        raise ValueError(f"{devices} chips exceed one {fabric.name} pod ({fabric.max_devices} chips); name the "
+                         "data-centre network between pods (--network) to project a multipod")
+    if devices % fabric.max_devices:
+        raise ValueError(f"{devices} chips are not a whole number of {fabric.name} pods of {fabric.max_devices}")
+    return devices // fabric.max_devices
+
+
+def all_reduce_s(fabric: Interconnect, devices: int, payload_bytes: float,
+                 network: Interconnect | None = None) -> float:
+    """Seconds to all-reduce ``payload_bytes`` over ``devices`` of ``fabric`` (and ``network``): bandwidth term.
+
+    Inside a TPU pod a torus all-reduce; across pods (a multipod over the data-centre network)
+    each pod reduce-scatters on its torus, the pods all-reduce their shards over the network
+    (each chip's share of its host's bandwidth), and each pod all-gathers. GPUs: a ring inside
+    a host, the network between hosts.
+
+    Raises:
+      ValueError: more devices than the fabric joins without a network, or a bandwidth no source gives.
     """
     if fabric.kind == "network":
         raise ValueError(f"{fabric.name} is a network between hosts; name the fabric inside them")
     if fabric.topology in TORUS_AXES:
-        if devices > fabric.max_devices:
-            raise ValueError(f"{devices} chips exceed the {fabric.name} pod ({fabric.max_devices} chips); "
-                             "several pods over the data-centre network are not modelled")
-        dims = torus_dims(devices, TORUS_AXES[fabric.topology])
-        return torus_all_reduce_s(payload_bytes, dims, fabric.link_bytes_per_s())
+        pods = _pods(fabric, devices, network)
+        in_pod = devices // pods
+        dims = torus_dims(in_pod, TORUS_AXES[fabric.topology])
+        inside = torus_all_reduce_s(payload_bytes, dims, fabric.link_bytes_per_s())
+        if pods == 1:
+            return inside
+        chip_share = network.device_bytes_per_s() / fabric.devices_per_host
+        return inside + ring_all_reduce_s(payload_bytes / in_pod, pods, chip_share)
     if devices <= fabric.max_devices:
         return ring_all_reduce_s(payload_bytes, devices, fabric.device_bytes_per_s())
     if network is None:
@@ -330,12 +352,33 @@ def all_reduce_s(fabric: Interconnect, devices: int, payload_bytes: float,
                                      network.device_bytes_per_s())
 
 
+def all_reduce_latency_s(fabric: Interconnect, devices: int, network: Interconnect | None = None) -> float:
+    """Seconds of latency in one all-reduce: hops on the torus or in the host ring, levels of the host tree.
+
+    A reduce-scatter and an all-gather each cross every torus axis (d - 1 hops of HOP_S);
+    a host's ring takes 2(k - 1) hops; between hosts NCCL's trees take 2 x ceil(log2 hosts)
+    levels of NETWORK_LEVEL_S, as do pods over the network.
+    """
+    level_s = NETWORK_LEVEL_S
+    if devices == 1:
+        return 0.0
+    if fabric.topology in TORUS_AXES:
+        pods = _pods(fabric, devices, network)
+        dims = torus_dims(devices // pods, TORUS_AXES[fabric.topology])
+        return 2 * sum(d - 1 for d in dims) * HOP_S + 2 * math.ceil(math.log2(pods)) * level_s
+    in_host = min(devices, fabric.max_devices)
+    hosts = max(1, devices // fabric.max_devices)
+    return 2 * (in_host - 1) * HOP_S + 2 * math.ceil(math.log2(hosts)) * level_s
+
+
 def shape(fabric: Interconnect, devices: int) -> str:
     """How ``devices`` are laid out: "32x32 torus", "8 in a ring", "4 hosts x 8", "1 device"."""
     if devices == 1:
         return "1 device"
     if fabric.topology in TORUS_AXES:
-        return "x".join(map(str, torus_dims(devices, TORUS_AXES[fabric.topology]))) + " torus"
+        pods = max(1, devices // fabric.max_devices)
+        torus = "x".join(map(str, torus_dims(devices // pods, TORUS_AXES[fabric.topology]))) + " torus"
+        return torus if pods == 1 else f"{pods} pods x {torus}"
     if devices <= (fabric.max_devices or devices):
         return f"{devices} in a ring"
     return f"{devices // fabric.max_devices} hosts x {fabric.max_devices}"

@@ -1,30 +1,36 @@
-"""From one device to N devices: step time, images/sec, scaling efficiency, epochs, time and cost. Pure.
+"""From one device to N devices: step time and its parts, images/sec, efficiency, epochs, time, cost. Pure.
 
-The model, each part a stated assumption:
+The model, each part a stated assumption (methodology/PROJECTION.md says more):
 
-1. **Compute.** One device's images/sec as a function of its batch, the
-   *device curve*: measured points (``podbench sweep --batch-sizes``), or one
-   published figure. Between two points the rate is interpolated as a power
-   law (straight in log-log). Outside them it is extrapolated, and every row
-   that needed it says so: below the smallest batch as ``rate ~ batch**a``;
-   above the largest the same way up to ``SATURATION_BATCH``, flat beyond.
-   ``a`` (``SMALL_BATCH_EXPONENT``) is fitted on MLPerf v0.7's TPU v4 runs
-   (methodology/validation.py ``CALIBRATION``), never on a validation case.
-2. **Communication.** One all-reduce of every gradient a step
-   (methodology/interconnect.py), of which ``exposed_fraction`` is not hidden
-   behind the backward pass. The default, 1.0, hides nothing: Keras under
-   tf.distribute all-reduces after the whole backward pass, and for anything
-   that overlaps it is an upper bound.
-3. **Batch.** Each device keeps its batch (weak scaling) until the global
-   batch reaches ``global_batch_max``; then the per-device batch shrinks to
-   ``global_batch_max // devices`` (strong scaling), and the curve says how
-   much slower a device is at that batch.
-4. **Convergence.** Epochs to the target at the global batch
-   (methodology/epochs.py), then time = epochs x ImageNet / images_per_sec and
-   cost = time x the hourly price (methodology/cost.py).
-
-Not modelled: the input pipeline, host CPUs and PCIe shared by a host's
-devices, evaluation, start-up, and several TPU pods over the data-centre network.
+1. **Compute.** One device's images/sec against its batch, the *device
+   curve*: measured points (``podbench sweep --batch-sizes``) interpolated as
+   a power law between them, or one published figure (methodology/published.py).
+   Below the smallest point the curve falls as ``rate ~ b / (b + K)``: a
+   step costs ``(b + K) / r_max``, a per-image part and a per-step part worth
+   ``K`` images (launch, host and optimizer-update work that does not shrink
+   with the batch). The shape is flat at large batches and proportional to
+   the batch at small ones. ``K`` (``BATCH_HALF``, the batch at which a device
+   runs at half its top rate) is fitted on the calibration rows of
+   published.csv (methodology/validation.py ``fit_constants``). Above the
+   largest point the same shape rises, by at most (b + K) / b.
+2. **Coordination.** A one-device figure holds no cost of keeping devices in
+   step; every multi-device figure does. Projecting a one-device curve to
+   more devices adds ``SYNC_S`` a step (fitted on the calibration rows that go
+   from 1 GPU to 8-16); a curve from a multi-device figure already holds it.
+3. **Communication.** One all-reduce of every gradient a step
+   (methodology/interconnect.py): its bandwidth term and its latency, which
+   grows with the torus axes or the tree of hosts; ``exposed_fraction`` of it
+   is not hidden behind the backward pass (default 1.0: nothing hidden).
+   Weight-update sharding (an option) replaces the all-reduce by a
+   reduce-scatter and an all-gather of the same bytes and divides the
+   optimizer update across replicas; the update's own time is then saved.
+4. **Batch.** Each device keeps its batch (weak scaling) until the global
+   batch reaches ``global_batch_max``; above, the per-device batch shrinks
+   (strong scaling) and the curve says how much slower a device is there.
+5. **Convergence and time.** Epochs by recipe, and time on the blog's clock
+   and MLPerf's (methodology/time_to_target.py); cost = time x hourly price.
+6. **Interval.** Every row carries the model's own cross-validated error
+   band for its device family and scale (methodology/validation.py).
 """
 from __future__ import annotations
 
@@ -32,16 +38,17 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
-from methodology import cost, epochs as epochs_table
-from methodology.interconnect import Interconnect, all_reduce_s
+from methodology import cost, time_to_target as ttt
+from methodology.interconnect import Interconnect, all_reduce_latency_s, all_reduce_s
 
-# Fitted on MLPerf v0.7 TPU v4 (v4-16, v4-128, v4-512: 256, 128 and 32 images a chip):
-# validation.fit_calibration_exponent() recomputes it, and a test keeps the two equal.
-SMALL_BATCH_EXPONENT = 0.20
-# The largest per-device batch in that calibration data (and in MLPerf's weak-scaling
-# TPU v3 runs, whose per-chip rate is flat at 256): no data says a device gains above it.
-SATURATION_BATCH = 256
+# Fitted on published.csv's calibration rows: validation.fit_constants() recomputes both,
+# and a test keeps these equal to its result.
+BATCH_HALF = 26.5
+SYNC_S = 0.0119
 EXPOSED_FRACTION = 1.0
+# Optimizer update bytes moved a parameter: read weight, gradient and momentum, write weight and
+# momentum, in float32 (5 x 4 B); LARS reads weight and gradient once more for its norms (7 x 4 B).
+UPDATE_BYTES_PER_PARAM = {"sgd": 20, "lars": 28}
 
 
 def _positive(name: str, value: float) -> None:
@@ -52,6 +59,11 @@ def _positive(name: str, value: float) -> None:
 def _positive_int(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _non_negative(name: str, value: float) -> None:
+    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -84,19 +96,22 @@ class Rate:
     extrapolation: str | None = None
 
 
+def hyperbolic_rate(rate: float, batch: int, at_batch: int, batch_half: float) -> float:
+    """The rate at ``batch`` of a device doing ``rate`` at ``at_batch``, if a step costs (b + K) / r_max."""
+    return rate * (batch / (batch + batch_half)) / (at_batch / (at_batch + batch_half))
+
+
 @dataclass(frozen=True)
 class DeviceCurve:
     """One device's images/sec against its batch.
 
     Attributes:
       points: measured (or published) points, strictly increasing in batch.
-      exponent: ``a`` of ``rate ~ batch**a`` outside the points (0: flat).
-      saturation_batch: above the largest point the rate rises only up to this batch.
+      batch_half: K of rate ~ b / (b + K) outside the points (0: flat).
     """
 
     points: tuple[CurvePoint, ...]
-    exponent: float = SMALL_BATCH_EXPONENT
-    saturation_batch: int = SATURATION_BATCH
+    batch_half: float = BATCH_HALF
 
     def __post_init__(self):
         if not self.points:
@@ -104,9 +119,7 @@ class DeviceCurve:
         batches = [p.per_device_batch for p in self.points]
         if batches != sorted(set(batches)):
             raise ValueError(f"device curve batches must be distinct and increasing, got {batches}")
-        if not (math.isfinite(self.exponent) and 0 <= self.exponent <= 1):
-            raise ValueError(f"exponent must be within [0, 1], got {self.exponent!r}")
-        _positive_int("saturation_batch", self.saturation_batch)
+        _non_negative("batch_half", self.batch_half)
 
     @property
     def largest_batch(self) -> int:
@@ -128,32 +141,11 @@ class DeviceCurve:
         exact = [p.images_per_sec for p in self.points if p.per_device_batch == batch]
         if exact:
             return Rate(exact[0])
-        if batch < first.per_device_batch:
-            return Rate(first.images_per_sec * (batch / first.per_device_batch) ** self.exponent,
-                        f"batch {batch} is below the curve's smallest ({first.per_device_batch}): "
-                        f"extrapolated as batch^{self.exponent:g}")
-        top = min(batch, self.saturation_batch)
-        gain = (top / last.per_device_batch) ** self.exponent if top > last.per_device_batch else 1.0
-        how = (f"extrapolated as batch^{self.exponent:g} up to {self.saturation_batch}, flat beyond"
-               if gain > 1 else "held at its rate (no data says a device gains above "
-               f"{max(self.saturation_batch, last.per_device_batch)})")
-        return Rate(last.images_per_sec * gain,
-                    f"batch {batch} is above the curve's largest ({last.per_device_batch}): {how}")
-
-
-def fit_exponent(points: Sequence[CurvePoint]) -> float:
-    """Least-squares slope of log(rate) against log(batch): the ``a`` of ``rate ~ batch**a``.
-
-    Raises:
-      ValueError: fewer than two distinct batches.
-    """
-    xs = [math.log(p.per_device_batch) for p in points]
-    ys = [math.log(p.images_per_sec) for p in points]
-    if len(set(xs)) < 2:
-        raise ValueError("fitting an exponent needs points at two batches or more")
-    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-    return (sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys))
-            / sum((x - mean_x) ** 2 for x in xs))
+        edge = first if batch < first.per_device_batch else last
+        side = "below the curve's smallest" if edge is first else "above the curve's largest"
+        return Rate(hyperbolic_rate(edge.images_per_sec, batch, edge.per_device_batch, self.batch_half),
+                    f"batch {batch} is {side} ({edge.per_device_batch}): extrapolated as b/(b+{self.batch_half:g}) "
+                    f"(a per-step cost worth {self.batch_half:g} images)")
 
 
 @dataclass(frozen=True)
@@ -163,12 +155,16 @@ class Model:
     Attributes:
       curve: the device curve.
       fabric: the interconnect (ici or intra_host catalogue row).
-      network: the network between hosts (GPUs beyond one host), or None.
+      network: the network between hosts (GPUs beyond one host, TPU pods beyond one), or None.
       per_device_batch: a device's batch while the global batch is not capped.
       payload_bytes: gradient bytes a device all-reduces a step.
       global_batch_max: cap on the global batch, or None.
       exposed_fraction: share of the all-reduce not hidden behind the backward pass.
-      epochs_rule: "rcp" or "fixed-90" (methodology/epochs.py).
+      recipe: methodology/time_to_target.py RECIPES name.
+      sync_s: per-step cost of keeping devices in step, added above one device when the curve lacks it.
+      curve_has_sync: the curve comes from a multi-device figure, which already holds that cost.
+      weight_update_sharding: reduce-scatter + all-gather, the update divided across replicas.
+      update_s: one device's optimizer update a step (what sharding divides), 0 where unknown.
     """
 
     curve: DeviceCurve
@@ -178,7 +174,11 @@ class Model:
     payload_bytes: int
     global_batch_max: int | None = None
     exposed_fraction: float = EXPOSED_FRACTION
-    epochs_rule: str = epochs_table.RCP
+    recipe: str = ttt.DEFAULT_RECIPE
+    sync_s: float = SYNC_S
+    curve_has_sync: bool = False
+    weight_update_sharding: bool = False
+    update_s: float = 0.0
 
     def __post_init__(self):
         _positive_int("per_device_batch", self.per_device_batch)
@@ -187,11 +187,18 @@ class Model:
             _positive_int("global_batch_max", self.global_batch_max)
         if not (math.isfinite(self.exposed_fraction) and 0 <= self.exposed_fraction <= 1):
             raise ValueError(f"exposed_fraction must be within [0, 1], got {self.exposed_fraction!r}")
-        if self.epochs_rule not in epochs_table.RULES:
-            raise ValueError(f"epochs rule {self.epochs_rule!r} is not one of {', '.join(epochs_table.RULES)}")
+        if self.recipe not in ttt.RECIPES:
+            raise ValueError(f"recipe {self.recipe!r} is not one of {', '.join(ttt.RECIPES)}")
+        _non_negative("sync_s", self.sync_s)
+        _non_negative("update_s", self.update_s)
 
-    def all_reduce_s(self, devices: int) -> float:
-        return all_reduce_s(self.fabric, devices, self.payload_bytes, self.network)
+    def communication_s(self, devices: int) -> tuple[float, float]:
+        """(bandwidth seconds, latency seconds) of one all-reduce of the gradients over ``devices``."""
+        return (all_reduce_s(self.fabric, devices, self.payload_bytes, self.network),
+                all_reduce_latency_s(self.fabric, devices, self.network))
+
+    def added_sync_s(self, devices: int) -> float:
+        return self.sync_s if devices > 1 and not self.curve_has_sync else 0.0
 
     def batch_at(self, devices: int) -> int:
         """The per-device batch at ``devices``: the model's, or less where the global batch is capped.
@@ -209,18 +216,15 @@ class Model:
 
 
 def device_point(system_images_per_sec: float, per_device_batch: int, devices: int,
-                 all_reduce_s_measured: float, exposed_fraction: float = EXPOSED_FRACTION) -> CurvePoint:
-    """One device's rate behind a figure measured on ``devices``: the modeled all-reduce taken out.
+                 communication_s: float, exposed_fraction: float = EXPOSED_FRACTION) -> CurvePoint:
+    """One device's rate behind a figure measured on ``devices``: the modeled communication taken out.
 
     Args:
       system_images_per_sec: the figure, all devices together.
       per_device_batch: each device's batch in that measurement.
       devices: how many devices it was measured on (1: the figure is the device's).
-      all_reduce_s_measured: the model's all-reduce time at that size.
+      communication_s: the model's all-reduce (bandwidth + latency) at that size.
       exposed_fraction: share of it not hidden.
-
-    Returns:
-      The device's point: per_device_batch / (measured step time - exposed all-reduce).
 
     Raises:
       ValueError: non-positive numbers, or an all-reduce as long as the whole step.
@@ -228,11 +232,41 @@ def device_point(system_images_per_sec: float, per_device_batch: int, devices: i
     _positive("system_images_per_sec", system_images_per_sec)
     _positive_int("devices", devices)
     step_s = per_device_batch * devices / system_images_per_sec
-    compute_s = step_s - exposed_fraction * all_reduce_s_measured
+    compute_s = step_s - exposed_fraction * communication_s
     if compute_s <= 0:
-        raise ValueError(f"the modeled all-reduce ({all_reduce_s_measured * 1e3:.1f} ms) is as long as the "
+        raise ValueError(f"the modeled all-reduce ({communication_s * 1e3:.1f} ms) is as long as the "
                          f"measured step ({step_s * 1e3:.1f} ms): check the rate, batch and interconnect")
     return CurvePoint(per_device_batch, per_device_batch / compute_s)
+
+
+@dataclass(frozen=True)
+class Band:
+    """How far the model's own out-of-sample errors say the true rate may lie from a projection.
+
+    Attributes:
+      low_factor, high_factor: multiply a projected images/sec by these for the interval (low <= 1 <= high
+        where the model errs both ways).
+      coverage: the share of the cross-validated cases the interval held when it was computed.
+      basis: one line: which errors, how many, which quantiles.
+    """
+
+    low_factor: float
+    high_factor: float
+    coverage: float
+    basis: str
+
+    def __post_init__(self):
+        _positive("low_factor", self.low_factor)
+        _positive("high_factor", self.high_factor)
+        if self.low_factor > self.high_factor:
+            raise ValueError(f"low_factor {self.low_factor} is above high_factor {self.high_factor}")
+        if not 0 <= self.coverage <= 1:
+            raise ValueError(f"coverage must be within [0, 1], got {self.coverage!r}")
+
+
+def family_of(device: str) -> str:
+    """The device family a band is kept for: "tpu" or "gpu"."""
+    return "tpu" if device.startswith("tpu") else "gpu"
 
 
 @dataclass(frozen=True)
@@ -242,12 +276,19 @@ class SizeProjection:
     Attributes:
       devices, per_device_batch, global_batch: the size and its batches.
       compute_s: the device curve's step time at that batch.
-      all_reduce_s, exposed_all_reduce_s: the all-reduce, and the part not hidden.
-      step_s: compute_s + exposed_all_reduce_s.
+      sync_s: the coordination cost added a step (0 at one device, or where the curve holds it).
+      all_reduce_s, latency_s: the all-reduce's bandwidth and latency terms.
+      exposed_all_reduce_s: the part of both not hidden.
+      update_saved_s: optimizer-update time weight-update sharding saves a step.
+      step_s: compute_s + sync_s + exposed_all_reduce_s - update_saved_s.
       images_per_sec, ideal_images_per_sec, scaling_efficiency: the rate, devices x one
         device at the model's batch, and their ratio.
-      epochs, epochs_basis: epochs to the target at global_batch (None: no figure).
-      train_hours, usd_per_hour, cost_usd: time and money to the target (None: not known).
+      images_per_sec_low, images_per_sec_high: the band around images_per_sec.
+      band: the Band (None where no cross-validated errors exist).
+      recipe, epochs, epochs_basis: the recipe and its epochs at global_batch (None: no figure).
+      time: TimeToTarget on both clocks (None where no epochs).
+      train_hours: the blog's clock in hours; mlperf_hours: MLPerf's.
+      usd_per_hour, cost_usd: the price and the cost on the blog's clock (None: not known).
       notes: what was extrapolated or capped at this size.
     """
 
@@ -255,15 +296,24 @@ class SizeProjection:
     per_device_batch: int
     global_batch: int
     compute_s: float
+    sync_s: float
     all_reduce_s: float
+    latency_s: float
     exposed_all_reduce_s: float
+    update_saved_s: float
     step_s: float
     images_per_sec: float
     ideal_images_per_sec: float
     scaling_efficiency: float
+    images_per_sec_low: float | None
+    images_per_sec_high: float | None
+    band: Band | None
+    recipe: str
     epochs: float | None
     epochs_basis: str
+    time: ttt.TimeToTarget | None
     train_hours: float | None
+    mlperf_hours: float | None
     usd_per_hour: float | None
     cost_usd: float | None
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -278,43 +328,82 @@ class SizeProjection:
                 "images_per_sec_per_device": self.images_per_sec_per_device}
 
 
-def project_size(model: Model, devices: int, usd_per_hour: float | None = None) -> SizeProjection:
-    """Projects ``model`` to ``devices``.
+def _band(model: Model, devices: int) -> Band | None:
+    from methodology import validation  # noqa: PLC0415 (validation builds on this module)
 
-    Args:
-      model: the shared parts.
-      devices: the size.
-      usd_per_hour: the hourly price of that many devices with their hosts, or None.
+    return validation.error_band(family_of(model.fabric.device), devices)
 
-    Returns:
-      A SizeProjection.
+
+@dataclass(frozen=True)
+class StepParts:
+    """One step at one size, in seconds, and the rate it gives.
+
+    Attributes:
+      per_device_batch: the batch a device runs at that size.
+      rate: the device curve's Rate at that batch (with its extrapolation note).
+      compute_s, sync_s, all_reduce_s, latency_s, exposed_s, update_saved_s, step_s: as SizeProjection.
+      images_per_sec: devices x batch / step_s.
+    """
+
+    per_device_batch: int
+    rate: Rate
+    compute_s: float
+    sync_s: float
+    all_reduce_s: float
+    latency_s: float
+    exposed_s: float
+    update_saved_s: float
+    step_s: float
+    images_per_sec: float
+
+
+def step_parts(model: Model, devices: int) -> StepParts:
+    """The step of ``model`` at ``devices``: compute, coordination, communication, sharding's saving.
 
     Raises:
       ValueError: a size the fabric cannot join, an unpublished bandwidth, or a cap below 1 a device.
     """
     batch = model.batch_at(devices)
     rate = model.curve.rate_at(batch)
-    reference = model.curve.rate_at(model.per_device_batch)
     compute_s = batch / rate.images_per_sec
-    reduce_s = model.all_reduce_s(devices)
-    exposed_s = model.exposed_fraction * reduce_s
-    step_s = compute_s + exposed_s
-    images_per_sec = devices * batch / step_s
-    ideal = devices * reference.images_per_sec
-    epochs = epochs_table.epochs_for(devices * batch, model.epochs_rule)
-    hours = cost.train_hours(images_per_sec, epochs.epochs) if epochs.epochs else None
+    reduce_s, latency_s = model.communication_s(devices)
+    exposed_s = model.exposed_fraction * (reduce_s + latency_s)
+    saved_s = model.update_s * (1 - 1 / devices) if model.weight_update_sharding else 0.0
+    sync_s = model.added_sync_s(devices)
+    step_s = compute_s + sync_s + exposed_s - saved_s
+    return StepParts(batch, rate, compute_s, sync_s, reduce_s, latency_s, exposed_s, saved_s, step_s,
+                     devices * batch / step_s)
+
+
+def project_size(model: Model, devices: int, usd_per_hour: float | None = None) -> SizeProjection:
+    """Projects ``model`` to ``devices``: the step's parts, the rate and its band, epochs, time, cost.
+
+    Raises:
+      ValueError: a size the fabric cannot join, an unpublished bandwidth, or a cap below 1 a device.
+    """
+    s = step_parts(model, devices)
+    batch, rate, images_per_sec = s.per_device_batch, s.rate, s.images_per_sec
+    ideal = devices * model.curve.rate_at(model.per_device_batch).images_per_sec
+    time = ttt.time_to_target(images_per_sec, devices * batch, model.recipe)
+    band = _band(model, devices)
     notes = [n for n in (rate.extrapolation,) if n]
     if batch < model.per_device_batch:
         notes.append(f"global batch capped at {model.global_batch_max:,}: {batch} a device")
-    if epochs.extrapolated:
-        notes.append(f"epochs: {epochs.basis}")
+    if time.epochs.extrapolated:
+        notes.append(f"epochs: {time.epochs.basis}")
+    hours = time.blog_s / 3600 if time.blog_s is not None else None
     return SizeProjection(
-        devices=devices, per_device_batch=batch, global_batch=devices * batch, compute_s=compute_s,
-        all_reduce_s=reduce_s, exposed_all_reduce_s=exposed_s, step_s=step_s, images_per_sec=images_per_sec,
-        ideal_images_per_sec=ideal, scaling_efficiency=images_per_sec / ideal, epochs=epochs.epochs,
-        epochs_basis=epochs.basis, train_hours=hours, usd_per_hour=usd_per_hour,
+        devices=devices, per_device_batch=batch, global_batch=devices * batch, compute_s=s.compute_s,
+        sync_s=s.sync_s, all_reduce_s=s.all_reduce_s, latency_s=s.latency_s, exposed_all_reduce_s=s.exposed_s,
+        update_saved_s=s.update_saved_s, step_s=s.step_s, images_per_sec=images_per_sec,
+        ideal_images_per_sec=ideal, scaling_efficiency=images_per_sec / ideal,
+        images_per_sec_low=images_per_sec * band.low_factor if band else None,
+        images_per_sec_high=images_per_sec * band.high_factor if band else None, band=band,
+        recipe=model.recipe, epochs=time.epochs.epochs, epochs_basis=time.epochs.basis,
+        time=time if time.blog_s is not None else None, train_hours=hours,
+        mlperf_hours=time.mlperf_s / 3600 if time.mlperf_s is not None else None, usd_per_hour=usd_per_hour,
         cost_usd=cost.cost_usd(hours, usd_per_hour) if hours is not None and usd_per_hour else None,
-        notes=tuple(notes), extrapolated=rate.extrapolation is not None or epochs.extrapolated)
+        notes=tuple(notes), extrapolated=rate.extrapolation is not None or time.epochs.extrapolated)
 
 
 def project(model: Model, sizes: Sequence[int], usd_per_hour: Mapping[int, float | None] | None = None,
@@ -325,10 +414,7 @@ def project(model: Model, sizes: Sequence[int], usd_per_hour: Mapping[int, float
       model: the shared parts.
       sizes: device counts.
       usd_per_hour: {devices: hourly price or None}; sizes without a price get no cost.
-      strict: refuse any size that needs the curve or the epochs table extrapolated.
-
-    Returns:
-      One SizeProjection a size.
+      strict: refuse any size that needs the curve or the epochs extrapolated.
 
     Raises:
       ValueError: as project_size, or (strict) the first extrapolated size and why.

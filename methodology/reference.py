@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from methodology import cost, epochs, interconnect, projection
+from methodology import cost, interconnect, projection
 from methodology.constants import MEASURED_EPOCHS, TARGET_TOP1_MLPERF_V05
 from methodology.prices import PriceBook, quote
 
@@ -284,10 +284,10 @@ def _modeled_rate(c: ReferenceConfig, pod_images_per_sec: float) -> tuple[float,
                                     interconnect.all_reduce_s(fabric, pod.chips, payload))
     batch = c.global_batch_size // c.chips
     model = projection.Model(projection.DeviceCurve((point,)), fabric, None, batch, payload,
-                             epochs_rule=epochs.FIXED_90)
+                             curve_has_sync=True)
     row = projection.project_size(model, c.chips)
     how = (f"modeled (podbench project): the full Pod's rate at {pod_batch} a chip, carried to {batch} a chip "
-           f"as batch^{projection.SMALL_BATCH_EXPONENT:g} (fitted on MLPerf v0.7 TPU v4), plus a "
+           f"as b/(b+{projection.BATCH_HALF:g}) (methodology/projection.py, fitted on published results), plus a "
            f"{row.all_reduce_s * 1e3:.2f} ms all-reduce a step on a {interconnect.shape(fabric, c.chips)} "
            "(v2's link bandwidth is not published: v3's stands in)")
     return row.images_per_sec, how

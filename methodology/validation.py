@@ -1,133 +1,92 @@
-"""The projection model against published runs it was not fitted on, each with its error. Pure.
+"""The projection model against published results, out of sample, and the band it earns. Pure.
 
-What the model takes from outside each case: the device curve from the case's
-own anchor (the smallest configuration of the same table, as a user with one
-device would), the small-batch exponent from ``CALIBRATION`` (MLPerf v0.7
-TPU v4, a different chip and round than any throughput case), bandwidths from
-interconnects.csv, and nothing hidden behind the backward pass. No parameter
-is chosen to fit a case below. The ``why`` of a case was written after the
-comparison: it explains a miss, it does not change the model.
+Every case is a row of methodology/published.csv projected from its anchor
+(the input a user would have: one GPU, one node, a small slice), with the
+anchor's fabric taken out and the case's put in. The model has three fitted
+constants (``Constants``): the device curve's ``batch_half`` (projection.py),
+the coordination cost ``sync_s`` added when a one-device figure is carried to
+several devices, and the per-level latency of the tree of hosts
+(interconnect.py). They are fitted on the ``calibration`` rows only, by
+least squares on log images/sec (``fit_constants``).
 
-Published figures, from the project's research notes:
-- NVIDIA DeepLearningExamples ResNet-50 v1.5: TF1 20.06 README (averaged over
-  a training epoch), PyTorch README @291f0d02 (100-iteration benchmark);
-- MLPerf Training v0.5-v0.7 result logs (mlcommons/training_results_v0.x):
-  steady images/sec = median over evaluations of epochs x 1,281,167 / time
-  between them, training plus on-clock evaluation; epochs = first evaluation
-  at or above the target;
-- the Dec 2018 blog: the full v2 Pod (v2-512) trains 90 epochs in 7.9 minutes.
+Out of sample, three ways:
+- ``cross_validate``: leave one study out (one README, one round's submitter):
+  refit on the other studies' calibration rows, predict every row of the left-
+  out study (its calibration and validation rows); the google-tpu epochs leave
+  its epochs out too. Every error it reports is from a fit that never saw it.
+- ``error_band``: the 10th-90th percentile of those errors, by device family
+  and scale, is the interval every projection carries.
+- ``holdout_checks``: rows never fitted on and kept out of the band, checked
+  last with the shipped constants; their coverage tests the band.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from methodology import cost, epochs as epochs_table, interconnect, projection
-from methodology.reference import BLOG, FULL_POD_MINUTES
+from methodology import interconnect, projection, published, time_to_target as ttt
+from methodology.constants import TARGET_TOP1_BLOG, TARGET_TOP1_MLPERF
 
 DEFAULT_TOLERANCE = 0.10
-IMAGES_PER_SEC, PER_DEVICE, MINUTES, EPOCHS = "images/sec", "images/sec a chip", "minutes", "epochs"
-_DLE_TF = "NVIDIA/DeepLearningExamples TensorFlow/Classification/ConvNets/resnet50v1.5/README.md (20.06-tf1-py3)"
-_DLE_PT = "NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets/resnet50v1.5/README.md @291f0d02"
-_MLPERF = "mlcommons/training_results_{} {} result logs (steady images/sec, training + on-clock evaluation)"
-_MLPERF_EPOCHS = "mlcommons/training_results_{} {} result logs (each run's epoch of the first evaluation >= 75.9%)"
+IMAGES_PER_SEC, MINUTES = "images/sec", "minutes"
+BAND_QUANTILES = (0.10, 0.90)
+MIN_BAND_CASES = 6
+# Device counts a band is kept for: one host or slice, up to a rack, to a pod, beyond.
+SCALES = ((1, 16), (17, 256), (257, 1_000_000))
 
 
 @dataclass(frozen=True)
-class Anchor:
-    """The one published figure a case's device curve comes from.
+class Constants:
+    """The model's fitted constants.
 
     Attributes:
-      name: what it is.
-      images_per_sec: the figure, all its devices together.
-      per_device_batch: each device's batch in it.
-      devices: how many devices it was measured on.
-      source: where it is published.
+      batch_half: K of the device curve's b / (b + K).
+      sync_s: coordination seconds a step added when a one-device figure is carried to more devices.
     """
 
-    name: str
-    images_per_sec: float
-    per_device_batch: int
-    devices: int
-    source: str
+    batch_half: float
+    sync_s: float
 
 
-@dataclass(frozen=True)
-class ThroughputCase:
-    """A published size the model predicts from its anchor.
-
-    Attributes:
-      group: the table it belongs to.
-      name: the published configuration.
-      anchor: the figure the device curve comes from.
-      fabric: interconnect catalogue name.
-      devices, per_device_batch: the size and its batch.
-      published: the published figure, in ``quantity``.
-      quantity: images/sec (all devices), images/sec a chip, or minutes for 90 epochs.
-      source: where ``published`` comes from.
-      tolerance: the largest |error| the case accepts.
-      why: what the model leaves out, for a case it misses (written after the comparison).
-    """
-
-    group: str
-    name: str
-    anchor: Anchor
-    fabric: str
-    devices: int
-    per_device_batch: int
-    published: float
-    quantity: str
-    source: str
-    tolerance: float = DEFAULT_TOLERANCE
-    why: str = ""
-
-
-@dataclass(frozen=True)
-class EpochsCase:
-    """A published run's epochs to 75.9% against the RCP table at its global batch.
-
-    Attributes:
-      name, global_batch: the submission and its batch.
-      run_epochs: epochs of each converged run; the olympic mean is compared.
-      source, tolerance, why: as ThroughputCase.
-    """
-
-    name: str
-    global_batch: int
-    run_epochs: tuple[int, ...]
-    source: str
-    tolerance: float = DEFAULT_TOLERANCE
-    why: str = ""
+SHIPPED = Constants(projection.BATCH_HALF, projection.SYNC_S)
 
 
 @dataclass(frozen=True)
 class Check:
-    """One case's prediction against its published figure.
+    """One published figure against the model's prediction of it.
 
     Attributes:
-      group, name, quantity, source, tolerance, why: from the case.
-      devices, per_device_batch, global_batch: the size (None where it does not apply).
+      name, study, role, device, family: the row and where it belongs.
+      quantity: images/sec (all devices) or minutes to the target.
+      devices, per_device_batch, global_batch: the size.
       predicted, published: the two figures.
-      by_construction: the case is its own anchor (error 0 by construction, not a test).
-      notes: extrapolations and stand-ins the prediction needed.
+      anchor: the anchor it was projected from.
+      basis: how it was predicted (fit, recipe, clock).
+      source: where the published figure comes from.
+      notes: the step's parts and extrapolations, for the reader.
     """
 
-    group: str
     name: str
+    study: str
+    role: str
+    device: str
+    family: str
     quantity: str
-    devices: int | None
-    per_device_batch: int | None
+    devices: int
+    per_device_batch: int
     global_batch: int
     predicted: float
     published: float
-    tolerance: float
+    anchor: str
+    basis: str
     source: str
-    why: str = ""
-    by_construction: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    tolerance: float = DEFAULT_TOLERANCE
 
     @property
     def error(self) -> float:
-        """predicted / published - 1 (+ : the model is optimistic)."""
+        """predicted / published - 1 (+ : the model is optimistic on a rate, pessimistic on a time)."""
         return self.predicted / self.published - 1
 
     @property
@@ -139,206 +98,238 @@ class Check:
                 "error": self.error, "within": self.within}
 
 
-# --- calibration: the only data the model is fitted on -------------------------------------
+# --- predicting one row ------------------------------------------------------------------------
 
-CALIBRATION_SOURCE = _MLPERF.format("v0.7", "Google/results/tpu-v4-{16,128,512}-TF")
-# (system, chips, global batch, steady images/sec): MLPerf v0.7 TPU v4, LARS, 75.9%.
-CALIBRATION: tuple[tuple[str, int, int, float], ...] = (
-    ("tpu-v4-16-TF", 8, 2_048, 27_822),
-    ("tpu-v4-128-TF", 64, 8_192, 209_546),
-    ("tpu-v4-512-TF", 256, 8_192, 573_550),
-)
-
-
-def calibration_points(catalogue: dict | None = None) -> list[projection.CurvePoint]:
-    """One TPU v4 chip's rate at 256, 128 and 32 images a chip, each run's all-reduce taken out."""
-    fabric = (catalogue or interconnect.load_interconnects())["tpu-v4"]
-    payload = interconnect.gradient_bytes()
-    return [projection.device_point(rate, batch // chips, chips, interconnect.all_reduce_s(fabric, chips, payload))
-            for _, chips, batch, rate in CALIBRATION]
-
-
-def fit_calibration_exponent(catalogue: dict | None = None) -> float:
-    """The small-batch exponent the calibration data give (projection.SMALL_BATCH_EXPONENT rounds it)."""
-    return projection.fit_exponent(calibration_points(catalogue))
-
-
-# --- the cases ------------------------------------------------------------------------------
-
-NVIDIA_GROUP = "NVIDIA DeepLearningExamples, 1 -> 8 (16) GPUs; anchor: the same table's 1-GPU figure"
-TPU_V3_GROUP = "MLPerf v0.6 TPU v3 pods, per-chip rate as the per-chip batch falls; anchor: tpu-v3-32"
-BLOG_GROUP = "the blog's full v2 Pod, 90 epochs; anchor: MLPerf v0.5 cloud_v2.8 (4 chips)"
-EPOCHS_GROUP = "epochs to 75.9%: the RCP table against MLPerf v0.7 submissions"
-CALIBRATION_GROUP = "calibration (fitted, not a test): MLPerf v0.7 TPU v4"
-# One line a group for the text output; every Check keeps its own full source.
-GROUP_SOURCES = {
-    NVIDIA_GROUP: f"{_DLE_TF}; {_DLE_PT}",
-    TPU_V3_GROUP: _MLPERF.format("v0.6", "Google/results/tpu-v3-{32,128,256,512,1024,2048}"),
-    BLOG_GROUP: f"{BLOG}; anchor: " + _MLPERF.format("v0.5", "v0.5.0/google/cloud_v2.8"),
-    EPOCHS_GROUP: _MLPERF_EPOCHS.format("v0.7", "{Google,NVIDIA}/results/<system>") + "; " + epochs_table.RCP_SOURCE,
-    CALIBRATION_GROUP: _MLPERF.format("v0.7", "Google/results/tpu-v4-{16,128,512}-TF"),
-}
-
-_HOST_BOUND = ("the model's only loss from 1 to N GPUs is the all-reduce: about 1 ms of a 100-200 ms step over "
-               "NVLink, under 1%. These AMP runs lose 13-17%, and in every table the loss grows with the per-GPU "
-               "rate (AMP more than FP32/TF32), which points to something a host's GPUs share that the model "
-               "does not contain (data loading on the host CPUs, PCIe)")
-_PT_BATCH = "PyTorch README gives no batch in this table: {} a GPU assumed (the suggested batch, facts §5)"
-
-
-def _gpu(name, fabric, one_gpu, batch, gpus, published, source, note="", why="") -> ThroughputCase:
-    anchor = Anchor(f"{name}, 1 GPU", one_gpu, batch, 1, source + (f"; {note}" if note else ""))
-    return ThroughputCase(NVIDIA_GROUP, name, anchor, fabric, gpus, batch, published, IMAGES_PER_SEC, source,
-                          why=why)
-
-
-NVIDIA_CASES: tuple[ThroughputCase, ...] = (
-    _gpu("TF1 DGX-1 V100-16G AMP+XLA", "v100-nvlink", 1270, 256, 8, 9510, _DLE_TF),
-    _gpu("TF1 DGX-1 V100-16G FP32+XLA", "v100-nvlink", 412, 128, 8, 3170, _DLE_TF),
-    _gpu("TF1 DGX-2 V100-32G AMP+XLA", "v100-nvswitch", 1300, 256, 16, 17250, _DLE_TF, why=_HOST_BOUND),
-    _gpu("TF1 DGX-2 V100-32G FP32+XLA", "v100-nvswitch", 432, 128, 16, 6500, _DLE_TF),
-    _gpu("TF1 DGX A100-40G AMP+XLA", "a100-nvlink", 2375, 256, 8, 17400, _DLE_TF),
-    _gpu("TF1 DGX A100-40G TF32+XLA", "a100-nvlink", 909, 256, 8, 7000, _DLE_TF),
-    _gpu("PyTorch DGX-1 V100-16G AMP", "v100-nvlink", 1200, 256, 8, 8322, _DLE_PT, _PT_BATCH.format(256),
-         _HOST_BOUND),
-    _gpu("PyTorch DGX-1 V100-16G FP32", "v100-nvlink", 367, 128, 8, 2855, _DLE_PT, _PT_BATCH.format(128)),
-    _gpu("PyTorch DGX A100-80G AMP", "a100-nvlink", 2470, 256, 8, 16621, _DLE_PT, _PT_BATCH.format(256),
-         _HOST_BOUND),
-    _gpu("PyTorch DGX A100-80G TF32", "a100-nvlink", 938, 256, 8, 7248, _DLE_PT, _PT_BATCH.format(256)),
-)
-
-_V06 = "v0.6"
-TPU_V3_ANCHOR = Anchor("MLPerf v0.6 Google tpu-v3-32 (16 chips, batch 4,096)", 31_225, 256, 16,
-                       _MLPERF.format(_V06, "Google/results/tpu-v3-32"))
-
-
-def _v3(slice_name, chips, global_batch, system_rate) -> ThroughputCase:
-    return ThroughputCase(TPU_V3_GROUP, f"{slice_name} ({chips} chips, batch {global_batch:,})", TPU_V3_ANCHOR,
-                          "tpu-v3", chips, global_batch // chips, system_rate / chips, PER_DEVICE,
-                          _MLPERF.format(_V06, f"Google/results/{slice_name}"))
-
-
-TPU_V3_CASES: tuple[ThroughputCase, ...] = (
-    _v3("tpu-v3-32", 16, 4_096, 31_225),
-    _v3("tpu-v3-128", 64, 16_384, 125_080),
-    _v3("tpu-v3-256", 128, 32_768, 240_397),
-    _v3("tpu-v3-512", 256, 32_768, 414_684),
-    _v3("tpu-v3-1024", 512, 32_768, 740_452),
-    _v3("tpu-v3-2048", 1024, 32_768, 1_298_206),
-)
-
-BLOG_CASE = ThroughputCase(
-    BLOG_GROUP, "TPU v2-512 (256 chips, batch 32,768)",
-    Anchor("MLPerf v0.5 Google cloud_v2.8 (4 chips, batch 1,024)", 4_418, 256, 4,
-           _MLPERF.format("v0.5", "v0.5.0/google/cloud_v2.8")),
-    "tpu-v2", 256, 128, FULL_POD_MINUTES, MINUTES, BLOG)
-
-
-_SMALL_RCPS = ("the RCPs below 4,096 are NVIDIA's MLPerf 1.0 runs (35 epochs at 1,632 and 3,264); Google's "
-               "TF recipes of v0.7 took 38-39 epochs at 2,048-4,096, as its own RCP at 4,096 (39.9) does")
-
-
-def _v07(name, batch, runs, who="Google", why="") -> EpochsCase:
-    return EpochsCase(f"{who} {name} (batch {batch:,})", batch, runs,
-                      _MLPERF_EPOCHS.format("v0.7", f"{who}/results/{name}"), why=why)
-
-
-EPOCHS_CASES: tuple[EpochsCase, ...] = (
-    _v07("tpu-v4-16-TF", 2_048, (38, 38, 38, 38, 38)),
-    _v07("gpu-v100-8-TF2.0", 2_496, (39, 39, 39, 39, 43), why=_SMALL_RCPS),
-    _v07("dgxa100", 3_264, (41, 41, 41, 41, 41), "NVIDIA",
-         "this run used SGD with momentum (MLPerf allows SGD or LARS); every RCP is a LARS run, and "
-         "no SGD RCP exists"),
-    _v07("tpu-v3-32-TF2.0", 4_096, (38, 38, 38, 38, 38)),
-    _v07("tpu-v4-128-TF", 8_192, (42, 42, 46, 42, 42)),
-    _v07("tpu-v4-512-TF", 8_192, (44, 44, 44, 44, 44)),
-    _v07("dgxa100_n96", 34_560, (59, 59, 59, 59, 59), "NVIDIA"),
-    _v07("tpu-v3-8192-TF", 65_536, (88, 88, 84, 88, 88)),
-)
-
-
-# --- running them ------------------------------------------------------------------------------
-
-def _fabric(name: str, catalogue: dict) -> tuple[interconnect.Interconnect, tuple[str, ...]]:
-    """The case's fabric; TPU v2's unpublished bandwidth gets its stand-in, said in the notes."""
+def _fabric(name: str, catalogue: dict) -> interconnect.Interconnect:
     if name == "tpu-v2":
-        fabric = interconnect.tpu_v2_with_stand_in(catalogue)
-        return fabric, (fabric.flag,)
-    return catalogue[name], ()
+        return interconnect.tpu_v2_with_stand_in(catalogue)
+    return catalogue[name]
 
 
-def case_model(case: ThroughputCase, catalogue: dict | None = None) -> tuple[projection.Model, tuple[str, ...]]:
-    """The model a case is predicted with: its anchor's device point, its fabric, nothing hidden.
+def _network(name: str, catalogue: dict) -> interconnect.Interconnect | None:
+    return catalogue[name] if name else None
 
-    Returns:
-      (model, notes on stand-ins).
-    """
-    fabric, notes = _fabric(case.fabric, catalogue or interconnect.load_interconnects())
+
+def anchor_curve(anchor: published.PublishedResult, constants: Constants = SHIPPED,
+                 catalogue: dict | None = None) -> projection.DeviceCurve:
+    """One device's curve behind a published anchor: its modeled communication taken out."""
+    catalogue = catalogue or interconnect.load_interconnects()
+    fabric, network = _fabric(anchor.interconnect, catalogue), _network(anchor.network, catalogue)
     payload = interconnect.gradient_bytes()
-    a = case.anchor
-    point = projection.device_point(a.images_per_sec, a.per_device_batch, a.devices,
-                                    interconnect.all_reduce_s(fabric, a.devices, payload))
-    rule = epochs_table.FIXED_90 if case.quantity == MINUTES else epochs_table.RCP
-    model = projection.Model(projection.DeviceCurve((point,)), fabric, None, case.per_device_batch, payload,
-                             epochs_rule=rule)
-    return model, notes
+    comm_s = (interconnect.all_reduce_s(fabric, anchor.devices, payload, network)
+              + interconnect.all_reduce_latency_s(fabric, anchor.devices, network))
+    point = projection.device_point(anchor.images_per_sec, anchor.per_device_batch, anchor.devices, comm_s)
+    return projection.DeviceCurve((point,), constants.batch_half)
 
 
-def check_throughput(case: ThroughputCase, catalogue: dict | None = None) -> Check:
-    """Predicts one throughput case and sets it beside the published figure."""
-    model, notes = case_model(case, catalogue)
-    row = projection.project_size(model, case.devices)
-    predicted = {IMAGES_PER_SEC: row.images_per_sec, PER_DEVICE: row.images_per_sec_per_device,
-                 MINUTES: (row.train_hours or 0) * 60}[case.quantity]
-    anchor = case.anchor
-    return Check(case.group, case.name, case.quantity, case.devices, case.per_device_batch, row.global_batch,
-                 predicted, case.published, case.tolerance, case.source, case.why,
-                 by_construction=(anchor.devices, anchor.per_device_batch) == (case.devices, case.per_device_batch),
-                 notes=notes + tuple(n for n in row.notes if case.quantity == MINUTES or not n.startswith("epochs")))
+def _model(row: published.PublishedResult, anchor: published.PublishedResult, constants: Constants,
+           catalogue: dict, recipe: str) -> projection.Model:
+    fabric = _fabric(row.interconnect, catalogue)
+    network = _network(row.network, catalogue)
+    return projection.Model(anchor_curve(anchor, constants, catalogue), fabric, network, row.per_device_batch,
+                            interconnect.gradient_bytes(), recipe=recipe, sync_s=constants.sync_s,
+                            curve_has_sync=anchor.devices > 1)
 
 
-def check_epochs(case: EpochsCase) -> Check:
-    """The RCP table's epochs at the case's batch against the run's olympic mean."""
-    epochs = epochs_table.rcp_epochs(case.global_batch)
-    published = cost.olympic_mean(case.run_epochs)
-    notes = (epochs.basis,) if epochs.extrapolated else ()
-    return Check(EPOCHS_GROUP, case.name, EPOCHS, None, None, case.global_batch, epochs.epochs or 0.0,
-                 published, case.tolerance, case.source, case.why, notes=notes)
+def predicted_rate(row: published.PublishedResult, anchor: published.PublishedResult, constants: Constants,
+                   catalogue: dict) -> tuple[float, projection.StepParts]:
+    """The model's images/sec for ``row`` from ``anchor`` under ``constants``."""
+    model = _model(row, anchor, constants, catalogue, ttt.DEFAULT_RECIPE)
+    parts = projection.step_parts(model, row.devices)
+    return parts.images_per_sec, parts
 
 
-def validate(catalogue: dict | None = None) -> list[Check]:
-    """Every case, in group order: NVIDIA GPUs, TPU v3 pods, the blog's v2 Pod, epochs."""
+def recipe_for(row: published.PublishedResult) -> str:
+    """The recipe a published time is predicted with: its own kind (Google's TPU LARS, MLPerf's RCP, the blog's)."""
+    if row.clock == "blog":
+        return ttt.PODBENCH
+    return ttt.GOOGLE_TPU if row.study.endswith("-google") else ttt.RCP
+
+
+def _describe(parts: projection.StepParts) -> str:
+    return (f"step {parts.step_s * 1e3:.2f} ms = compute {parts.compute_s * 1e3:.2f} + sync {parts.sync_s * 1e3:.2f}"
+            f" + all-reduce {parts.all_reduce_s * 1e3:.2f} + latency {parts.latency_s * 1e3:.3f}")
+
+
+def check_row(row: published.PublishedResult, constants: Constants, catalogue: dict,
+              results: tuple[published.PublishedResult, ...], leave_out: tuple[str, ...] = ()) -> list[Check]:
+    """The row's checks: images/sec where published, minutes to the target where published."""
+    anchor = {r.name: r for r in results}[row.anchor]
+    rate, parts = predicted_rate(row, anchor, constants, catalogue)
+    notes = (_describe(parts),) + ((parts.rate.extrapolation,) if parts.rate.extrapolation else ())
+    base = dict(name=row.name, study=row.study, role=row.role, device=row.device,
+                family=projection.family_of(row.device), devices=row.devices, per_device_batch=row.per_device_batch,
+                global_batch=row.global_batch, anchor=anchor.name, source=row.source, notes=notes)
+    fit = f"K={constants.batch_half:.1f}, sync={constants.sync_s * 1e3:.1f} ms"
+    checks = []
+    if row.images_per_sec:
+        checks.append(Check(**base, quantity=IMAGES_PER_SEC, predicted=rate, published=row.images_per_sec,
+                            basis=fit))
+    if row.minutes and row.target_top1 in (TARGET_TOP1_MLPERF, TARGET_TOP1_BLOG):
+        recipe = recipe_for(row)
+        t = ttt.time_to_target(rate, row.global_batch, recipe, exclude_studies=leave_out)
+        seconds = t.blog_s if row.clock == "blog" else t.mlperf_s
+        if seconds is not None:
+            clock = "blog's clock" if row.clock == "blog" else "MLPerf's clock"
+            checks.append(Check(**base, quantity=MINUTES, predicted=seconds / 60, published=row.minutes,
+                                basis=f"{fit}; {recipe} recipe, {t.epochs.epochs:.1f} epochs, {clock}"))
+    return checks
+
+
+# --- fitting and cross-validation ------------------------------------------------------------
+
+# An implied K above this means the row's rate fell more than b / (b + K) allows at any sensible K.
+MAX_BATCH_HALF = 1000.0
+
+
+def implied_constants(row: published.PublishedResult, anchor: published.PublishedResult, catalogue: dict,
+                      sync_s: float) -> tuple[float | None, float | None]:
+    """The (batch_half, sync_s) that would make the model give ``row``'s published rate exactly.
+
+    The inverse of projection.step_parts for one row: K where the row's batch is below its
+    anchor's (strong scaling), the coordination seconds where a one-device anchor is carried
+    to several devices; None where the row says nothing about that constant.
+    """
+    if not row.images_per_sec:
+        return None, None
+    probe = Constants(0.0, 0.0)
+    _, parts = predicted_rate(row, anchor, probe, catalogue)
+    step_s = row.devices * row.per_device_batch / row.images_per_sec
+    sync = None
+    if anchor.devices == 1 and row.devices > 1 and row.per_device_batch == anchor.per_device_batch:
+        sync = step_s - parts.compute_s - parts.exposed_s
+    batch_half = None
+    if row.per_device_batch < anchor.per_device_batch:
+        added = parts.sync_s if anchor.devices > 1 else sync_s
+        needed_s = step_s - parts.exposed_s - added
+        top = anchor_curve(anchor, probe, catalogue).points[0]
+        b, b_a = row.per_device_batch, top.per_device_batch
+        q = (b / needed_s) / top.images_per_sec if needed_s > 0 else 0.0
+        batch_half = (0.0 if q >= 1 else MAX_BATCH_HALF if q <= b / b_a
+                      else min(MAX_BATCH_HALF, b * b_a * (1 - q) / (q * b_a - b)))
+    return batch_half, sync
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def fit_constants(rows, catalogue: dict | None = None, results=None) -> Constants:
+    """The median over ``rows`` of each row's implied constant (``implied_constants``).
+
+    The coordination cost first (it does not depend on K), then K. A constant no row
+    speaks to is 0: the term is left out. The median keeps one odd row from moving the fit.
+    """
     catalogue = catalogue or interconnect.load_interconnects()
-    checks = [check_throughput(c, catalogue) for c in (*NVIDIA_CASES, *TPU_V3_CASES, BLOG_CASE)]
-    return checks + [check_epochs(c) for c in EPOCHS_CASES]
+    results = results or published.load_published()
+    by_name = {r.name: r for r in results}
+    syncs = [implied_constants(r, by_name[r.anchor], catalogue, 0.0)[1] for r in rows]
+    syncs = [x for x in syncs if x is not None]
+    sync_s = max(0.0, _median(syncs)) if syncs else 0.0
+    halves = [implied_constants(r, by_name[r.anchor], catalogue, sync_s)[0] for r in rows]
+    halves = [x for x in halves if x is not None]
+    return Constants(_median(halves) if halves else 0.0, sync_s)
 
 
-def calibration_checks(catalogue: dict | None = None) -> list[Check]:
-    """The calibration runs against the curve fitted through them (anchored at 256 a chip): the fit's residuals."""
-    catalogue = catalogue or interconnect.load_interconnects()
-    points = calibration_points(catalogue)
-    curve = projection.DeviceCurve((points[0],), projection.SMALL_BATCH_EXPONENT)
-    return [Check(CALIBRATION_GROUP, name, PER_DEVICE, chips, batch // chips,
-                  batch, curve.rate_at(point.per_device_batch).images_per_sec, point.images_per_sec,
-                  DEFAULT_TOLERANCE, CALIBRATION_SOURCE, by_construction=point is points[0],
-                  notes=("one chip's rate with the modeled all-reduce taken out",))
-            for (name, chips, batch, _), point in zip(CALIBRATION, points)]
+def _fitted_rows(results, role: str = "calibration"):
+    return [r for r in results if r.role == role]
 
 
-def published_points(fabric: str) -> list[dict]:
-    """Every published system rate over ``fabric`` the cases hold (anchors included), for a chart.
+@lru_cache(maxsize=4)
+def cross_validate(path: str = str(published.BUNDLED_PUBLISHED)) -> tuple[Check, ...]:
+    """Leave-one-study-out checks of every calibration and validation row."""
+    results = published.load_published(path)
+    catalogue = interconnect.load_interconnects()
+    calibration = _fitted_rows(results)
+    studies = dict.fromkeys(r.study for r in results if r.role in ("calibration", "validation"))
+    checks = []
+    for study in studies:
+        constants = fit_constants([r for r in calibration if r.study != study], catalogue, results)
+        for row in results:
+            if row.study == study and row.role in ("calibration", "validation"):
+                checks += check_row(row, constants, catalogue, results, leave_out=(study,))
+    return tuple(checks)
+
+
+def holdout_checks(path: str = str(published.BUNDLED_PUBLISHED)) -> list[Check]:
+    """The holdout rows with the shipped constants: never fitted on, not in the band."""
+    results = published.load_published(path)
+    catalogue = interconnect.load_interconnects()
+    return [c for r in results if r.role == "holdout" for c in check_row(r, SHIPPED, catalogue, results)]
+
+
+def calibration_fit(path: str = str(published.BUNDLED_PUBLISHED)) -> Constants:
+    """The constants the calibration rows give (the shipped ones round them; a test keeps them equal)."""
+    results = published.load_published(path)
+    return fit_constants(_fitted_rows(results), results=results)
+
+
+# --- the band --------------------------------------------------------------------------------
+
+def scale_of(devices: int) -> tuple[int, int]:
+    return next(s for s in SCALES if s[0] <= devices <= s[1])
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (position - low) * (ordered[high] - ordered[low])
+
+
+def band_from_ratios(ratios: list[float], what: str) -> projection.Band:
+    """The 10th-90th percentile of published / predicted, as factors on a projected rate."""
+    low, high = (_quantile(ratios, q) for q in BAND_QUANTILES)
+    low, high = min(low, 1.0), max(high, 1.0)
+    coverage = sum(low - 1e-12 <= r <= high + 1e-12 for r in ratios) / len(ratios)
+    return projection.Band(low, high, coverage,
+                           f"{BAND_QUANTILES[0]:.0%}-{BAND_QUANTILES[1]:.0%} of the leave-one-study-out errors "
+                           f"of {len(ratios)} published {what} (methodology/published.csv)")
+
+
+@lru_cache(maxsize=64)
+def error_band(family: str, devices: int, path: str = str(published.BUNDLED_PUBLISHED)) -> projection.Band | None:
+    """The interval a projection of ``devices`` of ``family`` carries, from the model's own out-of-sample errors.
+
+    Uses the cross-validated images/sec errors of the same family and scale; where fewer than
+    MIN_BAND_CASES exist there, of the family at every scale; then of every result.
 
     Returns:
-      [{"devices", "images_per_sec", "label"}], one a distinct (devices, figure).
+      A Band, or None where no errors exist at all.
     """
-    points = {}
-    for case in (*NVIDIA_CASES, *TPU_V3_CASES, BLOG_CASE):
-        if case.fabric != fabric:
-            continue
-        rate = {IMAGES_PER_SEC: case.published, PER_DEVICE: case.published * case.devices,
-                MINUTES: cost.images_per_sec_for_hours(case.published / 60)}[case.quantity]
-        points[(case.devices, round(rate))] = {"devices": case.devices, "images_per_sec": rate, "label": case.name}
-        a = case.anchor
-        points.setdefault((a.devices, round(a.images_per_sec)),
-                          {"devices": a.devices, "images_per_sec": a.images_per_sec, "label": a.name})
-    return sorted(points.values(), key=lambda p: (p["devices"], p["images_per_sec"]))
+    checks = [c for c in cross_validate(path) if c.quantity == IMAGES_PER_SEC]
+    low, high = scale_of(devices)
+    pools = (([c for c in checks if c.family == family and low <= c.devices <= high],
+              f"{family} results at {low:,}-{high:,} devices" if high < 1_000_000 else
+              f"{family} results above {low - 1:,} devices"),
+             ([c for c in checks if c.family == family], f"{family} results (too few at this scale)"),
+             (checks, "results (too few of this family)"))
+    for pool, what in pools:
+        if len(pool) >= MIN_BAND_CASES or (pool is checks and pool):
+            return band_from_ratios([c.published / c.predicted for c in pool], what)
+    return None
+
+
+def covered(check: Check) -> bool:
+    """Whether the band of the check's family and size holds its published figure."""
+    band = error_band(check.family, check.devices)
+    if band is None:
+        return False
+    ratio = check.published / check.predicted
+    if check.quantity == MINUTES:
+        ratio = check.predicted / check.published  # a time moves opposite to a rate
+    return band.low_factor - 1e-12 <= ratio <= band.high_factor + 1e-12
+
+
+def published_points(fabric: str, path: str = str(published.BUNDLED_PUBLISHED)) -> list[dict]:
+    """Every published system rate over ``fabric`` (anchors included), for a chart.
+
+    Returns:
+      [{"devices", "images_per_sec", "label"}], sorted by devices.
+    """
+    rows = [r for r in published.load_published(path) if r.interconnect == fabric and r.images_per_sec]
+    return sorted(({"devices": r.devices, "images_per_sec": r.images_per_sec, "label": r.name} for r in rows),
+                  key=lambda p: (p["devices"], p["images_per_sec"]))

@@ -151,8 +151,9 @@ def test_torus_dims(devices, axes, dims):
 @pytest.mark.parametrize(
     "fabric, devices, network, fragment",
     [
-        pytest.param("tpu-v3", 1025, None, "exceed the tpu-v3 pod", id="beyond_the_pod"),
-        pytest.param("tpu-v3", 2048, None, "not modelled", id="multi_pod"),
+        pytest.param("tpu-v3", 1025, None, "exceed one tpu-v3 pod", id="beyond_the_pod"),
+        pytest.param("tpu-v3", 2048, None, "name the data-centre network", id="multi_pod_needs_a_network"),
+        pytest.param("tpu-v3", 1536, "gce-100gbps", "not a whole number of tpu-v3 pods", id="a_partial_pod"),
         pytest.param("v100-nvlink", 9, None, "name the network", id="second_host_needs_a_network"),
         pytest.param("v100-nvlink", 12, "gce-100gbps", "not a whole number of hosts", id="a_partial_host"),
         pytest.param("v100-nvlink", 16, "gce-a3-highgpu-8g", "give --network-gb-per-s", id="unpublished_network"),
@@ -178,3 +179,29 @@ def test_the_pod_edge_is_allowed():
 )
 def test_shape(fabric, devices, text):
     assert ic.shape(CATALOGUE[fabric], devices) == text
+
+
+# --- latency and multipods -------------------------------------------------------------------
+
+def test_latency_counts_torus_hops_and_host_levels():
+    # 32x32 torus: 2 x (31 + 31) hops of 1 us; 768 GPUs = 96 hosts: 2 x 7 hops in a host + 2 x 7 levels.
+    assert ic.all_reduce_latency_s(CATALOGUE["tpu-v3"], 1024) == pytest.approx(124e-6)
+    assert ic.all_reduce_latency_s(CATALOGUE["a100-nvlink"], 768, CATALOGUE["ib-hdr-8x200"]) == \
+        pytest.approx(2 * 7 * 1e-6 + 2 * 7 * ic.NETWORK_LEVEL_S)
+    assert ic.all_reduce_latency_s(CATALOGUE["tpu-v3"], 1) == 0.0
+
+
+def test_a_multipod_adds_the_pods_shard_exchange_over_the_network():
+    fabric, network = CATALOGUE["tpu-v4"], CATALOGUE["ib-ndr-8x400"]
+    payload = 102_228_128
+    one_pod = ic.all_reduce_s(fabric, 4096, payload)
+    two = ic.all_reduce_s(fabric, 8192, payload, network)
+    # each chip holds payload / 4096 after the pod's reduce-scatter; 2 pods exchange it at 400 GB/s / 4 chips.
+    assert two - one_pod == pytest.approx(2 * 1 / 2 * payload / 4096 / (400e9 / 4))
+    assert ic.shape(fabric, 8192) == "2 pods x 16x16x16 torus"
+
+
+def test_the_network_latency_assumption_is_small_beside_the_shortest_published_step():
+    # NETWORK_LEVEL_S has no source: it must stay under 1% of the shortest step published.csv holds.
+    latency = ic.all_reduce_latency_s(CATALOGUE["h100-nvlink"], 3584, CATALOGUE["ib-ndr-8x400"])
+    assert latency < 0.01 * 16 / 2706

@@ -6,12 +6,16 @@ import math
 
 import pytest
 
-from methodology import epochs, interconnect, projection
+from methodology import interconnect, projection
 from methodology.projection import CurvePoint, DeviceCurve
 
 CATALOGUE = interconnect.load_interconnects()
 GRADIENTS = 102_228_128
-CURVE = DeviceCurve((CurvePoint(64, 400.0), CurvePoint(256, 1000.0)), exponent=0.25, saturation_batch=512)
+CURVE = DeviceCurve((CurvePoint(64, 400.0), CurvePoint(256, 1000.0)), batch_half=32.0)
+
+
+def _hyper(rate, batch, at, k=32.0):
+    return rate * (batch / (batch + k)) / (at / (at + k))
 
 
 # --- the device curve -------------------------------------------------------------------------
@@ -23,11 +27,10 @@ CURVE = DeviceCurve((CurvePoint(64, 400.0), CurvePoint(256, 1000.0)), exponent=0
         pytest.param(256, 1000.0, False, id="largest_point"),
         pytest.param(128, math.sqrt(400.0 * 1000.0), False, id="log_midpoint_is_the_geometric_mean"),
         pytest.param(65, 400.0 * (65 / 64) ** (math.log(2.5) / math.log(4)), False, id="offbyone_inside"),
-        pytest.param(63, 400.0 * (63 / 64) ** 0.25, True, id="offbyone_below"),
-        pytest.param(16, 400.0 * 0.25 ** 0.25, True, id="far_below_as_batch_to_the_a"),
-        pytest.param(257, 1000.0 * (257 / 256) ** 0.25, True, id="offbyone_above"),
-        pytest.param(512, 1000.0 * 2 ** 0.25, True, id="above_up_to_saturation"),
-        pytest.param(4096, 1000.0 * 2 ** 0.25, True, id="flat_beyond_saturation"),
+        pytest.param(63, _hyper(400.0, 63, 64), True, id="offbyone_below"),
+        pytest.param(16, _hyper(400.0, 16, 64), True, id="far_below_falls_as_b_over_b_plus_k"),
+        pytest.param(257, _hyper(1000.0, 257, 256), True, id="offbyone_above"),
+        pytest.param(100_000, _hyper(1000.0, 100_000, 256), True, id="far_above_bounded_by_b_plus_k_over_b"),
     ],
 )
 def test_rate_at(batch, expected, extrapolated):
@@ -36,30 +39,31 @@ def test_rate_at(batch, expected, extrapolated):
     assert (rate.extrapolation is not None) is extrapolated
 
 
+def test_the_shape_is_flat_then_falls():
+    curve = DeviceCurve((CurvePoint(256, 1000.0),), batch_half=20.0)
+    assert curve.rate_at(100_000).images_per_sec < 1000.0 * (276 / 256) + 1e-9  # never above (b+K)/b
+    assert curve.rate_at(2).images_per_sec == pytest.approx(1000.0 * (2 / 22) / (256 / 276))
+    assert DeviceCurve((CurvePoint(256, 1000.0),), batch_half=0.0).rate_at(8).images_per_sec == 1000.0
+
+
 def test_extrapolation_says_how():
-    assert "below the curve's smallest (64): extrapolated as batch^0.25" in CURVE.rate_at(32).extrapolation
-    assert "flat beyond" in CURVE.rate_at(300).extrapolation
-
-
-def test_a_point_at_or_above_saturation_is_held_flat():
-    curve = DeviceCurve((CurvePoint(256, 1000.0),))
-    rate = curve.rate_at(1024)
-    assert rate.images_per_sec == 1000.0 and "held at its rate" in rate.extrapolation
+    assert "below the curve's smallest (64): extrapolated as b/(b+32)" in CURVE.rate_at(32).extrapolation
+    assert "above the curve's largest (256)" in CURVE.rate_at(300).extrapolation
 
 
 @pytest.mark.parametrize(
-    "points, exponent, fragment",
+    "points, batch_half, fragment",
     [
-        pytest.param((), 0.2, "at least one point", id="empty"),
-        pytest.param((CurvePoint(64, 1.0), CurvePoint(64, 2.0)), 0.2, "distinct and increasing", id="repeated"),
-        pytest.param((CurvePoint(64, 1.0), CurvePoint(32, 2.0)), 0.2, "distinct and increasing", id="unsorted"),
-        pytest.param((CurvePoint(64, 1.0),), 1.5, "within \\[0, 1\\]", id="exponent_above_1"),
-        pytest.param((CurvePoint(64, 1.0),), -0.1, "within \\[0, 1\\]", id="negative_exponent"),
+        pytest.param((), 20.0, "at least one point", id="empty"),
+        pytest.param((CurvePoint(64, 1.0), CurvePoint(64, 2.0)), 20.0, "distinct and increasing", id="repeated"),
+        pytest.param((CurvePoint(64, 1.0), CurvePoint(32, 2.0)), 20.0, "distinct and increasing", id="unsorted"),
+        pytest.param((CurvePoint(64, 1.0),), -0.1, "batch_half", id="negative_k"),
+        pytest.param((CurvePoint(64, 1.0),), math.nan, "batch_half", id="nan_k"),
     ],
 )
-def test_bad_curves_are_refused(points, exponent, fragment):
+def test_bad_curves_are_refused(points, batch_half, fragment):
     with pytest.raises(ValueError, match=fragment):
-        DeviceCurve(points, exponent)
+        DeviceCurve(points, batch_half)
 
 
 @pytest.mark.parametrize("batch, rate", [pytest.param(0, 1.0, id="zero_batch"),
@@ -68,13 +72,6 @@ def test_bad_curves_are_refused(points, exponent, fragment):
 def test_bad_points_are_refused(batch, rate):
     with pytest.raises(ValueError, match="must be a positive"):
         CurvePoint(batch, rate)
-
-
-def test_fit_exponent_recovers_a_power_law():
-    points = [CurvePoint(b, 50.0 * b ** 0.3) for b in (16, 32, 128, 256)]
-    assert projection.fit_exponent(points) == pytest.approx(0.3, abs=1e-12)
-    with pytest.raises(ValueError, match="two batches"):
-        projection.fit_exponent([CurvePoint(16, 1.0)])
 
 
 # --- a published figure back to one device -----------------------------------------------------
@@ -97,7 +94,8 @@ def test_an_all_reduce_longer_than_the_step_is_refused():
 
 def _model(**changes) -> projection.Model:
     base = dict(curve=DeviceCurve((CurvePoint(32, 1000.0), CurvePoint(256, 2000.0))), fabric=CATALOGUE["tpu-v3"],
-                network=None, per_device_batch=256, payload_bytes=GRADIENTS, global_batch_max=32_768)
+                network=None, per_device_batch=256, payload_bytes=GRADIENTS, global_batch_max=32_768,
+                curve_has_sync=True)
     return projection.Model(**{**base, **changes})
 
 
@@ -123,9 +121,10 @@ def test_a_cap_below_one_image_a_device_is_refused():
     "changes, fragment",
     [
         pytest.param({"exposed_fraction": 1.5}, "exposed_fraction", id="exposed_above_1"),
-        pytest.param({"epochs_rule": "linear"}, "epochs rule", id="unknown_rule"),
+        pytest.param({"recipe": "linear"}, "recipe", id="unknown_recipe"),
         pytest.param({"global_batch_max": 0}, "global_batch_max", id="zero_cap"),
         pytest.param({"per_device_batch": 0}, "per_device_batch", id="zero_batch"),
+        pytest.param({"sync_s": -1e-3}, "sync_s", id="negative_sync"),
     ],
 )
 def test_bad_models_are_refused(changes, fragment):
@@ -135,53 +134,73 @@ def test_bad_models_are_refused(changes, fragment):
 
 # --- whole sizes, by hand ---------------------------------------------------------------------
 
+LATENCY_8X8_S = 2 * (7 + 7) * 1e-6  # two passes over both axes of an 8x8 torus, 1 us a hop
+
+
 def test_a_weak_scaling_size():
     # 64 chips at 256: compute 256/2000 = 128 ms; all-reduce 2 x 63/64 x 102,228,128 B / 332 GB/s = 0.6062 ms.
     row = projection.project_size(_model(), 64, usd_per_hour=128.0)
     assert (row.per_device_batch, row.global_batch) == (256, 16_384)
     assert row.compute_s == pytest.approx(0.128)
     assert row.all_reduce_s == pytest.approx(6.062097199e-4, rel=1e-9)
-    assert row.images_per_sec == pytest.approx(127_396.64776, rel=1e-9)
-    assert row.scaling_efficiency == pytest.approx(0.99528631066, rel=1e-9)
-    assert row.epochs == pytest.approx(47.2727272727)  # RCP between 13,056 (45.5) and 32,768 (56)
-    assert row.train_hours == pytest.approx(0.13205531971, rel=1e-9)
-    assert row.cost_usd == pytest.approx(0.13205531971 * 128.0, rel=1e-9)
+    assert row.latency_s == pytest.approx(LATENCY_8X8_S)
+    step_s = 0.128 + 6.062097199e-4 + LATENCY_8X8_S
+    assert row.step_s == pytest.approx(step_s, rel=1e-9)
+    assert row.images_per_sec == pytest.approx(64 * 256 / step_s, rel=1e-9)
+    assert row.epochs == 90 and row.recipe == "podbench"
+    assert row.train_hours == pytest.approx(90 * 1_281_167 / row.images_per_sec / 3600, rel=1e-9)
+    assert row.mlperf_hours > row.train_hours
+    assert row.cost_usd == pytest.approx(row.train_hours * 128.0, rel=1e-9)
     assert not row.extrapolated and row.notes == ()
+
+
+def test_every_row_carries_its_band():
+    row = projection.project_size(_model(), 64)
+    assert row.band is not None and row.band.low_factor <= 1 <= row.band.high_factor
+    assert row.images_per_sec_low == pytest.approx(row.images_per_sec * row.band.low_factor)
+    assert "leave-one-study-out" in row.band.basis
 
 
 def test_a_strong_scaling_size():
     # 1,024 chips: the cap leaves 32 a device, the curve's smallest point: compute 32 ms.
-    row = projection.project_size(_model(), 1024, usd_per_hour=2048.0)
+    row = projection.project_size(_model(recipe="rcp"), 1024, usd_per_hour=2048.0)
     assert (row.per_device_batch, row.global_batch, row.epochs) == (32, 32_768, 56.0)
-    assert row.images_per_sec == pytest.approx(1_004_683.98656, rel=1e-9)
+    assert row.compute_s == pytest.approx(0.032)
     assert row.ideal_images_per_sec == pytest.approx(2_048_000)
-    assert row.scaling_efficiency == pytest.approx(0.49056835281, rel=1e-9)
-    assert row.cost_usd == pytest.approx(40.6248473434, rel=1e-9)
     assert row.notes == ("global batch capped at 32,768: 32 a device",)
+
+
+def test_a_one_device_curve_pays_the_coordination_cost_above_one_device():
+    model = _model(curve_has_sync=False, sync_s=0.01)
+    assert projection.project_size(model, 1).sync_s == 0.0
+    assert projection.project_size(model, 8).sync_s == 0.01
+    assert projection.project_size(_model(sync_s=0.01), 8).sync_s == 0.0  # the curve already holds it
+
+
+def test_weight_update_sharding_saves_the_update_on_all_but_one_share():
+    plain = projection.project_size(_model(update_s=0.002), 64)
+    sharded = projection.project_size(_model(update_s=0.002, weight_update_sharding=True), 64)
+    assert plain.update_saved_s == 0.0
+    assert sharded.update_saved_s == pytest.approx(0.002 * 63 / 64)
+    assert sharded.step_s == pytest.approx(plain.step_s - 0.002 * 63 / 64)
 
 
 def test_exposed_fraction_scales_the_all_reduce():
     model = _model(fabric=CATALOGUE["v100-nvlink"], exposed_fraction=0.5, global_batch_max=None,
                    curve=DeviceCurve((CurvePoint(256, 1000.0),)))
     row = projection.project_size(model, 2)
-    assert row.exposed_all_reduce_s == pytest.approx(row.all_reduce_s / 2)
-    assert row.images_per_sec == pytest.approx(1997.34134809, rel=1e-9)
+    assert row.exposed_all_reduce_s == pytest.approx((row.all_reduce_s + row.latency_s) / 2)
 
 
 def test_one_device_is_the_curve_itself():
     row = projection.project_size(_model(), 1)
-    assert (row.all_reduce_s, row.images_per_sec, row.scaling_efficiency) == (0.0, 2000.0, 1.0)
+    assert (row.all_reduce_s, row.latency_s, row.images_per_sec, row.scaling_efficiency) == (0.0, 0.0, 2000.0, 1.0)
 
 
 def test_no_price_no_cost_and_no_epochs_no_time():
-    row = projection.project_size(_model(global_batch_max=None), 512)  # 131,072 images a step
-    assert row.epochs is None and row.train_hours is None and row.cost_usd is None
+    row = projection.project_size(_model(global_batch_max=None, recipe="rcp"), 512)  # 131,072 images a step
+    assert row.epochs is None and row.train_hours is None and row.time is None and row.cost_usd is None
     assert row.extrapolated and any("no figure" in n for n in row.notes)
-
-
-def test_fixed_90():
-    row = projection.project_size(_model(epochs_rule=epochs.FIXED_90), 64)
-    assert row.epochs == 90 and row.train_hours == pytest.approx(90 * 1_281_167 / row.images_per_sec / 3600)
 
 
 def test_strict_refuses_the_first_extrapolated_size():
@@ -191,7 +210,7 @@ def test_strict_refuses_the_first_extrapolated_size():
         projection.project(model, [16, 256, 1024], strict=True)
 
 
-def test_to_json_has_the_per_device_rate():
+def test_to_json_has_the_per_device_rate_and_both_clocks():
     data = projection.project_size(_model(), 64).to_json()
     assert data["images_per_sec_per_device"] == pytest.approx(data["images_per_sec"] / 64)
-    assert data["notes"] == []
+    assert data["time"]["blog_s"] < data["time"]["mlperf_s"] and data["notes"] == []

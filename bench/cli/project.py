@@ -13,14 +13,20 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.cli import checks, common, project_text
+from bench.cli import checks, common, project_text, validate_text
 from bench.cluster.sweep import SWEEP_JSON, parse_sizes
 from bench.errors import UsageError
 from bench.results import rundir
 from bench.results.summary import read_summary
-from methodology import epochs, interconnect, prices, projection, validation
+from methodology import interconnect, prices, projection, published, validation
+from methodology import time_to_target as ttt
+from methodology.constants import IMAGENET_TRAIN_EXAMPLES
 
 DEFAULT_DEVICES = "1,8,64,256,1024"
+# A step cannot hold more than one epoch of ImageNet: a larger batch is a typo, not a configuration.
+MAX_BATCH = IMAGENET_TRAIN_EXAMPLES
+# --epochs-rule (before recipes) maps onto a recipe: the RCP table, or the blog's fixed 90.
+EPOCHS_RULE_RECIPES = {"rcp": ttt.RCP, "fixed-90": ttt.PODBENCH}
 CHART_STEM = "projection"
 
 _EPILOG = """\
@@ -30,15 +36,31 @@ examples:
       --network gce-100gbps --devices 1,8,64,256 --global-batch-max 32768
   podbench project --images-per-sec 31225 --per-device-batch 256 --measured-devices 16 \\
       --interconnect tpu-v3 --devices 16,64,256,1024 --global-batch-max 32768 --chart results/charts
-  podbench project --validate            # the model against published runs, with each error
+  podbench project --anchor dle-tf1-a100-amp --devices 8,64 --network ib-hdr-8x200
+  podbench project --anchor mlperf-v0.7-tpu-v4-16 --interconnect tpu-v4 --devices 16,256 --recipe google-tpu
+  podbench project --validate            # the model against published runs, cross-validated
 
-The model: a device's step time at its batch comes from the device curve (measured points,
-power law between them; outside them extrapolated as batch^a and flagged); one all-reduce of
-every gradient a step over the interconnect (ring, 2-D/3-D torus, or NVLink + network between
-hosts), --exposed-fraction of it not hidden; epochs to the target at the global batch from
-MLPerf's RCP table (or a fixed 90); time = epochs x 1,281,167 images / images/sec.
-Interconnects: methodology/interconnects.csv (dated and sourced; empty where unpublished).
+The model (methodology/PROJECTION.md): a device's step at its batch from the device curve
+(measured points, power law between them; below them b/(b+K), a per-step cost worth K images);
+a coordination cost a step when a one-device figure is carried to several devices; one
+all-reduce of every gradient a step (bandwidth and latency) over the interconnect (ring, 2-D/3-D
+torus, NVLink + network between hosts, pods over the data-centre network), --exposed-fraction of
+it not hidden; epochs by --recipe; time on the blog's clock and MLPerf's. Every row carries the
+band of the model's own leave-one-study-out errors. Anchors: methodology/published.csv;
+interconnects: methodology/interconnects.csv (dated and sourced; empty where unpublished).
 """
+
+
+def _batch(text: str) -> int:
+    """A per-device or global batch: a whole number from 1 to one epoch of ImageNet."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"{value} is not within 1..{MAX_BATCH:,} (a step cannot hold more "
+                                         "than one epoch of ImageNet)")
+    return value
 
 
 def register(sub) -> None:
@@ -53,8 +75,9 @@ def register(sub) -> None:
     src.add_argument("--run", nargs="+", metavar="DIR",
                      help="a `podbench sweep --batch-sizes` directory, or one-replica run directories")
     src.add_argument("--images-per-sec", type=float, metavar="X", help="a rate (all --measured-devices together)")
+    src.add_argument("--anchor", metavar="NAME", help="a published figure: " + ", ".join(published.anchors()))
     src.add_argument("--validate", action="store_true", help="print the model against published runs")
-    p.add_argument("--per-device-batch", type=int, metavar="B",
+    p.add_argument("--per-device-batch", type=_batch, metavar="B",
                    help="the batch of --images-per-sec; with --run, the point to project from (default the largest)")
     p.add_argument("--measured-devices", type=int, metavar="N",
                    help="devices --images-per-sec was measured on (default 1); their modeled all-reduce is taken out")
@@ -64,18 +87,22 @@ def register(sub) -> None:
     p.add_argument("--link-gb-per-s", type=float, metavar="X", help="the interconnect's link bandwidth, one way")
     p.add_argument("--network-gb-per-s", type=float, metavar="X", help="the network's bandwidth a host")
     p.add_argument("--devices", metavar="LIST", help=f"device counts (default {DEFAULT_DEVICES})")
-    p.add_argument("--global-batch-max", type=int, metavar="B", help="cap the global batch (strong scaling above)")
-    p.add_argument("--epochs-rule", choices=epochs.RULES, help="rcp (MLPerf's table, default) or fixed-90")
+    p.add_argument("--global-batch-max", type=_batch, metavar="B", help="cap the global batch (strong scaling above)")
+    p.add_argument("--recipe", choices=tuple(ttt.RECIPES),
+                   help="epochs rule: podbench (default: the blog's 90 epochs, podbench's own recipe), "
+                        "rcp (MLPerf's tuned LARS table, to 75.9%%) or google-tpu (Google's TPU LARS runs)")
+    p.add_argument("--epochs-rule", choices=tuple(EPOCHS_RULE_RECIPES), help="older name: rcp = --recipe rcp, "
+                   "fixed-90 = --recipe podbench")
     p.add_argument("--target", choices=("0.759", "0.76"), help="the target the time is named after "
-                   "(default: the rule's: 0.759 for rcp, 0.76 for fixed-90)")
+                   "(default: the recipe's: 0.76 for podbench, 0.759 for rcp and google-tpu)")
     p.add_argument("--all-reduce-dtype", choices=tuple(interconnect.BYTES_PER_VALUE),
                    help="gradient precision on the wire (default float32)")
     p.add_argument("--exposed-fraction", type=float, metavar="F",
                    help=f"share of the all-reduce not hidden behind the backward pass "
                         f"(default {projection.EXPOSED_FRACTION:g}: none hidden)")
-    p.add_argument("--small-batch-exponent", type=float, metavar="A",
-                   help=f"a of batch^a outside the curve (default {projection.SMALL_BATCH_EXPONENT:g}, "
-                        "fitted on MLPerf v0.7 TPU v4)")
+    p.add_argument("--batch-half", type=float, metavar="K",
+                   help=f"K of b/(b+K) below the curve's points (default {projection.BATCH_HALF:g}, fitted on "
+                        "published.csv's calibration rows)")
     p.add_argument("--strict", action="store_true", help="refuse sizes that need extrapolation")
     p.add_argument("--prices", metavar="2018|current|FILE.csv", help=common.PRICES_HELP)
     p.add_argument("--usd-per-device-hour", type=float, metavar="X", help="your own price a device, host included")
@@ -90,8 +117,8 @@ def _names(kinds: tuple[str, ...]) -> list[str]:
 
 
 _PROJECTION_ONLY = ("per_device_batch", "measured_devices", "interconnect", "network", "link_gb_per_s",
-                    "network_gb_per_s", "devices", "global_batch_max", "epochs_rule", "target", "all_reduce_dtype",
-                    "exposed_fraction", "small_batch_exponent", "prices", "usd_per_device_hour")
+                    "network_gb_per_s", "devices", "global_batch_max", "recipe", "epochs_rule", "target",
+                    "all_reduce_dtype", "exposed_fraction", "batch_half", "prices", "usd_per_device_hour")
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -104,19 +131,25 @@ def _check_numbers(args: argparse.Namespace) -> None:
         value = getattr(args, flag)
         if value is not None and not (math.isfinite(value) and value > 0):
             raise UsageError(f"--{flag.replace('_', '-')} must be a positive number, got {value:g}")
-    for flag, why in (("exposed_fraction", "a share of the all-reduce"),
-                      ("small_batch_exponent", "above 1 the rate would grow faster than the batch")):
-        value = getattr(args, flag)
-        if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
-            raise UsageError(f"--{flag.replace('_', '-')} must be a number in [0, 1] ({why}), got {value:g}")
-    for flag in ("per_device_batch", "measured_devices", "global_batch_max"):
-        value = getattr(args, flag)
-        if value is not None and value < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} must be a positive whole number, got {value}")
+    value = args.exposed_fraction
+    if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
+        raise UsageError(f"--exposed-fraction must be a number in [0, 1] (a share of the all-reduce), got {value:g}")
+    value = args.batch_half
+    if value is not None and not (math.isfinite(value) and 0 <= value <= validation.MAX_BATCH_HALF):
+        raise UsageError(f"--batch-half must be a number in [0, {validation.MAX_BATCH_HALF:g}] (images' worth of "
+                         f"per-step cost), got {value:g}")
+    if args.measured_devices is not None and args.measured_devices < 1:
+        raise UsageError(f"--measured-devices must be a positive whole number, got {args.measured_devices}")
+    if args.recipe and args.epochs_rule:
+        raise UsageError("give --recipe or the older --epochs-rule, not both")
     if args.images_per_sec is not None and args.per_device_batch is None:
         raise UsageError("--images-per-sec needs --per-device-batch B: the batch that rate was measured at")
-    if args.run is not None and args.measured_devices is not None:
-        raise UsageError("--measured-devices applies to --images-per-sec; --run reads one-device runs")
+    if args.measured_devices is not None and args.images_per_sec is None:
+        raise UsageError("--measured-devices applies to --images-per-sec (--run reads one-device runs; an --anchor "
+                         "names its own)")
+    if args.anchor is not None:
+        _anchor(args.anchor)
+        return
     if args.interconnect is None:
         raise UsageError("give --interconnect NAME (see `podbench project --help` for the catalogue)")
 
@@ -130,12 +163,14 @@ class Source:
       devices: how many devices the figures were measured on.
       what: one line for the output.
       notes: what the reader must know (image size, platform).
+      anchor: the published anchor, when the curve is one (its own fabric is taken out).
     """
 
     points: dict
     devices: int
     what: str
     notes: tuple[str, ...] = ()
+    anchor: published.PublishedResult | None = None
 
 
 def _sweep_points(path: Path) -> tuple[dict, list]:
@@ -163,12 +198,23 @@ def _run_point(path: Path) -> tuple[dict, list]:
                                                           "device_kind": s.device_kind}]
 
 
+def _anchor(name: str) -> published.PublishedResult:
+    try:
+        return published.by_name(name)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
 def read_source(args: argparse.Namespace) -> Source:
     """The device curve's points: from --run directories, or --images-per-sec.
 
     Raises:
       UsageError: a missing directory, a --replicas sweep, a multi-replica run, a batch twice, nothing measured.
     """
+    if args.anchor is not None:
+        a = _anchor(args.anchor)
+        return Source({a.per_device_batch: a.images_per_sec}, a.devices, f"--anchor {a.describe()}",
+                      anchor=a)
     if args.images_per_sec is not None:
         n = args.measured_devices or 1
         return Source({args.per_device_batch: args.images_per_sec}, n,
@@ -196,13 +242,16 @@ def read_source(args: argparse.Namespace) -> Source:
                   tuple(notes))
 
 
-def _fabrics(args) -> tuple[interconnect.Interconnect, interconnect.Interconnect | None]:
+def _fabrics(args, source: Source) -> tuple[interconnect.Interconnect, interconnect.Interconnect | None]:
     catalogue = interconnect.load_interconnects()
+    name = args.interconnect or source.anchor.interconnect
     try:
-        fabric = interconnect.find(catalogue, args.interconnect, ("ici", "intra_host"))
+        fabric = interconnect.find(catalogue, name, ("ici", "intra_host"))
         network = interconnect.find(catalogue, args.network, ("network",)) if args.network else None
     except ValueError as err:
         raise UsageError(str(err)) from None
+    if fabric.name == "tpu-v2" and args.link_gb_per_s is None and source.anchor is not None:
+        fabric = interconnect.tpu_v2_with_stand_in(catalogue)  # as validation projects the v2 anchors
     if args.link_gb_per_s is not None:
         fabric = interconnect.with_link_bandwidth(fabric, args.link_gb_per_s, "--link-gb-per-s (yours)")
     if args.network_gb_per_s is not None:
@@ -212,25 +261,39 @@ def _fabrics(args) -> tuple[interconnect.Interconnect, interconnect.Interconnect
     return fabric, network
 
 
+def _curve(args, source: Source, fabric, network, payload: int, exposed: float) -> projection.DeviceCurve:
+    """The device curve: an anchor's (its own fabric taken out), or the points with the modeled fabric's."""
+    batch_half = projection.BATCH_HALF if args.batch_half is None else args.batch_half
+    if source.anchor is not None:
+        return validation.anchor_curve(source.anchor, validation.Constants(batch_half, projection.SYNC_S))
+    comm_s = 0.0
+    if source.devices > 1:
+        comm_s = (interconnect.all_reduce_s(fabric, source.devices, payload, network)
+                  + interconnect.all_reduce_latency_s(fabric, source.devices, network))
+    points = tuple(projection.device_point(rate, batch, source.devices, comm_s, exposed)
+                   for batch, rate in sorted(source.points.items()))
+    return projection.DeviceCurve(points, batch_half)
+
+
+def recipe_of(args) -> str:
+    """--recipe, or the older --epochs-rule's recipe, or the default (podbench)."""
+    return args.recipe or EPOCHS_RULE_RECIPES.get(args.epochs_rule or "", ttt.DEFAULT_RECIPE)
+
+
 def build_model(args, source: Source) -> projection.Model:
     """The projection model the flags describe (the device curve's points de-embedded where needed).
 
     Raises:
       UsageError: anything the model refuses.
     """
-    fabric, network = _fabrics(args)
+    fabric, network = _fabrics(args, source)
     try:
         payload = interconnect.gradient_bytes(args.all_reduce_dtype or "float32")
         exposed = projection.EXPOSED_FRACTION if args.exposed_fraction is None else args.exposed_fraction
-        measured_reduce_s = (interconnect.all_reduce_s(fabric, source.devices, payload, network)
-                             if source.devices > 1 else 0.0)
-        points = tuple(projection.device_point(rate, batch, source.devices, measured_reduce_s, exposed)
-                       for batch, rate in sorted(source.points.items()))
-        exponent = projection.SMALL_BATCH_EXPONENT if args.small_batch_exponent is None else args.small_batch_exponent
-        curve = projection.DeviceCurve(points, exponent)
+        curve = _curve(args, source, fabric, network, payload, exposed)
         batch = args.per_device_batch or curve.largest_batch
         return projection.Model(curve, fabric, network, batch, payload, args.global_batch_max, exposed,
-                                args.epochs_rule or epochs.RCP)
+                                recipe_of(args), curve_has_sync=source.devices > 1)
     except ValueError as err:
         raise UsageError(str(err)) from None
 
@@ -289,18 +352,22 @@ def hourly_prices(args: argparse.Namespace, device: str, sizes) -> Pricing:
 def handle(args: argparse.Namespace) -> int:
     _check_numbers(args)
     if args.validate:
-        cases, calibration = validation.validate(), validation.calibration_checks()
-        print(rundir.dumps(project_text.validation_json(cases, calibration)) if args.json
-              else project_text.validation_text(cases, calibration))
+        answer = validate_text.validation_answer()
+        print(rundir.dumps(answer) if args.json else validate_text.validation_text(answer))
         return 0
     source = read_source(args)
     model = build_model(args, source)
     sizes = parse_devices(args.devices)
-    pricing = hourly_prices(args, model.fabric.device, sizes)
+    pricing = hourly_prices(args, source.anchor.device if source.anchor else model.fabric.device, sizes)
     try:
-        rows = projection.project(model, sizes, pricing.usd_per_hour, strict=args.strict)
+        rows = projection.project(model, sizes, pricing.usd_per_hour)
     except ValueError as err:
-        raise UsageError(f"{err}" + ("; drop --strict to see it flagged" if args.strict else "")) from None
+        raise UsageError(str(err)) from None
+    refused = [r for r in rows if r.extrapolated] if args.strict else []
+    if refused:
+        raise UsageError(f"--strict: {refused[0].devices} devices need extrapolation ({'; '.join(refused[0].notes)});"
+                         " measure a point nearer that size, or drop --strict to see the row marked * as "
+                         "extrapolated")
     answer = project_text.projection_answer(args, source, model, rows, pricing)
     if args.chart:
         _write_chart(checks.output_dir(args.chart, "--chart DIR", refuse_runs=False), rows, model.fabric.name)

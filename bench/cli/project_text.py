@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from bench.cli import common
 from bench.humanize import format_hours, format_rate, format_usd
-from methodology import constants, epochs, interconnect, projection, validation
+from methodology import constants, interconnect, projection
+from methodology import time_to_target as ttt
 from methodology.prices import Price
 
 
@@ -16,15 +17,15 @@ def _fabric_json(fabric: interconnect.Interconnect | None) -> dict | None:
     return {k: getattr(fabric, k) for k in interconnect.COLUMNS}
 
 
-def _target(args: argparse.Namespace, rule: str) -> tuple[str, list[str]]:
-    """The target's key in constants.TARGETS, and notes when it does not match the epochs rule."""
-    natural = "0.759" if rule == epochs.RCP else "0.76"
+def _target(args: argparse.Namespace, recipe: str) -> tuple[str, list[str]]:
+    """The target's key in constants.TARGETS, and notes when it does not match the recipe's."""
+    natural = "0.76" if ttt.RECIPES[recipe].target_top1 == constants.TARGET_TOP1_BLOG else "0.759"
     target = args.target or natural
     notes = []
-    if target != natural and rule == epochs.RCP:
-        notes.append("the RCP epochs are to 75.9%; 76% needs more, by an amount no source gives")
+    if target != natural and natural == "0.759":
+        notes.append(f"the {recipe} epochs are to 75.9%; 76% needs more, by an amount no source gives")
     elif target != natural:
-        notes.append("the blog's 90 epochs reached 76%; 75.9% may need fewer (see --epochs-rule rcp)")
+        notes.append("podbench's 90 epochs reached 76%; 75.9% may need fewer (see --recipe rcp)")
     return target, notes
 
 
@@ -38,17 +39,20 @@ def projection_answer(args: argparse.Namespace, source, model: projection.Model,
       rows: methodology.projection.SizeProjection, one a size.
       pricing: bench.cli.project.Pricing.
     """
-    target, target_notes = _target(args, model.epochs_rule)
+    target, target_notes = _target(args, model.recipe)
     dtype = args.all_reduce_dtype or "float32"
+    recipe = ttt.RECIPES[model.recipe]
     return {
         "target_top1": constants.TARGETS[target], "target_claim": constants.TARGET_SOURCES[target],
-        "epochs_rule": model.epochs_rule,
+        "recipe": {"name": recipe.name, "description": recipe.description, "source": recipe.source,
+                   "target_top1": recipe.target_top1},
         "source": {"what": source.what, "measured_devices": source.devices,
+                   "anchor": source.anchor.name if source.anchor else None,
                    "points": [{"per_device_batch": b, "images_per_sec": r} for b, r in sorted(source.points.items())],
                    "device_points": [{"per_device_batch": p.per_device_batch, "images_per_sec": p.images_per_sec}
                                      for p in model.curve.points]},
-        "device_curve": {"exponent": model.curve.exponent, "saturation_batch": model.curve.saturation_batch,
-                         "per_device_batch": model.per_device_batch},
+        "device_curve": {"batch_half": model.curve.batch_half, "per_device_batch": model.per_device_batch,
+                         "sync_s": model.sync_s, "curve_has_sync": model.curve_has_sync},
         "interconnect": _fabric_json(model.fabric), "network": _fabric_json(model.network),
         "all_reduce": {"dtype": dtype, "payload_bytes": model.payload_bytes,
                        "parameters": interconnect.RESNET50_TRAINABLE_PARAMS,
@@ -68,42 +72,59 @@ def _header(a: dict) -> list[str]:
     f, net, ar, curve = a["interconnect"], a["network"], a["all_reduce"], a["device_curve"]
     fabric = f"{f['name']} ({f['topology']}, {f['link_gb_per_s']:g} GB/s a link one way, x{f['links_per_device']})"
     if net:
-        fabric += f", {net['name']} between hosts ({net['link_gb_per_s']:g} GB/s a host)"
+        fabric += f", {net['name']} between hosts ({net['link_gb_per_s'] * net['links_per_device']:g} GB/s a host)"
     point = a["source"]["device_points"]
     one = ", ".join(f"{format_rate(p['images_per_sec'])} img/s at {p['per_device_batch']}" for p in point)
     taken_out = " (its modeled all-reduce taken out)" if a["source"]["measured_devices"] > 1 else ""
+    sync = ("held in the figure (measured on several devices)" if curve["curve_has_sync"] else
+            f"{curve['sync_s'] * 1e3:.1f} ms a step added above one device (fitted)")
     cap = a["global_batch_max"]
+    r = a["recipe"]
     return [
         f"ResNet-50 v1.5 to {a['target_top1']:.1%} top-1, projected over {fabric}", "",
         f"device curve  {a['source']['what']}", f"              one device: {one}{taken_out}",
-        f"              outside the points: batch^{curve['exponent']:g} up to {curve['saturation_batch']}, flat "
-        "beyond (exponent fitted on MLPerf v0.7 TPU v4; --small-batch-exponent)",
+        f"              below the points: b/(b+{curve['batch_half']:g}), a per-step cost worth "
+        f"{curve['batch_half']:g} images (fitted; --batch-half), the same shape above",
+        f"coordination  {sync}",
         f"all-reduce    {ar['payload_bytes'] / 1e6:,.1f} MB a step ({ar['parameters']:,} {ar['dtype']} gradients), "
-        f"{ar['exposed_fraction']:.0%} of it not hidden behind the backward pass (--exposed-fraction)",
+        f"bandwidth + latency, {ar['exposed_fraction']:.0%} not hidden behind the backward pass (--exposed-fraction)",
         f"batch         {curve['per_device_batch']} a device" + (f"; global batch at most {cap:,}" if cap else
                                                                  "; global batch not capped (--global-batch-max)"),
-        "epochs        " + ("MLPerf RCP table (LARS, to 75.9%), linear between its points"
-                             if a["epochs_rule"] == epochs.RCP else "90 at every batch (the blog's rule)"),
+        f"recipe        {r['name']}: {r['description']} (to {r['target_top1']:.1%}; --recipe)",
+        "time          blog's clock: the counted epochs only; MLPerf's: + start-up, warm-up, evaluations",
         f"prices        {a['prices']['label']}", ""]
+
+
+def _band(r: dict) -> str:
+    if r["images_per_sec_low"] is None:
+        return "n/a"
+    return f"{format_rate(r['images_per_sec_low'])}-{format_rate(r['images_per_sec_high'])}"
+
+
+def _clock(r: dict, key: str) -> str:
+    return "n/a" if r["time"] is None else format_hours(r["time"][key] / 3600)
 
 
 def projection_text(a: dict) -> str:
     """The projection as a person reads it: what it assumes, a row a size, then the notes."""
     lines = _header(a)
-    header = ("devices", "layout", "batch/dev", "global batch", "compute", "exposed all-reduce", "images/s",
-              "efficiency", "epochs", "time to target", "USD/h", "cost USD")
+    header = ("devices", "layout", "batch/dev", "global batch", "compute", "sync", "all-reduce", "images/s",
+              "band", "efficiency", "epochs", "blog clock", "MLPerf clock", "USD/h", "cost USD")
     lines.append(common.text_table(a["rows"], header, lambda r: (
         r["devices"], r["shape"], r["per_device_batch"], f"{r['global_batch']:,}", _ms(r["compute_s"]),
-        _ms(r["exposed_all_reduce_s"]), format_rate(r["images_per_sec"]) + ("*" if r["extrapolated"] else ""),
+        _ms(r["sync_s"]), _ms(r["exposed_all_reduce_s"]),
+        format_rate(r["images_per_sec"]) + ("*" if r["extrapolated"] else ""), _band(r),
         f"{r['scaling_efficiency']:.1%}", "n/a" if r["epochs"] is None else f"{r['epochs']:.1f}",
-        format_hours(r["train_hours"]), format_usd(r["usd_per_hour"]), format_usd(r["cost_usd"]))))
+        _clock(r, "blog_s"), _clock(r, "mlperf_s"), format_usd(r["usd_per_hour"]), format_usd(r["cost_usd"]))))
     by_note: dict[str, list[str]] = {}
     for r in a["rows"]:
         for n in r["notes"]:
             by_note.setdefault(n, []).append(str(r["devices"]))
     notes = [f"{', '.join(sizes)} devices: {n}" for n, sizes in by_note.items()] + a["notes"]
     if any(r["extrapolated"] for r in a["rows"]):
-        lines.append("* extrapolated beyond the measured points or the epochs table (--strict refuses)")
+        lines.append("* extrapolated beyond the measured points or the recipe's epochs (--strict refuses)")
+    bands = dict.fromkeys(r["band"]["basis"] for r in a["rows"] if r["band"])
+    lines += ["", "band: " + "; ".join(bands) + " (cost on the blog's clock)"] if bands else []
     lines += ["", "notes:", *[f"  {n}" for n in notes]] if notes else []
     f = a["interconnect"]
     lines += ["", f"interconnect: {f['source']} (as of {f['as_of']})"]
@@ -116,66 +137,3 @@ def projection_text(a: dict) -> str:
 
 def _price(part: dict) -> Price:
     return Price(**part)
-
-
-# --- --validate ---------------------------------------------------------------------------------
-
-def _value(quantity: str, value: float) -> str:
-    if quantity == validation.MINUTES:
-        return f"{value:.2f} min"
-    if quantity == validation.EPOCHS:
-        return f"{value:.1f}"
-    return format_rate(value)
-
-
-def _summary(checks) -> tuple[int, int, list]:
-    tested = [c for c in checks if not c.by_construction]
-    misses = [c for c in tested if not c.within]
-    return len(tested), len(tested) - len(misses), misses
-
-
-def validation_json(checks, calibration) -> dict:
-    """--validate --json: every check, the calibration, and the count."""
-    tested, within, misses = _summary(checks)
-    return {"goal_tolerance": validation.DEFAULT_TOLERANCE, "small_batch_exponent": projection.SMALL_BATCH_EXPONENT,
-            "fitted_exponent": validation.fit_calibration_exponent(),
-            "checks": [c.to_json() for c in checks], "calibration": [c.to_json() for c in calibration],
-            "summary": {"cases": tested, "within": within, "misses": [c.name for c in misses]}}
-
-
-def _group_lines(group: str, checks) -> list[str]:
-    lines = [group]
-    lines.append(common.text_table(checks, ("  case", "devices", "batch/dev", "global batch", "predicted",
-                                            "published", "error", "within"), lambda c: (
-        f"  {c.name}", c.devices or "", c.per_device_batch or "", f"{c.global_batch:,}",
-        _value(c.quantity, c.predicted), _value(c.quantity, c.published), f"{c.error:+.1%}",
-        "anchor" if c.by_construction else ("yes" if c.within else f"NO (±{c.tolerance:.0%})"))))
-    lines += [f"  note: {n}" for n in dict.fromkeys(n for c in checks for n in c.notes)]
-    whys = {}
-    for c in checks:
-        if not c.within and c.why:
-            whys.setdefault(c.why, []).append(c.name)
-    lines += [f"  why {', '.join(names)} {'misses' if len(names) == 1 else 'miss'}: {why}"
-              for why, names in whys.items()]
-    source = validation.GROUP_SOURCES.get(checks[0].group)
-    lines += [f"  source: {source}"] if source else [f"  source: {s}" for s in dict.fromkeys(c.source for c in checks)]
-    return lines + [""]
-
-
-def validation_text(checks, calibration) -> str:
-    """--validate as a person reads it: a table a group, the misses explained, the count."""
-    tested, within, misses = _summary(checks)
-    quantities = {c.group: c.quantity for c in checks}
-    lines = [f"podbench project --validate: the model against published runs it was not fitted on "
-             f"(goal: every case within ±{validation.DEFAULT_TOLERANCE:.0%}; error = predicted / published - 1)", "",
-             f"model: each group's device curve from its anchor; outside it batch^{projection.SMALL_BATCH_EXPONENT:g}, "
-             f"fitted on MLPerf v0.7 TPU v4 (bottom); one all-reduce of "
-             f"{interconnect.gradient_bytes() / 1e6:.1f} MB of float32 gradients a step over "
-             "methodology/interconnects.csv, nothing hidden; epochs from the RCP table", ""]
-    for group in dict.fromkeys(c.group for c in checks):
-        lines += _group_lines(f"{group} ({quantities[group]})", [c for c in checks if c.group == group])
-    lines += _group_lines(f"{calibration[0].group} ({calibration[0].quantity}; residuals of the fit, "
-                          f"exponent {validation.fit_calibration_exponent():.3f})", calibration)
-    lines.append(f"result: {within} of {tested} cases within ±{validation.DEFAULT_TOLERANCE:.0%} (anchors not "
-                 f"counted)" + (f"; misses: {', '.join(c.name for c in misses)}" if misses else ""))
-    return "\n".join(lines)

@@ -1,0 +1,134 @@
+"""What `podbench project --validate` prints: the cross-validated checks, their shares by family and scale,
+the band's coverage, the holdout, and why each miss misses. Pure: standard library and methodology/.
+"""
+from __future__ import annotations
+
+from bench.cli import common
+from bench.humanize import format_rate
+from methodology import interconnect, projection, published, validation
+
+SHARES = (0.10, 0.20)
+
+
+def _primary(checks) -> list:
+    """One check a row: its time where a time is published (what the issue judges), else its rate."""
+    by_row: dict[str, validation.Check] = {}
+    for c in checks:
+        if c.name not in by_row or c.quantity == validation.MINUTES:
+            by_row[c.name] = c
+    return list(by_row.values())
+
+
+def _share(checks, tolerance: float) -> str:
+    if not checks:
+        return "n/a"
+    inside = sum(abs(c.error) <= tolerance + 1e-12 for c in checks)
+    return f"{inside}/{len(checks)} ({inside / len(checks):.0%})"
+
+
+def _scale_name(scale: tuple[int, int]) -> str:
+    return f"{scale[0]:,}-{scale[1]:,}" if scale[1] < 1_000_000 else f"{scale[0]:,}+"
+
+
+def shares(checks) -> list[dict]:
+    """Within ±10% and ±20%: all, by family, by scale, by family and scale."""
+    groups = [("all", checks)]
+    groups += [(f, [c for c in checks if c.family == f]) for f in ("gpu", "tpu")]
+    groups += [(f"{_scale_name(s)} devices", [c for c in checks if validation.scale_of(c.devices) == s])
+               for s in validation.SCALES]
+    return [{"group": name, "cases": len(group), **{f"within_{t:.0%}": _share(group, t) for t in SHARES}}
+            for name, group in groups if group]
+
+
+def why(check: validation.Check, results=None) -> str:
+    """What the model leaves out for a miss, computed from the row itself (never a tuned constant)."""
+    rows = {r.name: r for r in (results or published.load_published())}
+    row, anchor = rows[check.name], rows[check.anchor]
+    catalogue = interconnect.load_interconnects()
+    if check.quantity == validation.MINUTES:
+        rate_check = [c for c in validation.check_row(row, validation.SHIPPED, catalogue, tuple(rows.values()))
+                      if c.quantity == validation.IMAGES_PER_SEC]
+        parts = [f"recipe epochs vs the run's {row.epochs:g}" if row.epochs else "epochs not published"]
+        if rate_check:
+            parts.append(f"rate off by {rate_check[0].error:+.0%}")
+        parts.append(f"start-up taken as {validation.ttt.STARTUP_S:g} s of a {row.minutes * 60:.0f} s run")
+        return "time = epochs x images / rate + on-clock parts: " + "; ".join(parts) + f" ({check.basis})"
+    half, sync = validation.implied_constants(row, anchor, catalogue, projection.SYNC_S)
+    if half is not None:
+        return (f"strong scaling {anchor.per_device_batch} -> {row.per_device_batch} a device: this run's own K is "
+                f"{half:.1f} against the fitted {projection.BATCH_HALF:g} (its software's per-step cost differs "
+                f"from the calibration rounds')")
+    if sync is not None:
+        return (f"1 -> {row.devices} devices at the same batch: this run's coordination cost is {sync * 1e3:.1f} ms "
+                f"a step against the fitted {projection.SYNC_S * 1e3:.1f} ms")
+    return (f"same batch as its anchor ({anchor.name}): the model's only loss is communication; the systems "
+            f"differ in what the model does not see ({row.framework} vs {anchor.framework}, {row.notes or 'host'})")
+
+
+def _table(checks, results) -> list[str]:
+    lines = [common.text_table(checks, ("  result", "devices", "batch/dev", "quantity", "predicted", "published",
+                                        "error", "±10%", "band"), lambda c: (
+        f"  {c.name}", f"{c.devices:,}", c.per_device_batch, c.quantity,
+        f"{c.predicted:.2f} min" if c.quantity == validation.MINUTES else format_rate(c.predicted),
+        f"{c.published:.2f} min" if c.quantity == validation.MINUTES else format_rate(c.published),
+        f"{c.error:+.1%}", "yes" if c.within else "NO", "holds" if validation.covered(c) else "misses"))]
+    lines += [f"  why {c.name} ({c.quantity}) misses: {why(c, results)}" for c in checks if not c.within]
+    return lines
+
+
+def validation_answer() -> dict:
+    """--validate as data: the fit, every check (cross-validated, then holdout), shares and coverage."""
+    cv, holdout = list(validation.cross_validate()), validation.holdout_checks()
+    fit = validation.calibration_fit()
+    results = published.load_published()
+    rates = [c for c in cv if c.quantity == validation.IMAGES_PER_SEC]
+    held_rates = [c for c in holdout if c.quantity == validation.IMAGES_PER_SEC]
+    return {
+        "shipped": {"batch_half": projection.BATCH_HALF, "sync_s": projection.SYNC_S},
+        "calibration_fit": {"batch_half": fit.batch_half, "sync_s": fit.sync_s},
+        "cross_validated": [dict(c.to_json(), covered=validation.covered(c),
+                                 why=None if c.within else why(c, results)) for c in cv],
+        "holdout": [dict(c.to_json(), covered=validation.covered(c), why=None if c.within else why(c, results))
+                    for c in holdout],
+        "shares_primary": shares(_primary(cv)), "shares_images_per_sec": shares(rates),
+        "holdout_shares_primary": shares(_primary(holdout)),
+        "band_coverage_cross_validated": sum(map(validation.covered, rates)) / len(rates) if rates else None,
+        "band_coverage_holdout": (sum(map(validation.covered, held_rates)) / len(held_rates)
+                                  if held_rates else None),
+    }
+
+
+def _share_lines(title: str, rows: list[dict]) -> list[str]:
+    return [title, common.text_table(rows, ("  group", "cases", "within ±10%", "within ±20%"), lambda r: (
+        f"  {r['group']}", r["cases"], r["within_10%"], r["within_20%"])), ""]
+
+
+def validation_text(a: dict) -> str:
+    """--validate as a person reads it."""
+    cv = [validation.Check(**{k: v for k, v in c.items() if k in validation.Check.__dataclass_fields__})
+          for c in a["cross_validated"]]
+    held = [validation.Check(**{k: v for k, v in c.items() if k in validation.Check.__dataclass_fields__})
+            for c in a["holdout"]]
+    results = published.load_published()
+    s, f = a["shipped"], a["calibration_fit"]
+    lines = [
+        "podbench project --validate: every published result projected from its anchor, out of sample",
+        f"  constants (fitted on the calibration rows of methodology/published.csv, median of each row's implied "
+        f"value): K = {f['batch_half']:.2f} (shipped {s['batch_half']:g}), sync = {f['sync_s'] * 1e3:.2f} ms "
+        f"(shipped {s['sync_s'] * 1e3:.1f})",
+        "  cross-validation: leave one study out, refit on the rest's calibration rows, predict the study",
+        "  error = predicted / published - 1; band = the interval a projection of that family and size carries", ""]
+    for study in dict.fromkeys(c.study for c in cv):
+        lines += [f"study {study}"] + _table([c for c in cv if c.study == study], results) + [""]
+    lines += _share_lines("cross-validated, one check a result (time where published, else images/sec):",
+                          a["shares_primary"])
+    lines += _share_lines("cross-validated images/sec:", a["shares_images_per_sec"])
+    lines += [f"band coverage: {a['band_coverage_cross_validated']:.0%} of cross-validated images/sec "
+              f"(it claims the 10th-90th percentile, 80%)", ""]
+    lines += ["holdout (never fitted on, not in the band; shipped constants), checked last"]
+    lines += _table(held, results) + [""]
+    lines += _share_lines("holdout, one check a result:", a["holdout_shares_primary"])
+    if a["band_coverage_holdout"] is not None:
+        lines.append(f"band coverage on the holdout images/sec: {a['band_coverage_holdout']:.0%}")
+    lines.append("sources: methodology/published.csv (each row's source and date)")
+    return "\n".join(lines)
