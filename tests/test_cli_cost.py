@@ -301,3 +301,45 @@ def test_preemptions_text_says_whether_spot_is_cheaper(capsys):
 def test_bad_preemption_flags_are_one_line(capsys, argv, fragment):
     code, out, err = run_cli(capsys, "cost", "--images-per-sec", "1216", *argv)
     assert (code, out) == (2, "") and err.count("\n") == 1 and fragment in err
+
+
+# --- one model of time behind cost and project; names and runs priced alike (issue 23) -----------------------
+
+@pytest.mark.parametrize(
+    "rate, batch, measured, fabric, devices, hardware",
+    [
+        pytest.param(17400, 256, 8, "a100-nvlink", 8, "a100x8", id="dle_a100x8"),
+        pytest.param(56000, 256, 16, "tpu-v4", 16, "v4-32", id="v4_32"),
+        pytest.param(9000, 256, 8, "v100-nvlink", 8, "v100x8", id="v100x8_2018_prices"),
+    ],
+)
+def test_cost_and_project_agree_on_the_same_inputs(capsys, rate, batch, measured, fabric, devices, hardware):
+    _, out, _ = run_cli(capsys, "project", "--images-per-sec", str(rate), "--per-device-batch", str(batch),
+                        "--measured-devices", str(measured), "--interconnect", fabric, "--devices", str(devices),
+                        "--json")
+    row = json.loads(out)["rows"][0]
+    _, out, _ = run_cli(capsys, "cost", "--images-per-sec", str(rate), "--hardware", hardware, "--json")
+    c = json.loads(out)
+    assert row["recipe"] == c["recipe"]["name"] == "podbench" and row["epochs"] == c["epochs"] == 90
+    assert row["images_per_sec"] == pytest.approx(rate)
+    assert c["time_to_target_hours"] == pytest.approx(row["train_hours"])
+    assert c["usd_per_hour"] == pytest.approx(row["usd_per_hour"])
+    assert c["cost_usd"] == pytest.approx(row["cost_usd"])
+
+
+@pytest.mark.parametrize(
+    "summary, hardware, usd",
+    [
+        pytest.param({"platform": "gpu", "device_kind": "NVIDIA A100-SXM4-40GB", "num_replicas": 8}, "a100x8",
+                     8 * 2.93391 + 5.91582, id="a100_run"),
+        pytest.param({"platform": "tpu", "device_kind": "TPU v4 (v4-32, 32 cores)", "num_replicas": 32}, "v4-32",
+                     16 * 3.22, id="tpu_run"),
+    ],
+)
+def test_an_accelerator_run_is_priced_from_what_it_recorded(capsys, tmp_path, summary, hardware, usd):
+    run = write_run(tmp_path, images_per_sec=17400.0, **summary)
+    code, out, err = run_cli(capsys, "cost", "--run", str(run), "--json")
+    a = json.loads(out)
+    assert code == 0, err
+    assert a["hardware_from"] == "recorded by the run" and a["hardware"].startswith(hardware)
+    assert a["usd_per_hour"] == pytest.approx(usd)

@@ -17,6 +17,7 @@ from bench.humanize import format_hours, format_rate, format_usd
 from bench.results import rundir
 from bench.results.summary import Summary, read_summary
 from methodology import constants, cost, hardware, prices, reference
+from methodology import time_to_target as ttt
 
 
 # Bounds on what a user types, each with its reason: a finite number beyond them is a typo, and
@@ -60,8 +61,9 @@ def register(sub) -> None:
     c.add_argument("--preemptible", action="store_true",
                    help="the preemptible (2018) or spot (current) price of --hardware")
     _add_spot_flags(c)
-    c.add_argument("--epochs", type=EPOCHS, default=constants.MEASURED_EPOCHS, metavar="N",
-                   help=f"epochs to the target (default {constants.MEASURED_EPOCHS}, the reference's)")
+    c.add_argument("--epochs", type=EPOCHS, metavar="N",
+                   help=f"epochs to the target (default: podbench's own recipe, {constants.MEASURED_EPOCHS}, the "
+                        "reference's; `podbench choose` sets a tuned LARS recipe's beside it)")
     c.add_argument("--target", default="0.76", choices=list(constants.TARGETS),
                    help="the claim the time is named after: 0.76 (the blog, default) or 0.759 (MLPerf); "
                         "it does not change the projection, --epochs does")
@@ -250,7 +252,7 @@ def _cost_notes(args: argparse.Namespace, summary: Summary | None, q: prices.Quo
     if era == "current":
         notes.append("your price is from the current catalog, the reference costs are at 2018 prices: "
                      "the cost ratios compare across eras")
-    if args.epochs != constants.MEASURED_EPOCHS:
+    if args.epochs is not None and args.epochs != constants.MEASURED_EPOCHS:
         notes.append(f"{args.epochs:g} epochs here vs the reference's {constants.MEASURED_EPOCHS}: the "
                      "comparison mixes epoch counts")
     return notes
@@ -303,8 +305,20 @@ def _on_demand_quote(args) -> prices.Quote | None:
         return None
 
 
+def _recipe(args, summary: Summary | None) -> dict:
+    """The epochs and the recipe they belong to: --epochs, or podbench's own recipe from the one time model
+    (methodology/time_to_target.py, as `project` and `choose` use it)."""
+    if args.epochs is not None:
+        return {"name": "given", "epochs": args.epochs, "description": f"--epochs {args.epochs:g}"}
+    batch = summary.global_batch_size if summary and summary.global_batch_size else 1
+    e = ttt.epochs_to_target(batch, ttt.PODBENCH)
+    return {"name": ttt.PODBENCH, "epochs": e.epochs, "target_top1": e.target_top1,
+            "description": ttt.RECIPES[ttt.PODBENCH].description}
+
+
 def _cost_answer(args, ips: float, summary: Summary | None, q: prices.Quote | None, era, pricing) -> dict:
-    projection = cost.project(ips, q.usd_per_hour if q else None, args.epochs)
+    recipe = _recipe(args, summary)
+    projection = cost.project(ips, q.usd_per_hour if q else None, recipe["epochs"])
     comparison = [{
         "config": r["config"], "source": r["source"], "train_hours": r["train_hours"], "cost_usd": r["cost_usd"],
         "speedup_vs_config": cost.speedup(r["train_hours"], projection.train_hours),
@@ -315,7 +329,7 @@ def _cost_answer(args, ips: float, summary: Summary | None, q: prices.Quote | No
         "images_per_sec_from": _run_description(summary) if summary else "given with --images-per-sec",
         "run_id": summary.run_id if summary else None,
         "run_status": summary.status if summary else None,
-        "epochs": args.epochs, "target_top1": constants.TARGETS[args.target],
+        "epochs": recipe["epochs"], "recipe": recipe, "target_top1": constants.TARGETS[args.target],
         "target_claim": constants.TARGET_SOURCES[args.target],
         "time_to_target_hours": projection.train_hours,
         "usd_per_hour": q.usd_per_hour if q else None, "cost_usd": projection.cost_usd,
@@ -332,7 +346,8 @@ def _cost_answer(args, ips: float, summary: Summary | None, q: prices.Quote | No
 
 
 def _cost_text(a: dict, args: argparse.Namespace) -> str:
-    lines = [f"ResNet-50 v1.5 to {a['target_top1']:.1%} top-1 on this hardware", "",
+    where = "on the run's hardware" if a["run_id"] else "at the rate you gave (--images-per-sec: not measured here)"
+    lines = [f"ResNet-50 v1.5 to {a['target_top1']:.1%} top-1 {where}", "",
              f"rate            {format_rate(a['images_per_sec'])} img/s ({a['images_per_sec_from']})",
              f"time to target  {format_hours(a['time_to_target_hours'])}  ({a['epochs']:g} epochs x "
              f"{constants.IMAGENET_TRAIN_EXAMPLES:,} images at that steady rate: a projection; start-up and "
@@ -352,6 +367,8 @@ def _cost_text(a: dict, args: argparse.Namespace) -> str:
             lines.append("price rows:")
             lines += common.price_lines([prices.Price(**{k: v for k, v in p.items() if k != "count"}) for p in a["price_parts"]])
     lines += _preemption_lines(a["preemption"], a["time_to_target_hours"])
+    lines.append(f"recipe          {a['recipe']['name']}: {a['recipe']['description']}; a tuned LARS recipe needs "
+                 "35-60 epochs: `podbench choose` sets both side by side")
     lines.append(f"target          {a['target_claim']}. It names the claim; the projection is the same "
                  "(--epochs changes it)")
     lines += [f"note            {n}" for n in a["notes"]]
