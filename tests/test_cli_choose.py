@@ -76,7 +76,7 @@ def test_runs_of_one_configuration_are_grouped_and_spread_run_to_run(capsys, tmp
     a = write_run(tmp_path, "a", step_s=1.25)
     b = write_run(tmp_path, "b", step_s=1.50)
     rows = choose_json(capsys, str(a), str(b))
-    assert len(rows) == 1 and rows[0]["name"] == "2 runs" and "run-to-run over 2 runs" in rows[0]["rate_spread"]
+    assert len(rows) == 1 and rows[0]["name"] == "2 runs: a, b" and "run-to-run over 2 runs" in rows[0]["rate_spread"]
     rates = [json.loads((r / "summary.json").read_text())["images_per_sec"] for r in (a, b)]
     assert rows[0]["images_per_sec"] == {"low": pytest.approx(min(rates)), "high": pytest.approx(max(rates))}
     assert rates[0] > rates[1]

@@ -149,7 +149,7 @@ def price(hw: hardware.Hardware | None, settings: Settings, why_none: str = "") 
         return (Span(on.usd_per_hour, on.usd_per_hour), detail,
                 (f"no {kind} price for {hw.device} in the catalogue: on-demand only",))
     detail += f"; {kind} {common.usd_rate(spot.usd_per_hour)}/h (as of {spot.as_of})"
-    notes = tuple(n for n in (on.note, spot.note) if n)
+    notes = tuple(dict.fromkeys(n for n in (on.note, spot.note) if n))
     return Span.of([on.usd_per_hour, spot.usd_per_hour]), detail, notes
 
 
@@ -170,7 +170,7 @@ def measured(runs: list[tuple[str, Summary]], settings: Settings) -> Choice:
     names = ", ".join(Path(r).name for r, _ in runs)
     if first.status != "completed":
         notes += (f"the run is {first.status}: its rate covers only the steps it completed",)
-    return Choice(runs[0][0] if len(runs) == 1 else f"{len(runs)} runs", label, choice.MEASURED,
+    return Choice(runs[0][0] if len(runs) == 1 else f"{len(runs)} runs: {names}"[:60], label, choice.MEASURED,
                   f"measured here: {names}", span, spread, first.global_batch_size,
                   _epochs(first.global_batch_size, settings), usd, detail, measured_here=True, notes=notes)
 
