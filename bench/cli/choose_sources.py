@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.cli import checks, common
-from bench.cli.cost import check_imagenet_shaped, run_hardware
+from bench.cli.common import check_imagenet_shaped, run_hardware
+from bench.cli.cost import IMAGES_PER_SEC
 from bench.cluster.sweep import SWEEP_JSON
 from bench.errors import UsageError
 from bench.results import rundir
@@ -27,8 +28,7 @@ from methodology.choice import Choice, Span
 # A typed rate carries no batch: the epochs of a LARS recipe depend on it. 256 a device is the batch of
 # most published anchors (methodology/published.csv), and the output says it was assumed.
 TYPED_PER_DEVICE_BATCH = 256
-TYPED_RATE = checks.number(1e-3, 1e9, "the fastest published ResNet-50 system trains about 1e7 images a second",
-                           low_why="below a thousandth of an image a second, 90 epochs take over 3,000 years")
+TYPED_RATE = IMAGES_PER_SEC  # the same bound and reason as `cost --images-per-sec`
 # What makes two runs the same configuration (their spread is then run-to-run noise).
 _RUN_KEY = ("platform", "device_kind", "num_replicas", "global_batch_size", "image_size", "depth", "precision",
             "xla", "strategy")

@@ -128,27 +128,8 @@ def _rate_from_run(run: str) -> tuple[float, Summary]:
         raise UsageError(f"{run} has no steady-state images_per_sec (status {summary.status}, "
                          f"{summary.measured_steps} steps measured after the warm-up); rerun with more steps "
                          "than the warm-up")
-    check_imagenet_shaped(run, summary)
+    common.check_imagenet_shaped(run, summary)
     return float(summary.images_per_sec), summary
-
-
-# What the reference trained: its time and dollars are for this shape only.
-IMAGENET_SHAPE = {"image_size": 224, "num_classes": 1000, "depth": 50}
-
-
-def check_imagenet_shaped(run: str, summary: Summary) -> None:
-    """Refuses a run of another shape (a 32x32 smoke run is ~50x cheaper a step), as `podbench report` does.
-
-    Raises:
-      UsageError: naming the run's shape and ImageNet's.
-    """
-    shape = {name: getattr(summary, name) for name in IMAGENET_SHAPE}
-    off = {k: v for k, v in shape.items() if v is not None and v != IMAGENET_SHAPE[k]}
-    if off:
-        said = ", ".join(f"{k} {v}" for k, v in off.items())
-        raise UsageError(f"{run} is not ImageNet-shaped ({said}; ResNet-50 at 224x224, 1000 classes is), so its "
-                         "rate says nothing about 90 epochs of ImageNet; price a run at the default size, or give "
-                         "--images-per-sec X")
 
 
 def _run_description(summary: Summary) -> str:
@@ -204,7 +185,7 @@ def handle(args: argparse.Namespace) -> int:
     summary = None
     if args.run:
         ips, summary = _rate_from_run(args.run)
-        recorded = run_hardware(args.run, summary)
+        recorded = common.run_hardware(args.run, summary)
         if args.hardware is None and args.usd_per_hour is None and recorded is not None:
             args.hardware, args.recorded = recorded.name, recorded.label
     else:
@@ -221,16 +202,6 @@ def _platform_of(name: str) -> str | None:
         return hardware.parse(name).platform
     except ValueError:  # a VM or a user's own catalog name
         return None
-
-
-def run_hardware(run: str, summary: Summary) -> hardware.Hardware | None:
-    """The hardware a run recorded (summary.json, and environment.json's TPU accelerator type), or None."""
-    try:
-        env = rundir.read_json(Path(run) / "environment.json")
-    except (OSError, ValueError):
-        env = {}
-    tpu_type = env.get("tpu_accelerator_type") if isinstance(env, dict) else None
-    return hardware.from_run(summary.platform, summary.device_kind, summary.num_replicas, tpu_type)
 
 
 def _cost_notes(args: argparse.Namespace, summary: Summary | None, q: prices.Quote | None, era: str | None) -> list[str]:
