@@ -207,6 +207,24 @@ def find(catalogue: dict[str, Interconnect], name: str, kinds: tuple[str, ...] =
     return catalogue[name]
 
 
+def fabric_for(catalogue: dict[str, Interconnect], device: str, devices_per_host: int | None = None) -> Interconnect:
+    """The default fabric of ``device`` (a price catalogue name): its first ici or intra_host row, in
+    file order (NVLink before PCIe), of ``devices_per_host`` where given; an 80 GB part takes its 40 GB
+    part's rows where it has none of its own.
+
+    Raises:
+      ValueError: no such row; the message lists the fabrics the catalogue holds.
+    """
+    for name in (device, device.removesuffix("-80gb")):
+        for item in catalogue.values():
+            if item.kind != "network" and item.device == name and \
+                    (devices_per_host is None or item.devices_per_host == devices_per_host):
+                return item
+    size = f" with {devices_per_host} a host" if devices_per_host else ""
+    raise ValueError(f"no interconnect for {device!r}{size}; known: "
+                     + ", ".join(n for n, i in catalogue.items() if i.kind != "network"))
+
+
 def gradient_bytes(dtype: str = "float32", params: int = RESNET50_TRAINABLE_PARAMS) -> int:
     """Bytes one all-reduce moves: every trainable parameter's gradient in ``dtype``.
 

@@ -38,7 +38,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
-from methodology import cost, time_to_target as ttt
+from methodology import cost, interconnect, published, time_to_target as ttt, update
 from methodology.interconnect import Interconnect, all_reduce_latency_s, all_reduce_s
 
 # Fitted on published.csv's calibration rows: validation.fit_constants() recomputes both,
@@ -46,9 +46,6 @@ from methodology.interconnect import Interconnect, all_reduce_latency_s, all_red
 BATCH_HALF = 26.5
 SYNC_S = 0.0119
 EXPOSED_FRACTION = 1.0
-# Optimizer update bytes moved a parameter: read weight, gradient and momentum, write weight and
-# momentum, in float32 (5 x 4 B); LARS reads weight and gradient once more for its norms (7 x 4 B).
-UPDATE_BYTES_PER_PARAM = {"sgd": 20, "lars": 28}
 
 
 def _positive(name: str, value: float) -> None:
@@ -165,6 +162,8 @@ class Model:
       curve_has_sync: the curve comes from a multi-device figure, which already holds that cost.
       weight_update_sharding: reduce-scatter + all-gather, the update divided across replicas.
       update_s: one device's optimizer update a step (what sharding divides), 0 where unknown.
+      measured_at: (devices, per-device batch) of the figure the curve comes from, where a row
+        there is that figure itself and carries no band.
     """
 
     curve: DeviceCurve
@@ -179,6 +178,7 @@ class Model:
     curve_has_sync: bool = False
     weight_update_sharding: bool = False
     update_s: float = 0.0
+    measured_at: tuple[int, int] | None = None
 
     def __post_init__(self):
         _positive_int("per_device_batch", self.per_device_batch)
@@ -385,8 +385,11 @@ def project_size(model: Model, devices: int, usd_per_hour: float | None = None) 
     batch, rate, images_per_sec = s.per_device_batch, s.rate, s.images_per_sec
     ideal = devices * model.curve.rate_at(model.per_device_batch).images_per_sec
     time = ttt.time_to_target(images_per_sec, devices * batch, model.recipe)
-    band = _band(model, devices)
+    measured = model.measured_at == (devices, batch) and not model.weight_update_sharding
+    band = None if measured else _band(model, devices)
     notes = [n for n in (rate.extrapolation,) if n]
+    if measured:
+        notes.append("the measured figure itself: no band")
     if batch < model.per_device_batch:
         notes.append(f"global batch capped at {model.global_batch_max:,}: {batch} a device")
     if time.epochs.extrapolated:
@@ -425,3 +428,52 @@ def project(model: Model, sizes: Sequence[int], usd_per_hour: Mapping[int, float
         if strict and row.extrapolated:
             raise ValueError(f"{row.devices} devices need extrapolation: {'; '.join(row.notes)}")
     return rows
+
+
+def curve_from_anchor(anchor: published.PublishedResult, batch_half: float = BATCH_HALF,
+                      catalogue: dict | None = None) -> DeviceCurve:
+    """One device's curve behind a published anchor: the anchor's own modeled communication taken out."""
+    catalogue = catalogue or interconnect.load_interconnects()
+    fabric = (interconnect.tpu_v2_with_stand_in(catalogue) if anchor.interconnect == "tpu-v2"
+              else catalogue[anchor.interconnect])
+    network = catalogue[anchor.network] if anchor.network else None
+    payload = interconnect.gradient_bytes()
+    comm_s = (all_reduce_s(fabric, anchor.devices, payload, network)
+              + all_reduce_latency_s(fabric, anchor.devices, network))
+    return DeviceCurve((device_point(anchor.images_per_sec, anchor.per_device_batch, anchor.devices, comm_s),),
+                       batch_half)
+
+
+def project_config(source: DeviceCurve | published.PublishedResult, devices: int, fabric: Interconnect, *,
+                   network: Interconnect | None = None, global_batch_max: int | None = None,
+                   per_device_batch: int | None = None, recipe: str = ttt.DEFAULT_RECIPE,
+                   usd_per_hour: float | None = None, weight_update_sharding: bool = False,
+                   curve_has_sync: bool | None = None) -> SizeProjection:
+    """One configuration (``a100x8``, ``v4-32``, ``v5e-16`` ...) from a device curve or a published anchor.
+
+    Args:
+      source: measured points as a DeviceCurve (one device's), or an anchor from published.csv.
+      devices: the configuration's device count.
+      fabric, network: interconnects.csv rows (network: between hosts or pods, where needed).
+      global_batch_max: cap on the global batch (strong scaling above).
+      per_device_batch: a device's batch (default: the curve's largest point, an anchor's own).
+      recipe: time_to_target RECIPES name.
+      usd_per_hour: the configuration's hourly price, or None.
+      weight_update_sharding: divide the optimizer update across replicas (update time from
+        device_memory.csv; no saving where the device's memory bandwidth is unsourced).
+      curve_has_sync: the curve already holds the coordination cost (default: an anchor on
+        several devices does, a DeviceCurve does not).
+
+    Raises:
+      ValueError: anything the model refuses (a size the fabric cannot join, a missing network ...).
+    """
+    anchor = source if isinstance(source, published.PublishedResult) else None
+    curve = curve_from_anchor(anchor) if anchor else source
+    has_sync = (anchor.devices > 1 if anchor else False) if curve_has_sync is None else curve_has_sync
+    batch = per_device_batch or curve.largest_batch
+    update_s = update.update_seconds(anchor.device if anchor else fabric.device, "lars") or 0.0
+    model = Model(curve, fabric, network, batch, interconnect.gradient_bytes(), global_batch_max,
+                  recipe=recipe, curve_has_sync=has_sync, weight_update_sharding=weight_update_sharding,
+                  update_s=update_s if weight_update_sharding else 0.0,
+                  measured_at=(anchor.devices, anchor.per_device_batch) if anchor else None)
+    return project_size(model, devices, usd_per_hour)

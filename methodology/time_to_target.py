@@ -18,9 +18,12 @@ Defaults, each sourced or fitted:
 - one evaluation of 50,000 images at ``EVAL_SPEEDUP`` x the training rate:
   the median of eval_start-eval_stop over MLPerf v4.0 NVIDIA's H100/H200 logs
   (2.4-2.6x; forward only is about a third of a training step's FLOPs, facts §7);
-- on-clock start-up ``STARTUP_S``: the median over the calibration rows of
-  published.csv of (MLPerf minutes - epochs x images / steady rate), fitted by
-  ``fit_startup_s`` and checked equal by a test.
+- on-clock start-up ``STARTUP_STEPS`` steps at the steady rate: what an MLPerf
+  run spends beyond its epochs at its steady rate (minutes - epochs x images /
+  rate: the slower first steps and start-up on the clock), counted in steps,
+  median over published.csv's calibration rows (``fit_startup_steps``, kept
+  equal by a test). In steps it is 48-760 across MLPerf v0.6-v4.0, where in
+  seconds it is 0.8-200: a run's warm-up is a number of steps, not a time.
 """
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ DEFAULT_RECIPE = PODBENCH
 LARS_FROM_GLOBAL_BATCH = 16_384  # bench/config.py optimizer "auto": LARS at >= 16384, as the reference
 EVAL_EVERY_EPOCHS = 4  # MLPerf training_rules.adoc: ResNet-50 evaluates every 4 epochs
 EVAL_SPEEDUP = 2.5
-STARTUP_S = 7.6
+STARTUP_STEPS = 220
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,7 @@ def time_to_target(images_per_sec: float, global_batch: int, recipe: str = DEFAU
       images_per_sec: the system's steady training rate.
       global_batch: images a step over all devices.
       recipe: a RECIPES name.
-      startup_s: on-clock start-up (default STARTUP_S).
+      startup_s: on-clock start-up (default STARTUP_STEPS steps at this rate and batch).
       eval_s: seconds of ONE evaluation (default eval_seconds(images_per_sec)).
       checkpoint_s: seconds of all checkpoints written while training.
       exclude_studies: as epochs_to_target.
@@ -216,7 +219,7 @@ def time_to_target(images_per_sec: float, global_batch: int, recipe: str = DEFAU
     """
     if isinstance(images_per_sec, bool) or not (math.isfinite(images_per_sec) and images_per_sec > 0):
         raise ValueError(f"images_per_sec must be a positive number, got {images_per_sec!r}")
-    startup = STARTUP_S if startup_s is None else startup_s
+    startup = STARTUP_STEPS * global_batch / images_per_sec if startup_s is None else startup_s
     one_eval = eval_seconds(images_per_sec) if eval_s is None else eval_s
     for name, value in (("startup_s", startup), ("eval_s", one_eval), ("checkpoint_s", checkpoint_s)):
         _non_negative(name, value)
@@ -232,17 +235,18 @@ def time_to_target(images_per_sec: float, global_batch: int, recipe: str = DEFAU
                         checkpoint_s, train_s, startup + warmup_s + train_s + evals_s + checkpoint_s)
 
 
-def fit_startup_s() -> float:
-    """STARTUP_S from the data: median over calibration rows of minutes - epochs x images / steady rate.
+def fit_startup_steps() -> float:
+    """STARTUP_STEPS from the data: median over calibration rows of (minutes - epochs x images / rate) / step.
 
     The steady rate of an MLPerf row already includes its evaluations, so what is left is
-    start-up on the clock and the slower first interval.
+    start-up on the clock and the slower first steps, here in steps of the row's own length.
     """
     from methodology import published  # noqa: PLC0415
 
-    residuals = sorted(r.minutes * 60 - r.epochs * IMAGENET_TRAIN_EXAMPLES / r.images_per_sec
-                       for r in published.load_published()
-                       if r.role == "calibration" and r.clock == "mlperf" and r.minutes and r.epochs
-                       and r.images_per_sec)
-    mid = len(residuals) // 2
-    return residuals[mid] if len(residuals) % 2 else (residuals[mid - 1] + residuals[mid]) / 2
+    steps = sorted((r.minutes * 60 - r.epochs * IMAGENET_TRAIN_EXAMPLES / r.images_per_sec)
+                   / (r.global_batch / r.images_per_sec)
+                   for r in published.load_published()
+                   if r.role == "calibration" and r.clock == "mlperf" and r.minutes and r.epochs
+                   and r.images_per_sec)
+    mid = len(steps) // 2
+    return steps[mid] if len(steps) % 2 else (steps[mid - 1] + steps[mid]) / 2

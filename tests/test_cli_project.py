@@ -39,7 +39,8 @@ def test_tpu_v3_pod_text(capsys):
     assert "* extrapolated beyond the measured points" in out
     assert "1024 devices: batch 32 is below the curve's smallest (256): extrapolated as b/(b+26.5)" in out
     assert "1024 devices: global batch capped at 32,768: 32 a device" in out
-    assert "band: 10%-90% of the leave-one-study-out errors" in out
+    assert "band: 1st smallest to largest of the leave-one-study-out errors" in out
+    assert "16 devices: the measured figure itself: no band" in out
     assert "tpu-v3          $2.00/h a chip" in out and "caveat: derived from the pod figure" in out
 
 
@@ -281,3 +282,13 @@ def test_projection_doc_shows_what_validate_prints(capsys):
     doc = (REPO / "methodology" / "PROJECTION.md").read_text(encoding="utf-8")
     shown = doc.split("## What `podbench project --validate` prints")[1].split("```\n")[1]
     assert shown.strip() and shown in out
+
+
+def test_weight_update_sharding_is_shown_and_saves_the_update(capsys):
+    argv = ["--anchor", "mlperf-v0.7-tpu-v3-32", "--interconnect", "tpu-v3-multipod", "--devices", "4096",
+            "--global-batch-max", "65536", "--recipe", "rcp", "--json"]
+    _, plain, _ = run_cli(capsys, "project", *argv)
+    _, sharded, _ = run_cli(capsys, "project", *argv, "--weight-update-sharding")
+    p, s = strict_json(plain), strict_json(sharded)
+    assert s["weight_update_sharding"]["on"] and s["rows"][0]["update_saved_s"] > 0
+    assert s["rows"][0]["images_per_sec"] > p["rows"][0]["images_per_sec"]

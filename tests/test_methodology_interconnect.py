@@ -205,3 +205,20 @@ def test_the_network_latency_assumption_is_small_beside_the_shortest_published_s
     # NETWORK_LEVEL_S has no source: it must stay under 1% of the shortest step published.csv holds.
     latency = ic.all_reduce_latency_s(CATALOGUE["h100-nvlink"], 3584, CATALOGUE["ib-ndr-8x400"])
     assert latency < 0.01 * 16 / 2706
+
+
+@pytest.mark.parametrize("device, per_host, name", [
+    pytest.param("a100", None, "a100-nvlink", id="nvlink_before_pcie"),
+    pytest.param("a100-80gb", None, "a100-nvlink-4", id="an_80gb_part_has_its_own_4gpu_row"),
+    pytest.param("a100-80gb", 8, "a100-nvlink", id="else_its_40gb_parts"),
+    pytest.param("h100", 4, "h100-nvlink-4", id="a_4gpu_host"),
+    pytest.param("tpu-v5e", None, "tpu-v5e", id="tpu"),
+    pytest.param("b200", None, "b200-nvlink", id="b200"),
+])
+def test_fabric_for_a_device(device, per_host, name):
+    assert ic.fabric_for(CATALOGUE, device, per_host).name == name
+
+
+def test_fabric_for_an_unknown_device_lists_the_fabrics():
+    with pytest.raises(ValueError, match="no interconnect for 'k80'; known: tpu-v2"):
+        ic.fabric_for(CATALOGUE, "k80")

@@ -214,3 +214,28 @@ def test_to_json_has_the_per_device_rate_and_both_clocks():
     data = projection.project_size(_model(), 64).to_json()
     assert data["images_per_sec_per_device"] == pytest.approx(data["images_per_sec"] / 64)
     assert data["time"]["blog_s"] < data["time"]["mlperf_s"] and data["notes"] == []
+
+
+# --- one configuration from an anchor (what `podbench choose` calls) -----------------------------
+
+def test_project_config_from_an_anchor_takes_its_fabric_out_and_adds_the_coordination_cost():
+    from methodology import published
+
+    a100 = published.anchor_for("a100")  # one GPU: no coordination cost in the figure
+    one = projection.project_config(a100, 1, CATALOGUE["a100-nvlink"])
+    eight = projection.project_config(a100, 8, CATALOGUE["a100-nvlink"], usd_per_hour=30.0)
+    assert one.images_per_sec == pytest.approx(2375) and eight.sync_s == projection.SYNC_S
+    assert eight.cost_usd == pytest.approx(eight.train_hours * 30.0) and eight.band is not None
+    v4 = published.anchor_for("tpu-v4")  # 8 chips: the figure holds it, and its all-reduce comes back out
+    row = projection.project_config(v4, 8, CATALOGUE["tpu-v4"])
+    assert row.sync_s == 0.0 and row.images_per_sec == pytest.approx(v4.images_per_sec, rel=1e-9)
+
+
+def test_project_config_from_measured_points_and_sharding():
+    curve = DeviceCurve((CurvePoint(64, 1000.0), CurvePoint(256, 2000.0)))
+    plain = projection.project_config(curve, 64, CATALOGUE["tpu-v3"], recipe="rcp")
+    sharded = projection.project_config(curve, 64, CATALOGUE["tpu-v3"], recipe="rcp", weight_update_sharding=True)
+    assert plain.per_device_batch == 256 and plain.sync_s == projection.SYNC_S
+    assert sharded.update_saved_s == pytest.approx(28 * 25_557_032 / 900e9 * 63 / 64)
+    with pytest.raises(ValueError, match="name the data-centre network"):
+        projection.project_config(curve, 2048, CATALOGUE["tpu-v3"])

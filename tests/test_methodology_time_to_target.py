@@ -50,11 +50,11 @@ def test_both_clocks_by_hand():
 def test_default_evaluation_and_startup():
     t = ttt.time_to_target(50_000.0, 4096, "rcp")
     assert t.eval_s == pytest.approx(t.evaluations * 50_000 / (ttt.EVAL_SPEEDUP * 50_000))
-    assert t.startup_s == ttt.STARTUP_S
+    assert t.startup_s == pytest.approx(ttt.STARTUP_STEPS * 4096 / 50_000.0)  # steps at this step's length
 
 
-def test_startup_is_the_calibration_fit():
-    assert ttt.fit_startup_s() == pytest.approx(ttt.STARTUP_S, abs=0.05)
+def test_startup_steps_are_the_calibration_fit():
+    assert ttt.fit_startup_steps() == pytest.approx(ttt.STARTUP_STEPS, abs=0.5)
 
 
 @pytest.mark.parametrize("kwargs, fragment", [

@@ -53,10 +53,15 @@ def test_every_non_anchor_row_is_checked_once_per_quantity():
             assert (r.name, validation.IMAGES_PER_SEC) in names
 
 
-def test_the_band_is_the_errors_quantiles_and_says_so():
-    band = validation.band_from_ratios([0.8, 0.9, 1.0, 1.1, 1.2, 1.3], "cases")
-    assert band.low_factor == pytest.approx(0.85) and band.high_factor == pytest.approx(1.25)
-    assert band.coverage == pytest.approx(4 / 6) and "6 published cases" in band.basis
+def test_the_band_is_an_order_statistic_interval_and_claims_its_coverage():
+    ratios = [0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.3, 1.4]  # n = 9: k = 1, (9 + 1 - 2) / 10 = 80%
+    band = validation.band_from_ratios(ratios, "cases")
+    assert (band.low_factor, band.high_factor, band.coverage) == (0.8, 1.4, pytest.approx(0.8))
+    assert "9 published cases" in band.basis
+    nineteen = [1 + i / 100 for i in range(19)]  # n = 19: k = 2, (20 - 4) / 20 = 80%
+    assert validation.band_from_ratios(nineteen, "cases").low_factor == 1.0  # 1.01 floored at 1: errs both ways
+    assert validation.band_from_ratios(nineteen, "cases").high_factor == pytest.approx(1.17)
+    assert validation.band_from_ratios(ratios[:8], "cases") is None  # too few for 80%
 
 
 def test_error_band_falls_back_to_the_family_when_a_scale_has_few_cases():

@@ -18,7 +18,7 @@ from bench.cluster.sweep import SWEEP_JSON, parse_sizes
 from bench.errors import UsageError
 from bench.results import rundir
 from bench.results.summary import read_summary
-from methodology import interconnect, prices, projection, published, validation
+from methodology import interconnect, prices, projection, published, update, validation
 from methodology import time_to_target as ttt
 from methodology.constants import IMAGENET_TRAIN_EXAMPLES
 
@@ -103,6 +103,9 @@ def register(sub) -> None:
     p.add_argument("--batch-half", type=float, metavar="K",
                    help=f"K of b/(b+K) below the curve's points (default {projection.BATCH_HALF:g}, fitted on "
                         "published.csv's calibration rows)")
+    p.add_argument("--weight-update-sharding", action="store_true",
+                   help="reduce-scatter + all-gather instead of all-reduce, the optimizer update divided across "
+                        "replicas (its time from methodology/device_memory.csv)")
     p.add_argument("--strict", action="store_true", help="refuse sizes that need extrapolation")
     p.add_argument("--prices", metavar="2018|current|FILE.csv", help=common.PRICES_HELP)
     p.add_argument("--usd-per-device-hour", type=float, metavar="X", help="your own price a device, host included")
@@ -123,7 +126,8 @@ _PROJECTION_ONLY = ("per_device_batch", "measured_devices", "interconnect", "net
 
 def _check_numbers(args: argparse.Namespace) -> None:
     if args.validate:
-        given = [n for n in _PROJECTION_ONLY if getattr(args, n) is not None] + (["strict"] if args.strict else [])
+        given = [n for n in _PROJECTION_ONLY if getattr(args, n) is not None] + [
+            n for n in ("strict", "weight_update_sharding") if getattr(args, n)]
         if given:
             raise UsageError(f"--validate runs each case with its own settings: drop --{given[0].replace('_', '-')}")
         return
@@ -265,7 +269,7 @@ def _curve(args, source: Source, fabric, network, payload: int, exposed: float) 
     """The device curve: an anchor's (its own fabric taken out), or the points with the modeled fabric's."""
     batch_half = projection.BATCH_HALF if args.batch_half is None else args.batch_half
     if source.anchor is not None:
-        return validation.anchor_curve(source.anchor, validation.Constants(batch_half, projection.SYNC_S))
+        return projection.curve_from_anchor(source.anchor, batch_half)
     comm_s = 0.0
     if source.devices > 1:
         comm_s = (interconnect.all_reduce_s(fabric, source.devices, payload, network)
@@ -273,6 +277,11 @@ def _curve(args, source: Source, fabric, network, payload: int, exposed: float) 
     points = tuple(projection.device_point(rate, batch, source.devices, comm_s, exposed)
                    for batch, rate in sorted(source.points.items()))
     return projection.DeviceCurve(points, batch_half)
+
+
+def _measured_at(source: Source) -> tuple[int, int] | None:
+    """(devices, batch) of a single figure: a row there is the figure, not a projection."""
+    return (source.devices, next(iter(source.points))) if len(source.points) == 1 else None
 
 
 def recipe_of(args) -> str:
@@ -292,8 +301,12 @@ def build_model(args, source: Source) -> projection.Model:
         exposed = projection.EXPOSED_FRACTION if args.exposed_fraction is None else args.exposed_fraction
         curve = _curve(args, source, fabric, network, payload, exposed)
         batch = args.per_device_batch or curve.largest_batch
+        device = source.anchor.device if source.anchor else fabric.device
+        update_s = (update.update_seconds(device, "lars") or 0.0) if args.weight_update_sharding else 0.0
         return projection.Model(curve, fabric, network, batch, payload, args.global_batch_max, exposed,
-                                recipe_of(args), curve_has_sync=source.devices > 1)
+                                recipe_of(args), curve_has_sync=source.devices > 1,
+                                weight_update_sharding=args.weight_update_sharding, update_s=update_s,
+                                measured_at=_measured_at(source))
     except ValueError as err:
         raise UsageError(str(err)) from None
 

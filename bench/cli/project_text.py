@@ -58,6 +58,7 @@ def projection_answer(args: argparse.Namespace, source, model: projection.Model,
                        "parameters": interconnect.RESNET50_TRAINABLE_PARAMS,
                        "exposed_fraction": model.exposed_fraction},
         "global_batch_max": model.global_batch_max,
+        "weight_update_sharding": {"on": model.weight_update_sharding, "update_s": model.update_s},
         "prices": {"label": pricing.label, "parts": [common.part_json(p) for p in pricing.parts]},
         "rows": [dict(r.to_json(), shape=interconnect.shape(model.fabric, r.devices)) for r in rows],
         "notes": [*source.notes, *target_notes, *pricing.notes],
@@ -88,11 +89,21 @@ def _header(a: dict) -> list[str]:
         f"coordination  {sync}",
         f"all-reduce    {ar['payload_bytes'] / 1e6:,.1f} MB a step ({ar['parameters']:,} {ar['dtype']} gradients), "
         f"bandwidth + latency, {ar['exposed_fraction']:.0%} not hidden behind the backward pass (--exposed-fraction)",
+        _sharding(a["weight_update_sharding"]),
         f"batch         {curve['per_device_batch']} a device" + (f"; global batch at most {cap:,}" if cap else
                                                                  "; global batch not capped (--global-batch-max)"),
         f"recipe        {r['name']}: {r['description']} (to {r['target_top1']:.1%}; --recipe)",
         "time          blog's clock: the counted epochs only; MLPerf's: + start-up, warm-up, evaluations",
         f"prices        {a['prices']['label']}", ""]
+
+
+def _sharding(w: dict) -> str:
+    if not w["on"]:
+        return "sharding      none: every replica runs the whole optimizer update (--weight-update-sharding)"
+    if not w["update_s"]:
+        return "sharding      on, but the device's memory bandwidth is not sourced: no saving modelled"
+    return (f"sharding      the update ({w['update_s'] * 1e3:.2f} ms, LARS, memory-bound) divided across "
+            "replicas; reduce-scatter + all-gather move the all-reduce's bytes")
 
 
 def _band(r: dict) -> str:

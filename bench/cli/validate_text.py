@@ -51,7 +51,7 @@ def why(check: validation.Check, results=None) -> str:
         parts = [f"recipe epochs vs the run's {row.epochs:g}" if row.epochs else "epochs not published"]
         if rate_check:
             parts.append(f"rate off by {rate_check[0].error:+.0%}")
-        parts.append(f"start-up taken as {validation.ttt.STARTUP_S:g} s of a {row.minutes * 60:.0f} s run")
+        parts.append(f"start-up taken as {validation.ttt.STARTUP_STEPS:g} steps of a {row.minutes * 60:.0f} s run")
         return "time = epochs x images / rate + on-clock parts: " + "; ".join(parts) + f" ({check.basis})"
     half, sync = validation.implied_constants(row, anchor, catalogue, projection.SYNC_S)
     if half is not None:
@@ -124,7 +124,8 @@ def validation_text(a: dict) -> str:
                           a["shares_primary"])
     lines += _share_lines("cross-validated images/sec:", a["shares_images_per_sec"])
     lines += [f"band coverage: {a['band_coverage_cross_validated']:.0%} of cross-validated images/sec "
-              f"(it claims the 10th-90th percentile, 80%)", ""]
+              f"(each case against a band made without its own study; each band claims {validation.NOMINAL_COVERAGE:.0%} "
+              "or a little more)", ""]
     lines += ["holdout (never fitted on, not in the band; shipped constants), checked last"]
     lines += _table(held, results) + [""]
     lines += _share_lines("holdout, one check a result:", a["holdout_shares_primary"])

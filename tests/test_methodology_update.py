@@ -1,0 +1,32 @@
+"""methodology/update.py: the optimizer update's time from the device's sourced memory bandwidth."""
+from __future__ import annotations
+
+import pytest
+
+from methodology import published, update
+
+
+def test_update_time_is_bytes_over_memory_bandwidth():
+    # LARS on a TPU v3: 28 B x 25,557,032 weights / 900 GB/s.
+    assert update.update_seconds("tpu-v3", "lars") == pytest.approx(28 * 25_557_032 / 900e9)
+    assert update.update_seconds("h100", "sgd") == pytest.approx(20 * 25_557_032 / 3350e9)
+
+
+def test_an_unsourced_bandwidth_models_nothing():
+    assert update.update_seconds("v100") is None
+    assert update.update_seconds("k80") is None
+
+
+def test_every_catalogued_device_has_a_row_with_a_source():
+    memory = update.load_device_memory()
+    assert set(published.DEVICES) == set(memory)
+    assert all(source for _, source in memory.values())
+
+
+def test_bad_input_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="optimizer"):
+        update.update_seconds("h100", "adam")
+    bad = tmp_path / "m.csv"
+    bad.write_text("device,memory_gb_per_s,as_of,source\nh100,-5,2024,x\n")
+    with pytest.raises(ValueError, match="must be positive"):
+        update.load_device_memory(str(bad))
