@@ -25,13 +25,13 @@ from dataclasses import dataclass
 
 from methodology import peaks
 
-# GPU catalogue names -> (how a person names it, the interconnect inside one VM, the
-# Compute Engine VM family that carries N of them; {n}: the GPU count).
+# GPU catalogue names -> (how a person names it, the Compute Engine VM family that carries N of
+# them; {n}: the GPU count). Which fabric joins them: interconnect.fabric_for.
 GPUS = {
-    "v100": ("V100", "v100-nvlink", None),  # 2018: n1-standard-{8n} with V100s attached (prices.py)
-    "a100": ("A100 40GB", "a100-nvlink", "a2-highgpu-{n}g"),
-    "a100-80gb": ("A100 80GB", "a100-nvlink", "a2-ultragpu-{n}g"),
-    "h100": ("H100 80GB", "h100-nvlink", "a3-highgpu-{n}g"),
+    "v100": ("V100", None),  # 2018: n1-standard-{8n} with V100s attached (prices.py)
+    "a100": ("A100 40GB", "a2-highgpu-{n}g"),
+    "a100-80gb": ("A100 80GB", "a2-ultragpu-{n}g"),
+    "h100": ("H100 80GB", "a3-highgpu-{n}g"),
 }
 # What a GPU's device kind (nvidia-smi's name) contains -> catalogue name; most specific first.
 _GPU_KINDS = (("a100-sxm4-80gb", "a100-80gb"), ("a100 80gb", "a100-80gb"), ("a100-80gb", "a100-80gb"),
@@ -74,11 +74,6 @@ class Hardware:
         return "chip" if self.platform == "tpu" else "GPU"
 
     @property
-    def interconnect(self) -> str:
-        """The interconnect catalogue's fabric for this device (methodology/interconnects.csv)."""
-        return GPUS[self.device][1] if self.platform == "gpu" else self.device
-
-    @property
     def label(self) -> str:
         """"v4-32 (16 TPU v4 chips)", "a100x8 (8 x A100 40GB, a2-highgpu-8g)"."""
         if self.platform == "tpu":
@@ -109,7 +104,7 @@ def gpus(device: str, count: int) -> Hardware:
     """
     if device not in GPUS:
         raise ValueError(f"unknown GPU {device!r}; known: {', '.join(GPUS)}")
-    family = GPUS[device][2]
+    family = GPUS[device][1]
     vm = family.format(n=count) if family and count <= GPUS_PER_VM else ""
     return Hardware(f"{device}x{count}", device, count, "gpu", vm=vm)
 
@@ -130,7 +125,7 @@ def _parse_tpu(text: str) -> Hardware | None:
 
 
 def _parse_gpu(text: str) -> Hardware | None:
-    for device, (_, _, family) in GPUS.items():
+    for device, (_, family) in GPUS.items():
         if family and (found := re.fullmatch(family.replace("{n}", r"(\d+)"), text)):
             return gpus(device, int(found.group(1)))
     found = (re.fullmatch(r"([a-z0-9-]+?)x(\d+)", text) or re.fullmatch(r"(\d+)x([a-z0-9-]+)", text))

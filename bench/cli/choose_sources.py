@@ -239,7 +239,7 @@ def project_anchor(found: published.PublishedResult, hw: hardware.Hardware):
     """
     catalogue = interconnect.load_interconnects()
     try:
-        fabric = catalogue[hw.interconnect]
+        fabric = interconnect.fabric_for(catalogue, hw.device)
         network = catalogue[found.network] if found.network and hw.devices > fabric.devices_per_host else None
         model = projection.Model(validation.anchor_curve(found, catalogue=catalogue), fabric, network,
                                  found.per_device_batch, interconnect.gradient_bytes(),
