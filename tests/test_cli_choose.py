@@ -151,3 +151,15 @@ def test_chart_is_written(capsys, tmp_path):
     code, _, err = run_cli(capsys, "choose", "a100x8", "v5e-16", str(run), "--chart", str(tmp_path / "charts"))
     assert code == 0 and (tmp_path / "charts" / "choose.png").stat().st_size > 10_000
     assert "choose.svg" in err
+
+
+def test_a_configuration_at_its_anchors_own_size_is_the_published_figure(capsys):
+    r = choose_json(capsys, "h100x8")[0]  # mlperf-v4.0-h100x8: 57,048 img/s on 8 H100
+    assert r["images_per_sec"] == {"low": pytest.approx(57048), "high": pytest.approx(57048)}
+    assert r["rate_detail"].startswith("published at this size") and "itself" in r["rate_spread"]
+
+
+def test_a_projected_configuration_carries_the_models_band(capsys):
+    r = choose_json(capsys, "a100x8")[0]  # dle-tf1-a100-amp: 1 GPU projected to 8
+    assert r["images_per_sec"]["low"] < r["images_per_sec"]["high"]
+    assert "out-of-sample band" in r["rate_spread"] and r["rate_detail"].startswith("projected to 8 GPUs")

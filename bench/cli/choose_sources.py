@@ -218,14 +218,17 @@ def configuration(text: str, hw: hardware.Hardware, settings: Settings) -> Choic
                       f"no published rate for {generation}: measure one or give one as {text}=IMAGES_PER_SEC"
                       + (f" ({why})" if why else ""), None, "", None, (), usd, detail, notes=notes)
     row, basis = project_anchor(found, hw)
+    itself = (found.devices, found.per_device_batch) == (hw.devices, row.per_device_batch)
     band = (f"the projection's out-of-sample band: {basis}" if basis
-            else "no out-of-sample band for this device family: the projection alone")
+            else "the published figure itself, at its own size: its publisher's run-to-run spread is not given"
+            if itself else "no out-of-sample band for this device family: the projection alone")
     span = Span(row.images_per_sec_low, row.images_per_sec_high) if row.band else \
         Span(row.images_per_sec, row.images_per_sec)
     return Choice(text, hw.label, choice.PUBLISHED,
-                  f"projected to {hw.devices} {hw.unit}s from published {found.describe()}", span, band,
+                  (f"published at this size: {found.describe()}" if itself else
+                   f"projected to {hw.devices} {hw.unit}s from published {found.describe()}"), span, band,
                   row.global_batch, _epochs(row.global_batch, settings), usd, detail,
-                  notes=notes + row.notes)
+                  notes=notes + tuple(n for n in row.notes if "no band" not in n))
 
 
 def project_anchor(found: published.PublishedResult, hw: hardware.Hardware):
@@ -243,7 +246,8 @@ def project_anchor(found: published.PublishedResult, hw: hardware.Hardware):
         network = catalogue[found.network] if found.network and hw.devices > fabric.devices_per_host else None
         model = projection.Model(validation.anchor_curve(found, catalogue=catalogue), fabric, network,
                                  found.per_device_batch, interconnect.gradient_bytes(),
-                                 curve_has_sync=found.devices > 1)
+                                 curve_has_sync=found.devices > 1,
+                                 measured_at=(found.devices, found.per_device_batch))
         row = projection.project_size(model, hw.devices)
     except (KeyError, ValueError) as err:
         raise UsageError(f"{hw.name}: cannot project from {found.name}: {err}") from None
