@@ -163,3 +163,12 @@ def test_a_projected_configuration_carries_the_models_band(capsys):
     r = choose_json(capsys, "a100x8")[0]  # dle-tf1-a100-amp: 1 GPU projected to 8
     assert r["images_per_sec"]["low"] < r["images_per_sec"]["high"]
     assert "out-of-sample band" in r["rate_spread"] and r["rate_detail"].startswith("projected to 8 GPUs")
+
+
+def test_the_target_is_printed_and_a_recipe_with_another_target_is_said(capsys):
+    _, out, _ = run_cli(capsys, "choose", "v5e-16=30000")
+    assert out.startswith("ResNet-50 v1.5 to 76.0% top-1") and "rcp's epochs are to 75.9%, not the 76.0%" in out
+    code, out, _ = run_cli(capsys, "choose", "v5e-16=30000", "--target", "0.759", "--json")
+    answer = json.loads(out)
+    assert answer["target_top1"] == 0.759 and answer["target_notes"] == [
+        "podbench's epochs are to 76.0%, not the 75.9% asked: each recipe is measured to its own target"]

@@ -24,6 +24,7 @@ from bench.results.summary import Summary, read_summary
 from methodology import choice, hardware, interconnect, prices, projection, published, validation
 from methodology import time_to_target as ttt
 from methodology.choice import Choice, Span
+from methodology.constants import TARGET_TOP1_BLOG
 
 # A typed rate carries no batch: the epochs of a LARS recipe depend on it. 256 a device is the batch of
 # most published anchors (methodology/published.csv), and the output says it was assumed.
@@ -42,11 +43,13 @@ class Settings:
       recipes: the recipes whose epochs the ranges span.
       spot: price spot too, where the catalogue has it.
       prices: --prices (2018, current, a file), or None: each hardware's default era.
+      target_top1: the accuracy asked about (each recipe's epochs are to its own target).
     """
 
     recipes: tuple[str, ...]
     spot: bool = False
     prices: str | None = None
+    target_top1: float = TARGET_TOP1_BLOG
 
 
 def resolve_all(candidates: list[str], settings: Settings) -> list[Choice]:
