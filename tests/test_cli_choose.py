@@ -172,3 +172,14 @@ def test_the_target_is_printed_and_a_recipe_with_another_target_is_said(capsys):
     answer = json.loads(out)
     assert answer["target_top1"] == 0.759 and answer["target_notes"] == [
         "podbench's epochs are to 76.0%, not the 75.9% asked: each recipe is measured to its own target"]
+
+
+def test_a_sweep_directory_gives_one_row_a_configuration(capsys, tmp_path):
+    sweep_dir = tmp_path / "sweep"
+    one = write_run(sweep_dir, "replicas-1", replicas=1)
+    two = write_run(sweep_dir, "replicas-2", replicas=2)
+    sizes = [{"replicas": n, "run_dir": f"elsewhere/{d.name}", "images_per_sec": 1.0} for n, d in ((1, one), (2, two))]
+    (sweep_dir / "sweep.json").write_text(json.dumps({"axis": "replicas", "sizes": sizes}))
+    rows = choose_json(capsys, str(sweep_dir))
+    assert [r["name"] for r in rows] == [str(one), str(two)]
+    assert all(r["rate_from"] == "measured" and r["measured_here"] for r in rows)

@@ -104,7 +104,9 @@ def _runs_of(path: str) -> list[tuple[str, Summary]]:
             sweep = rundir.read_json(Path(path) / SWEEP_JSON)
         except (OSError, ValueError) as err:
             raise UsageError(f"cannot read {Path(path) / SWEEP_JSON} ({err})") from None
-        runs = [r["run_dir"] for r in sweep.get("sizes", []) if r.get("run_dir") and r.get("images_per_sec")]
+        # A size's directory as the sweep wrote it, or (the sweep moved, or run from elsewhere) beside sweep.json.
+        runs = [r["run_dir"] if Path(r["run_dir"]).is_dir() else str(Path(path) / Path(r["run_dir"]).name)
+                for r in sweep.get("sizes", []) if r.get("run_dir") and r.get("images_per_sec")]
         if not runs:
             raise UsageError(f"{path}: no size of this sweep measured a rate")
     out = []
