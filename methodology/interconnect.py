@@ -27,13 +27,14 @@ the tests show it is too small to matter).
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 import datetime
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from methodology.catalogue import read_catalogue
 
 BUNDLED_INTERCONNECTS = Path(__file__).with_name("interconnects.csv")
 COLUMNS = ("name", "kind", "device", "topology", "devices_per_host", "max_devices", "link_gb_per_s",
@@ -177,22 +178,7 @@ def load_interconnects(path: str | Path = BUNDLED_INTERCONNECTS) -> dict[str, In
     Raises:
       ValueError: one line naming the file, the row and what is wrong.
     """
-    path = Path(path)
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            catalogue: dict[str, Interconnect] = {}
-            for row in reader:
-                try:
-                    item = _interconnect_from_row(row)
-                except ValueError as err:
-                    raise ValueError(f"{path}: row {reader.line_num}, {err}") from None
-                if item.name in catalogue:
-                    raise ValueError(f"{path}: row {reader.line_num}: a second {item.name!r}")
-                catalogue[item.name] = item
-    except OSError as err:
-        raise ValueError(f"cannot read interconnect file {path}: {err.strerror or err}") from None
-    return catalogue
+    return read_catalogue(path, _interconnect_from_row, "interconnect file")
 
 
 def find(catalogue: dict[str, Interconnect], name: str, kinds: tuple[str, ...] = KINDS) -> Interconnect:

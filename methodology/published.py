@@ -23,11 +23,12 @@ measure one or give one, never a guess.
 """
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from methodology.catalogue import read_catalogue
 
 BUNDLED_PUBLISHED = Path(__file__).with_name("published.csv")
 COLUMNS = ("name", "device", "devices", "per_device_batch", "global_batch", "precision", "framework",
@@ -163,23 +164,8 @@ def load_published(path: str | Path = BUNDLED_PUBLISHED) -> tuple[PublishedResul
     Raises:
       ValueError: one line naming the file, the row and what is wrong (a missing anchor included).
     """
-    path = Path(path)
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            rows, seen = [], set()
-            for row in reader:
-                try:
-                    item = _from_row(row)
-                except ValueError as err:
-                    raise ValueError(f"{path}: row {reader.line_num}, {err}") from None
-                if item.name in seen:
-                    raise ValueError(f"{path}: row {reader.line_num}: a second {item.name!r}")
-                seen.add(item.name)
-                rows.append(item)
-    except OSError as err:
-        raise ValueError(f"cannot read published results {path}: {err.strerror or err}") from None
-    by_name = {r.name: r for r in rows}
+    by_name = read_catalogue(path, _from_row, "published results")
+    rows = list(by_name.values())
     for r in rows:
         if r.anchor and (r.anchor not in by_name or by_name[r.anchor].role != "anchor"):
             raise ValueError(f"{path}: {r.name} names {r.anchor!r}, which is not an anchor row")

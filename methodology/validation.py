@@ -282,8 +282,9 @@ def band_from_ratios(ratios: list[float], what: str) -> projection.Band | None:
     ordered = sorted(ratios)
     low, high = min(ordered[k - 1], 1.0), max(ordered[n - k], 1.0)
     coverage = (n + 1 - 2 * k) / (n + 1)
+    nth = "" if k == 1 else f"{k}{ {2: 'nd', 3: 'rd'}.get(k, 'th')} "
     return projection.Band(low, high, coverage,
-                           f"{k}{'st' if k == 1 else 'th'} smallest to largest of the leave-one-study-out errors of {n} "
+                           f"{nth}smallest to {nth}largest of the leave-one-study-out errors of {n} "
                            f"published {what}: holds a new case {coverage:.0%} of the time "
                            "(methodology/published.csv)")
 
@@ -329,12 +330,13 @@ def covered(check: Check) -> bool:
     return band.low_factor - 1e-12 <= ratio <= band.high_factor + 1e-12
 
 
-def published_points(fabric: str, path: str = str(published.BUNDLED_PUBLISHED)) -> list[dict]:
-    """Every published system rate over ``fabric`` (anchors included), for a chart.
+def published_points(fabric: str, study: str = "", path: str = str(published.BUNDLED_PUBLISHED)) -> list[dict]:
+    """Every published system rate over ``fabric`` (of one ``study`` where given), for a chart.
 
     Returns:
       [{"devices", "images_per_sec", "label"}], sorted by devices.
     """
-    rows = [r for r in published.load_published(path) if r.interconnect == fabric and r.images_per_sec]
+    rows = [r for r in published.load_published(path)
+            if r.interconnect == fabric and r.images_per_sec and (not study or r.study == study)]
     return sorted(({"devices": r.devices, "images_per_sec": r.images_per_sec, "label": r.name} for r in rows),
                   key=lambda p: (p["devices"], p["images_per_sec"]))

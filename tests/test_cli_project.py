@@ -39,7 +39,7 @@ def test_tpu_v3_pod_text(capsys):
     assert "* extrapolated beyond the measured points" in out
     assert "1024 devices: batch 32 is below the curve's smallest (256): extrapolated as b/(b+26.5)" in out
     assert "1024 devices: global batch capped at 32,768: 32 a device" in out
-    assert "band: 1st smallest to largest of the leave-one-study-out errors" in out
+    assert "band: smallest to largest of the leave-one-study-out errors" in out
     assert "16 devices: the measured figure itself: no band" in out
     assert "tpu-v3          $2.00/h a chip" in out and "caveat: derived from the pod figure" in out
 

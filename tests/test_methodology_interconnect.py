@@ -222,3 +222,10 @@ def test_fabric_for_a_device(device, per_host, name):
 def test_fabric_for_an_unknown_device_lists_the_fabrics():
     with pytest.raises(ValueError, match="no interconnect for 'k80'; known: tpu-v2"):
         ic.fabric_for(CATALOGUE, "k80")
+
+
+def test_v5p_multislice_uses_each_chips_dcn_share():
+    # Google: 50 Gbps of DCN a chip; the row holds it as a host of 4 chips.
+    dcn = CATALOGUE["tpu-v5p-dcn"]
+    assert dcn.device_bytes_per_s() / CATALOGUE["tpu-v5p"].devices_per_host == pytest.approx(50e9 / 8)
+    assert ic.shape(CATALOGUE["tpu-v5p"], 12_288) == "2 pods x 24x16x16 torus"

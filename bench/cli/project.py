@@ -397,18 +397,20 @@ def handle(args: argparse.Namespace) -> int:
                          "extrapolated")
     answer = project_text.projection_answer(args, source, model, rows, pricing)
     if args.chart:
-        _write_chart(checks.output_dir(args.chart, "--chart DIR", refuse_runs=False), rows, model.fabric.name)
+        _write_chart(checks.output_dir(args.chart, "--chart DIR", refuse_runs=False), rows, model.fabric.name,
+                     source.anchor.study if source.anchor else "")
     print(rundir.dumps(answer) if args.json else project_text.projection_text(answer))
     return 0
 
 
-def _write_chart(directory: Path, rows, fabric_name: str) -> None:
+def _write_chart(directory: Path, rows, fabric_name: str, study: str) -> None:
     import pandas as pd  # noqa: PLC0415 (only with --chart)
 
     from bench.report import files, scaling_charts  # noqa: PLC0415
 
     directory.mkdir(parents=True, exist_ok=True)
-    published = pd.DataFrame(validation.published_points(fabric_name), columns=["devices", "images_per_sec", "label"])
+    points = validation.published_points(fabric_name, study)
+    published = pd.DataFrame(points, columns=["devices", "images_per_sec", "label"])
     fig, _ = scaling_charts.plot_projection(pd.DataFrame([r.to_json() for r in rows]), published)
     for path in files.save_figure(fig, directory, CHART_STEM):
         print(f"wrote {path}", file=sys.stderr)

@@ -119,11 +119,15 @@ def _clock(r: dict, key: str) -> str:
 def projection_text(a: dict) -> str:
     """The projection as a person reads it: what it assumes, a row a size, then the notes."""
     lines = _header(a)
-    header = ("devices", "layout", "batch/dev", "global batch", "compute", "sync", "all-reduce", "images/s",
-              "band", "efficiency", "epochs", "blog clock", "MLPerf clock", "USD/h", "cost USD")
+    ef = a["all_reduce"]["exposed_fraction"]
+    sharded = any(r["update_saved_s"] for r in a["rows"])
+    header = ("devices", "layout", "batch/dev", "global batch", "compute", "sync", "all-reduce", "latency",
+              *(("update saved",) if sharded else ()), "images/s", "band", "efficiency", "epochs", "blog clock",
+              "MLPerf clock", "USD/h", "cost USD")
     lines.append(common.text_table(a["rows"], header, lambda r: (
         r["devices"], r["shape"], r["per_device_batch"], f"{r['global_batch']:,}", _ms(r["compute_s"]),
-        _ms(r["sync_s"]), _ms(r["exposed_all_reduce_s"]),
+        _ms(r["sync_s"]), _ms(ef * r["all_reduce_s"]), _ms(ef * r["latency_s"]),
+        *((_ms(r["update_saved_s"]),) if sharded else ()),
         format_rate(r["images_per_sec"]) + ("*" if r["extrapolated"] else ""), _band(r),
         f"{r['scaling_efficiency']:.1%}", "n/a" if r["epochs"] is None else f"{r['epochs']:.1f}",
         _clock(r, "blog_s"), _clock(r, "mlperf_s"), format_usd(r["usd_per_hour"]), format_usd(r["cost_usd"]))))
