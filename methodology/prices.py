@@ -311,8 +311,7 @@ def _with_host(book: PriceBook, hw: hardware.Hardware, era, pricing: str, main: 
         counts.append(1)
         total += host.usd_per_hour
     if hw.platform == "tpu" and main.unit == "per_chip":
-        note = "; ".join(filter(None, (f"{hw.name} priced as {hw.devices} chips x {hw.device}; TPU VMs include "
-                                       "their host", note)))
+        note = "; ".join(filter(None, ("TPU VMs include their host: no host VM added", note)))
     return Quote(total, tuple(parts), note, tuple(counts))
 
 

@@ -259,7 +259,7 @@ def test_price_is_frozen_and_validated_on_creation():
     [
         pytest.param("tpu-v2", 4, "2018", 4.50 + 0.095, "", id="v2_8_slice_and_driver_vm"),
         pytest.param("tpu-v2", 256, "2018", 384.0 + 0.095, "", id="v2_512_slice"),
-        pytest.param("tpu-v3", 1024, "current", 2.00 * 1024, "v3-2048 priced as 1024 chips", id="v3_pod_by_chip"),
+        pytest.param("tpu-v3", 1024, "current", 2.00 * 1024, "TPU VMs include their host", id="v3_pod_by_chip"),
         pytest.param("tpu-v5e", 256, "current", 1.20 * 256, "", id="v5e_by_chip"),
         pytest.param("v100", 8, "2018", 8 * 2.48 + 3.04, "", id="one_8_gpu_vm"),
         pytest.param("v100", 64, "2018", 8 * (8 * 2.48 + 3.04), "8 VMs of 8 x v100", id="eight_vms"),
@@ -270,6 +270,7 @@ def test_quote_devices(device, devices, era, usd, note):
     q = prices.quote_devices(prices.load_prices(), device, devices, era)
     assert q.usd_per_hour == pytest.approx(usd)
     assert note in q.note
+    assert sum(p.usd_per_hour * n for p, n in q.items) == pytest.approx(usd)  # the breakdown adds up
 
 
 @pytest.mark.parametrize(

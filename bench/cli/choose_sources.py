@@ -152,7 +152,7 @@ def price(hw: hardware.Hardware | None, settings: Settings, why_none: str = "") 
         spot = prices.quote_hardware(book, hw, era, kind)
     except ValueError:
         return (Span(on.usd_per_hour, on.usd_per_hour), detail,
-                (f"no {kind} price for {hw.device} in the catalogue: on-demand only",))
+                tuple(filter(None, (on.note, f"no {kind} price for {hw.device} in the catalogue: on-demand only"))))
     detail += f"; {kind} {common.usd_rate(spot.usd_per_hour)}/h (as of {spot.as_of})"
     notes = tuple(dict.fromkeys(n for n in (on.note, spot.note) if n))
     return Span.of([on.usd_per_hour, spot.usd_per_hour]), detail, notes
