@@ -196,6 +196,14 @@ def test_bad_run_directories(capsys, tmp_path, content, fragment):
         pytest.param(["cost", "--images-per-sec", "5", "--usd-per-hour", "1e-308"], "below any cloud's price",
                      id="tiny_price"),
         pytest.param(["cost", "--images-per-sec", "5", "--epochs", "1e18"], "35-90 epochs", id="huge_epochs"),
+        pytest.param(["cost", "--images-per-sec", "5", "--recipe", "rcp"], "give --global-batch B",
+                     id="rcp_without_batch"),
+        pytest.param(["cost", "--images-per-sec", "5", "--recipe", "rcp", "--epochs", "40"], "not both",
+                     id="recipe_and_epochs"),
+        pytest.param(["cost", "--images-per-sec", "5", "--recipe", "rcp", "--global-batch", "100000"],
+                     "no epochs at a global batch of 100,000", id="rcp_above_its_table"),
+        pytest.param(["cost", "--images-per-sec", "5", "--global-batch", "1281168"], "one epoch of ImageNet",
+                     id="batch_above_an_epoch"),
         pytest.param(["cost", "--images-per-sec", "1", "--run", "x"], "not allowed with", id="run_and_rate"),
         pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v100", "--usd-per-hour", "1"], "not allowed with",
                      id="hardware_and_price"),
@@ -313,14 +321,17 @@ def test_bad_preemption_flags_are_one_line(capsys, argv, fragment):
         pytest.param(9000, 256, 8, "v100-nvlink", 8, "v100x8", id="v100x8_2018_prices"),
     ],
 )
-def test_cost_and_project_agree_on_the_same_inputs(capsys, rate, batch, measured, fabric, devices, hardware):
+@pytest.mark.parametrize("recipe", ["podbench", "rcp", "google-tpu"])
+def test_cost_and_project_agree_on_the_same_inputs(capsys, rate, batch, measured, fabric, devices, hardware, recipe):
     _, out, _ = run_cli(capsys, "project", "--images-per-sec", str(rate), "--per-device-batch", str(batch),
                         "--measured-devices", str(measured), "--interconnect", fabric, "--devices", str(devices),
-                        "--json")
+                        "--recipe", recipe, "--json")
     row = json.loads(out)["rows"][0]
-    _, out, _ = run_cli(capsys, "cost", "--images-per-sec", str(rate), "--hardware", hardware, "--json")
+    _, out, _ = run_cli(capsys, "cost", "--images-per-sec", str(rate), "--hardware", hardware, "--recipe", recipe,
+                        "--global-batch", str(batch * devices), "--json")
     c = json.loads(out)
-    assert row["recipe"] == c["recipe"]["name"] == "podbench" and row["epochs"] == c["epochs"] == 90
+    assert row["recipe"] == c["recipe"]["name"] == recipe and row["epochs"] == pytest.approx(c["epochs"])
+    assert c["target_top1"] == (0.76 if recipe == "podbench" else 0.759)
     assert row["images_per_sec"] == pytest.approx(rate)
     assert c["time_to_target_hours"] == pytest.approx(row["train_hours"])
     assert c["usd_per_hour"] == pytest.approx(row["usd_per_hour"])

@@ -28,6 +28,8 @@ IMAGES_PER_SEC = checks.number(
 USD_PER_HOUR = checks.number(
     1e-3, 1e6, "the largest cloud TPU slice, a v5p-12288, costs about $26,000 an hour",
     low_why="a tenth of a cent an hour is below any cloud's price")
+GLOBAL_BATCH = checks.count(1, constants.IMAGENET_TRAIN_EXAMPLES, "a step cannot hold more than one epoch of "
+                            "ImageNet")
 EPOCHS = checks.number(0, 1_000, "ResNet-50 reaches 76% in 35-90 epochs; 1,000 is already a typo",
                        low_open=True, low_why="training takes at least some of an epoch")
 
@@ -64,9 +66,14 @@ def register(sub) -> None:
     c.add_argument("--epochs", type=EPOCHS, metavar="N",
                    help=f"epochs to the target (default: podbench's own recipe, {constants.MEASURED_EPOCHS}, the "
                         "reference's; `podbench choose` sets a tuned LARS recipe's beside it)")
-    c.add_argument("--target", default="0.76", choices=list(constants.TARGETS),
-                   help="the claim the time is named after: 0.76 (the blog, default) or 0.759 (MLPerf); "
-                        "it does not change the projection, --epochs does")
+    c.add_argument("--recipe", choices=tuple(ttt.RECIPES),
+                   help="whose epochs: podbench (default: its own, the blog's 90), rcp (MLPerf's tuned LARS) or "
+                        "google-tpu; the last two depend on the global batch (the run's, or --global-batch)")
+    c.add_argument("--global-batch", type=GLOBAL_BATCH, metavar="B",
+                   help="the global batch of --images-per-sec, for --recipe rcp or google-tpu")
+    c.add_argument("--target", choices=list(constants.TARGETS),
+                   help="the claim the time is named after: 0.76 (the blog) or 0.759 (MLPerf); default: the "
+                        "recipe's. It does not change the projection, --recipe and --epochs do")
     c.add_argument("--json", action="store_true", help="the answer as JSON")
     c.set_defaults(handler=handle)
 
@@ -96,6 +103,10 @@ def _check_cost_flags(args: argparse.Namespace) -> None:
         raise UsageError(f"{spot_flags[0]} applies with --preemptions-per-day R")
     if args.preemptions_per_day is not None and not args.preemptible:
         raise UsageError("--preemptions-per-day prices a run on spot capacity: add --preemptible --hardware NAME")
+    if args.recipe is not None and args.epochs is not None:
+        raise UsageError("--epochs sets the epochs itself; give --recipe NAME or --epochs N, not both")
+    if args.global_batch is not None and args.run:
+        raise UsageError("--global-batch is the batch of --images-per-sec; --run reads the run's own")
     if args.count is not None and args.count < 1:
         raise UsageError(f"--count must be >= 1, got {args.count}")
     if args.hardware is None:
@@ -277,14 +288,32 @@ def _on_demand_quote(args) -> prices.Quote | None:
 
 
 def _recipe(args, summary: Summary | None) -> dict:
-    """The epochs and the recipe they belong to: --epochs, or podbench's own recipe from the one time model
-    (methodology/time_to_target.py, as `project` and `choose` use it)."""
+    """The epochs and the recipe they belong to: --epochs, or a recipe of the one time model
+    (methodology/time_to_target.py, as `project` and `choose` use it; default podbench's own).
+
+    Raises:
+      UsageError: a batch-dependent recipe without a batch, or a batch with no figure.
+    """
     if args.epochs is not None:
-        return {"name": "given", "epochs": args.epochs, "description": f"--epochs {args.epochs:g}"}
-    batch = summary.global_batch_size if summary and summary.global_batch_size else 1
-    e = ttt.epochs_to_target(batch, ttt.PODBENCH)
-    return {"name": ttt.PODBENCH, "epochs": e.epochs, "target_top1": e.target_top1,
-            "description": ttt.RECIPES[ttt.PODBENCH].description}
+        return {"name": "given", "epochs": args.epochs, "description": f"--epochs {args.epochs:g}",
+                "target_top1": constants.TARGET_TOP1_BLOG}
+    name = args.recipe or ttt.PODBENCH
+    batch = args.global_batch or (summary.global_batch_size if summary else None)
+    if batch is None and name != ttt.PODBENCH:
+        raise UsageError(f"--recipe {name}: its epochs depend on the global batch; give --global-batch B "
+                         "(or --run a run that recorded it)")
+    e = ttt.epochs_to_target(batch or 1, name)  # podbench's 90 hold at every batch up to the blog's largest
+    if e.epochs is None:
+        raise UsageError(f"--recipe {name} has no epochs at a global batch of {batch:,} ({e.basis}); try "
+                         "--recipe podbench or a smaller batch")
+    return {"name": name, "epochs": e.epochs, "target_top1": e.target_top1, "basis": e.basis,
+            "global_batch": batch, "description": ttt.RECIPES[name].description}
+
+
+def _target(args, recipe: dict) -> tuple[float, str]:
+    """(target, its claim): --target, else the recipe's own."""
+    key = args.target or next(k for k, v in constants.TARGETS.items() if v == recipe["target_top1"])
+    return constants.TARGETS[key], constants.TARGET_SOURCES[key]
 
 
 def _cost_answer(args, ips: float, summary: Summary | None, q: prices.Quote | None, era, pricing) -> dict:
@@ -300,8 +329,8 @@ def _cost_answer(args, ips: float, summary: Summary | None, q: prices.Quote | No
         "images_per_sec_from": _run_description(summary) if summary else "given with --images-per-sec",
         "run_id": summary.run_id if summary else None,
         "run_status": summary.status if summary else None,
-        "epochs": recipe["epochs"], "recipe": recipe, "target_top1": constants.TARGETS[args.target],
-        "target_claim": constants.TARGET_SOURCES[args.target],
+        "epochs": recipe["epochs"], "recipe": recipe, "target_top1": _target(args, recipe)[0],
+        "target_claim": _target(args, recipe)[1],
         "time_to_target_hours": projection.train_hours,
         "usd_per_hour": q.usd_per_hour if q else None, "cost_usd": projection.cost_usd,
         "price_as_of": q.as_of if q else None, "price_source": q.sources if q else None,
@@ -320,7 +349,7 @@ def _cost_text(a: dict, args: argparse.Namespace) -> str:
     where = "on the run's hardware" if a["run_id"] else "at the rate you gave (--images-per-sec: not measured here)"
     lines = [f"ResNet-50 v1.5 to {a['target_top1']:.1%} top-1 {where}", "",
              f"rate            {format_rate(a['images_per_sec'])} img/s ({a['images_per_sec_from']})",
-             f"time to target  {format_hours(a['time_to_target_hours'])}  ({a['epochs']:g} epochs x "
+             f"time to target  {format_hours(a['time_to_target_hours'])}  ({round(a['epochs'], 1):g} epochs x "
              f"{constants.IMAGENET_TRAIN_EXAMPLES:,} images at that steady rate: a projection; start-up and "
              "evaluation not included)"]
     if a["usd_per_hour"] is None:
@@ -338,10 +367,13 @@ def _cost_text(a: dict, args: argparse.Namespace) -> str:
             lines.append("price rows:")
             lines += common.price_lines([prices.Price(**{k: v for k, v in p.items() if k != "count"}) for p in a["price_parts"]])
     lines += _preemption_lines(a["preemption"], a["time_to_target_hours"])
-    lines.append(f"recipe          {a['recipe']['name']}: {a['recipe']['description']}; a tuned LARS recipe needs "
-                 "35-60 epochs: `podbench choose` sets both side by side")
+    r = a["recipe"]
+    other = ("a tuned LARS recipe needs 35-60 epochs" if r["name"] == ttt.PODBENCH
+             else "podbench's own recipe needs 90")
+    lines.append(f"recipe          {r['name']}: {r['description']} ({r.get('basis') or 'given'}); {other}: "
+                 "`podbench choose` sets recipes side by side")
     lines.append(f"target          {a['target_claim']}. It names the claim; the projection is the same "
-                 "(--epochs changes it)")
+                 "(--recipe and --epochs change it)")
     lines += [f"note            {n}" for n in a["notes"]]
     lines += ["", "vs the reference configurations (2018 on-demand prices; how each reference rate was "
                   "obtained: `podbench reproduce`):"]
