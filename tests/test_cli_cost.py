@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from bench.cli import cost as cli_cost
+from bench.cli import cost_text
 from bench.cli import main
 from console import run_cli
 
@@ -254,7 +254,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
     ],
 )
 def test_speedup_words(ratio, text):
-    assert cli_cost._times(ratio, "faster", "slower") == text
+    assert cost_text._times(ratio, "faster", "slower") == text
 
 
 def test_cost_help_explains_the_prices_default(capsys):
