@@ -3,8 +3,9 @@
 The model, each part a stated assumption (methodology/PROJECTION.md says more):
 
 1. **Compute.** One device's images/sec against its batch, the *device
-   curve*: measured points (``podbench sweep --batch-sizes``) interpolated as
-   a power law between them, or one published figure (methodology/published.py).
+   curve* (methodology/device_curve.py): measured points (``podbench sweep
+   --batch-sizes``) interpolated as a power law between them, or one
+   published figure (methodology/published.py).
    Below the smallest point the curve falls as ``rate ~ b / (b + K)``: a
    step costs ``(b + K) / r_max``, a per-image part and a per-step part worth
    ``K`` images (launch, host and optimizer-update work that does not shrink
@@ -39,110 +40,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
 from methodology import cost, interconnect, published, time_to_target as ttt, update
+from methodology.device_curve import (BATCH_HALF, EXPOSED_FRACTION, CurvePoint, DeviceCurve, Rate, _non_negative,
+                                     _positive, _positive_int, device_point, hyperbolic_rate)
 from methodology.interconnect import Interconnect, all_reduce_latency_s, all_reduce_s
 
-# Fitted on published.csv's calibration rows: validation.fit_constants() recomputes both,
-# and a test keeps these equal to its result.
-BATCH_HALF = 26.5
+__all__ = ["BATCH_HALF", "EXPOSED_FRACTION", "SYNC_S", "Band", "CurvePoint", "DeviceCurve", "Model", "Rate", "SizeProjection", "StepParts",
+           "curve_from_anchor", "device_point", "family_of", "hyperbolic_rate", "project", "project_config",
+           "project_size", "step_parts"]
+
+# Fitted on published.csv's calibration rows: validation.fit_constants() recomputes it (and
+# device_curve.BATCH_HALF), and a test keeps them equal to its result.
 SYNC_S = 0.0119
-EXPOSED_FRACTION = 1.0
-
-
-def _positive(name: str, value: float) -> None:
-    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-
-
-def _positive_int(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _non_negative(name: str, value: float) -> None:
-    if isinstance(value, bool) or not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    """One device's steady-state rate at one batch.
-
-    Attributes:
-      per_device_batch: images a step on the device.
-      images_per_sec: the device's images a second at that batch.
-    """
-
-    per_device_batch: int
-    images_per_sec: float
-
-    def __post_init__(self):
-        _positive_int("per_device_batch", self.per_device_batch)
-        _positive("images_per_sec", self.images_per_sec)
-
-
-@dataclass(frozen=True)
-class Rate:
-    """A device's rate at a batch, and how far the curve had to be extrapolated for it.
-
-    Attributes:
-      images_per_sec: one device's images a second.
-      extrapolation: None inside the measured batches, else one line saying how it was extrapolated.
-    """
-
-    images_per_sec: float
-    extrapolation: str | None = None
-
-
-def hyperbolic_rate(rate: float, batch: int, at_batch: int, batch_half: float) -> float:
-    """The rate at ``batch`` of a device doing ``rate`` at ``at_batch``, if a step costs (b + K) / r_max."""
-    return rate * (batch / (batch + batch_half)) / (at_batch / (at_batch + batch_half))
-
-
-@dataclass(frozen=True)
-class DeviceCurve:
-    """One device's images/sec against its batch.
-
-    Attributes:
-      points: measured (or published) points, strictly increasing in batch.
-      batch_half: K of rate ~ b / (b + K) outside the points (0: flat).
-    """
-
-    points: tuple[CurvePoint, ...]
-    batch_half: float = BATCH_HALF
-
-    def __post_init__(self):
-        if not self.points:
-            raise ValueError("a device curve needs at least one point")
-        batches = [p.per_device_batch for p in self.points]
-        if batches != sorted(set(batches)):
-            raise ValueError(f"device curve batches must be distinct and increasing, got {batches}")
-        _non_negative("batch_half", self.batch_half)
-
-    @property
-    def largest_batch(self) -> int:
-        return self.points[-1].per_device_batch
-
-    def rate_at(self, batch: int) -> Rate:
-        """The device's rate at ``batch``: exact, interpolated, or extrapolated (and said so).
-
-        Raises:
-          ValueError: a non-positive batch.
-        """
-        _positive_int("batch", batch)
-        first, last = self.points[0], self.points[-1]
-        for low, high in zip(self.points, self.points[1:]):
-            if low.per_device_batch < batch < high.per_device_batch:
-                slope = (math.log(high.images_per_sec / low.images_per_sec)
-                         / math.log(high.per_device_batch / low.per_device_batch))
-                return Rate(low.images_per_sec * (batch / low.per_device_batch) ** slope)
-        exact = [p.images_per_sec for p in self.points if p.per_device_batch == batch]
-        if exact:
-            return Rate(exact[0])
-        edge = first if batch < first.per_device_batch else last
-        side = "below the curve's smallest" if edge is first else "above the curve's largest"
-        return Rate(hyperbolic_rate(edge.images_per_sec, batch, edge.per_device_batch, self.batch_half),
-                    f"batch {batch} is {side} ({edge.per_device_batch}): extrapolated as b/(b+{self.batch_half:g}) "
-                    f"(a per-step cost worth {self.batch_half:g} images)")
 
 
 @dataclass(frozen=True)
@@ -164,6 +72,8 @@ class Model:
       update_s: one device's optimizer update a step (what sharding divides), 0 where unknown.
       measured_at: (devices, per-device batch) of the figure the curve comes from, where a row
         there is that figure itself and carries no band.
+      curve_optimizer: the optimizer the curve's figure ran ("sgd", "lars"; None: unknown, no change).
+      optimizer: the optimizer the projected runs use (None: the recipe's at each global batch).
     """
 
     curve: DeviceCurve
@@ -179,6 +89,8 @@ class Model:
     weight_update_sharding: bool = False
     update_s: float = 0.0
     measured_at: tuple[int, int] | None = None
+    curve_optimizer: str | None = None
+    optimizer: str | None = None
 
     def __post_init__(self):
         _positive_int("per_device_batch", self.per_device_batch)
@@ -213,30 +125,6 @@ class Model:
             raise ValueError(f"a global batch of at most {self.global_batch_max:,} leaves less than one image "
                              f"a device on {devices:,} devices")
         return self.global_batch_max // devices
-
-
-def device_point(system_images_per_sec: float, per_device_batch: int, devices: int,
-                 communication_s: float, exposed_fraction: float = EXPOSED_FRACTION) -> CurvePoint:
-    """One device's rate behind a figure measured on ``devices``: the modeled communication taken out.
-
-    Args:
-      system_images_per_sec: the figure, all devices together.
-      per_device_batch: each device's batch in that measurement.
-      devices: how many devices it was measured on (1: the figure is the device's).
-      communication_s: the model's all-reduce (bandwidth + latency) at that size.
-      exposed_fraction: share of it not hidden.
-
-    Raises:
-      ValueError: non-positive numbers, or an all-reduce as long as the whole step.
-    """
-    _positive("system_images_per_sec", system_images_per_sec)
-    _positive_int("devices", devices)
-    step_s = per_device_batch * devices / system_images_per_sec
-    compute_s = step_s - exposed_fraction * communication_s
-    if compute_s <= 0:
-        raise ValueError(f"the modeled all-reduce ({communication_s * 1e3:.1f} ms) is as long as the "
-                         f"measured step ({step_s * 1e3:.1f} ms): check the rate, batch and interconnect")
-    return CurvePoint(per_device_batch, per_device_batch / compute_s)
 
 
 @dataclass(frozen=True)
@@ -280,7 +168,9 @@ class SizeProjection:
       all_reduce_s, latency_s: the all-reduce's bandwidth and latency terms.
       exposed_all_reduce_s: the part of both not hidden.
       update_saved_s: optimizer-update time weight-update sharding saves a step.
-      step_s: compute_s + sync_s + exposed_all_reduce_s - update_saved_s.
+      optimizer, optimizer_s: the projected runs' optimizer, and what its update costs beyond the
+        curve's figure's (LARS against SGD; 0 where either is unknown).
+      step_s: compute_s + sync_s + exposed_all_reduce_s + optimizer_s - update_saved_s.
       images_per_sec, ideal_images_per_sec, scaling_efficiency: the rate, devices x one
         device at the model's batch, and their ratio.
       images_per_sec_low, images_per_sec_high: the band around images_per_sec.
@@ -301,6 +191,8 @@ class SizeProjection:
     latency_s: float
     exposed_all_reduce_s: float
     update_saved_s: float
+    optimizer: str
+    optimizer_s: float
     step_s: float
     images_per_sec: float
     ideal_images_per_sec: float
@@ -341,7 +233,8 @@ class StepParts:
     Attributes:
       per_device_batch: the batch a device runs at that size.
       rate: the device curve's Rate at that batch (with its extrapolation note).
-      compute_s, sync_s, all_reduce_s, latency_s, exposed_s, update_saved_s, step_s: as SizeProjection.
+      compute_s, sync_s, all_reduce_s, latency_s, exposed_s, update_saved_s, optimizer, optimizer_s,
+        step_s: as SizeProjection.
       images_per_sec: devices x batch / step_s.
     """
 
@@ -353,6 +246,8 @@ class StepParts:
     latency_s: float
     exposed_s: float
     update_saved_s: float
+    optimizer: str
+    optimizer_s: float
     step_s: float
     images_per_sec: float
 
@@ -370,9 +265,11 @@ def step_parts(model: Model, devices: int) -> StepParts:
     exposed_s = model.exposed_fraction * (reduce_s + latency_s)
     saved_s = model.update_s * (1 - 1 / devices) if model.weight_update_sharding else 0.0
     sync_s = model.added_sync_s(devices)
-    step_s = compute_s + sync_s + exposed_s - saved_s
-    return StepParts(batch, rate, compute_s, sync_s, reduce_s, latency_s, exposed_s, saved_s, step_s,
-                     devices * batch / step_s)
+    optimizer = model.optimizer or ttt.optimizer_for(model.recipe, devices * batch)
+    optimizer_s = update.optimizer_change_s(model.fabric.device, model.curve_optimizer, optimizer)
+    step_s = compute_s + sync_s + exposed_s + optimizer_s - saved_s
+    return StepParts(batch, rate, compute_s, sync_s, reduce_s, latency_s, exposed_s, saved_s, optimizer,
+                     optimizer_s, step_s, devices * batch / step_s)
 
 
 def project_size(model: Model, devices: int, usd_per_hour: float | None = None) -> SizeProjection:
@@ -390,6 +287,9 @@ def project_size(model: Model, devices: int, usd_per_hour: float | None = None) 
     notes = [n for n in (rate.extrapolation,) if n]
     if measured:
         notes.append("the measured figure itself: no band")
+    if s.optimizer_s:
+        notes.append(f"{s.optimizer} where the curve's figure ran {model.curve_optimizer}: "
+                     f"{s.optimizer_s * 1e3:+.2f} ms a step (update bytes over memory bandwidth)")
     if batch < model.per_device_batch:
         notes.append(f"global batch capped at {model.global_batch_max:,}: {batch} a device")
     if time.epochs.extrapolated:
@@ -398,7 +298,8 @@ def project_size(model: Model, devices: int, usd_per_hour: float | None = None) 
     return SizeProjection(
         devices=devices, per_device_batch=batch, global_batch=devices * batch, compute_s=s.compute_s,
         sync_s=s.sync_s, all_reduce_s=s.all_reduce_s, latency_s=s.latency_s, exposed_all_reduce_s=s.exposed_s,
-        update_saved_s=s.update_saved_s, step_s=s.step_s, images_per_sec=images_per_sec,
+        update_saved_s=s.update_saved_s, optimizer=s.optimizer, optimizer_s=s.optimizer_s, step_s=s.step_s,
+        images_per_sec=images_per_sec,
         ideal_images_per_sec=ideal, scaling_efficiency=images_per_sec / ideal,
         images_per_sec_low=images_per_sec * band.low_factor if band else None,
         images_per_sec_high=images_per_sec * band.high_factor if band else None, band=band,
@@ -475,5 +376,6 @@ def project_config(source: DeviceCurve | published.PublishedResult, devices: int
     model = Model(curve, fabric, network, batch, interconnect.gradient_bytes(), global_batch_max,
                   recipe=recipe, curve_has_sync=has_sync, weight_update_sharding=weight_update_sharding,
                   update_s=update_s if weight_update_sharding else 0.0,
-                  measured_at=(anchor.devices, anchor.per_device_batch) if anchor else None)
+                  measured_at=(anchor.devices, anchor.per_device_batch) if anchor else None,
+                  curve_optimizer=anchor.recipe if anchor else None)
     return project_size(model, devices, usd_per_hour)

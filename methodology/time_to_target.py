@@ -159,6 +159,13 @@ def epochs_to_target(global_batch: int, recipe: str = DEFAULT_RECIPE, *,
                   fixed.extrapolated)
 
 
+def optimizer_for(recipe: str, global_batch: int) -> str:
+    """The optimizer ``recipe`` trains with at ``global_batch``: "sgd" or "lars"."""
+    if recipe == PODBENCH and global_batch < LARS_FROM_GLOBAL_BATCH:
+        return "sgd"
+    return "lars"
+
+
 @dataclass(frozen=True)
 class TimeToTarget:
     """Time to the target on both clocks, every part in seconds (None where the epochs are unknown).

@@ -1,4 +1,4 @@
-"""The optimizer update's time a step, and what weight-update sharding saves of it. Pure.
+"""The optimizer update's time a step, what weight-update sharding saves of it, and LARS against SGD. Pure.
 
 Weight-update sharding (arXiv 1909.09756 and 2011.03641, Google's MLPerf v0.6-v0.7
 TPU pods) replaces the gradient all-reduce by a reduce-scatter and an all-gather:
@@ -59,3 +59,19 @@ def update_seconds(device: str, optimizer: str = "lars", params: int = RESNET50_
         raise ValueError(f"optimizer {optimizer!r} is not one of {', '.join(UPDATE_BYTES_PER_PARAM)}")
     gb_per_s, _ = load_device_memory().get(device, (None, ""))
     return None if gb_per_s is None else UPDATE_BYTES_PER_PARAM[optimizer] * params / (gb_per_s * 1e9)
+
+
+def optimizer_change_s(device: str, measured_with: str | None, runs_with: str,
+                       params: int = RESNET50_TRAINABLE_PARAMS) -> float:
+    """Seconds a step a run with ``runs_with`` spends beyond a figure measured with ``measured_with``.
+
+    LARS moves 8 more bytes a parameter than momentum SGD (its norms), so a curve measured
+    with SGD and carried to a LARS recipe gains that time, and the other way round loses it.
+    0 where the figure's optimizer or the device's memory bandwidth is unknown.
+    """
+    if measured_with not in UPDATE_BYTES_PER_PARAM or runs_with not in UPDATE_BYTES_PER_PARAM:
+        return 0.0
+    gb_per_s, _ = load_device_memory().get(device, (None, ""))
+    if gb_per_s is None:
+        return 0.0
+    return (UPDATE_BYTES_PER_PARAM[runs_with] - UPDATE_BYTES_PER_PARAM[measured_with]) * params / (gb_per_s * 1e9)

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from methodology import interconnect, projection, published, time_to_target as ttt
+from methodology import interconnect, projection, published, time_to_target as ttt, update
 from methodology.constants import TARGET_TOP1_BLOG, TARGET_TOP1_MLPERF
 
 DEFAULT_TOLERANCE = 0.10
@@ -123,7 +123,8 @@ def _model(row: published.PublishedResult, anchor: published.PublishedResult, co
     network = _network(row.network, catalogue)
     return projection.Model(anchor_curve(anchor, constants, catalogue), fabric, network, row.per_device_batch,
                             interconnect.gradient_bytes(), recipe=recipe, sync_s=constants.sync_s,
-                            curve_has_sync=anchor.devices > 1)
+                            curve_has_sync=anchor.devices > 1, curve_optimizer=anchor.recipe,
+                            optimizer=row.recipe if row.recipe in update.UPDATE_BYTES_PER_PARAM else None)
 
 
 def predicted_rate(row: published.PublishedResult, anchor: published.PublishedResult, constants: Constants,
@@ -192,11 +193,11 @@ def implied_constants(row: published.PublishedResult, anchor: published.Publishe
     step_s = row.devices * row.per_device_batch / row.images_per_sec
     sync = None
     if anchor.devices == 1 and row.devices > 1 and row.per_device_batch == anchor.per_device_batch:
-        sync = step_s - parts.compute_s - parts.exposed_s
+        sync = step_s - parts.compute_s - parts.exposed_s - parts.optimizer_s
     batch_half = None
     if row.per_device_batch < anchor.per_device_batch:
         added = parts.sync_s if anchor.devices > 1 else sync_s
-        needed_s = step_s - parts.exposed_s - added
+        needed_s = step_s - parts.exposed_s - parts.optimizer_s - added
         top = anchor_curve(anchor, probe, catalogue).points[0]
         b, b_a = row.per_device_batch, top.per_device_batch
         q = (b / needed_s) / top.images_per_sec if needed_s > 0 else 0.0

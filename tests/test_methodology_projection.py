@@ -1,8 +1,6 @@
-"""methodology/projection.py: the device curve at, between and beyond its points; de-embedding a
-published figure; the per-device batch under a cap; a whole size computed by hand."""
+"""methodology/projection.py: the per-device batch under a cap; every part of a step, by hand; the band
+on every row; one configuration from an anchor or measured points."""
 from __future__ import annotations
-
-import math
 
 import pytest
 
@@ -11,83 +9,6 @@ from methodology.projection import CurvePoint, DeviceCurve
 
 CATALOGUE = interconnect.load_interconnects()
 GRADIENTS = 102_228_128
-CURVE = DeviceCurve((CurvePoint(64, 400.0), CurvePoint(256, 1000.0)), batch_half=32.0)
-
-
-def _hyper(rate, batch, at, k=32.0):
-    return rate * (batch / (batch + k)) / (at / (at + k))
-
-
-# --- the device curve -------------------------------------------------------------------------
-
-@pytest.mark.parametrize(
-    "batch, expected, extrapolated",
-    [
-        pytest.param(64, 400.0, False, id="smallest_point"),
-        pytest.param(256, 1000.0, False, id="largest_point"),
-        pytest.param(128, math.sqrt(400.0 * 1000.0), False, id="log_midpoint_is_the_geometric_mean"),
-        pytest.param(65, 400.0 * (65 / 64) ** (math.log(2.5) / math.log(4)), False, id="offbyone_inside"),
-        pytest.param(63, _hyper(400.0, 63, 64), True, id="offbyone_below"),
-        pytest.param(16, _hyper(400.0, 16, 64), True, id="far_below_falls_as_b_over_b_plus_k"),
-        pytest.param(257, _hyper(1000.0, 257, 256), True, id="offbyone_above"),
-        pytest.param(100_000, _hyper(1000.0, 100_000, 256), True, id="far_above_bounded_by_b_plus_k_over_b"),
-    ],
-)
-def test_rate_at(batch, expected, extrapolated):
-    rate = CURVE.rate_at(batch)
-    assert rate.images_per_sec == pytest.approx(expected, rel=1e-12)
-    assert (rate.extrapolation is not None) is extrapolated
-
-
-def test_the_shape_is_flat_then_falls():
-    curve = DeviceCurve((CurvePoint(256, 1000.0),), batch_half=20.0)
-    assert curve.rate_at(100_000).images_per_sec < 1000.0 * (276 / 256) + 1e-9  # never above (b+K)/b
-    assert curve.rate_at(2).images_per_sec == pytest.approx(1000.0 * (2 / 22) / (256 / 276))
-    assert DeviceCurve((CurvePoint(256, 1000.0),), batch_half=0.0).rate_at(8).images_per_sec == 1000.0
-
-
-def test_extrapolation_says_how():
-    assert "below the curve's smallest (64): extrapolated as b/(b+32)" in CURVE.rate_at(32).extrapolation
-    assert "above the curve's largest (256)" in CURVE.rate_at(300).extrapolation
-
-
-@pytest.mark.parametrize(
-    "points, batch_half, fragment",
-    [
-        pytest.param((), 20.0, "at least one point", id="empty"),
-        pytest.param((CurvePoint(64, 1.0), CurvePoint(64, 2.0)), 20.0, "distinct and increasing", id="repeated"),
-        pytest.param((CurvePoint(64, 1.0), CurvePoint(32, 2.0)), 20.0, "distinct and increasing", id="unsorted"),
-        pytest.param((CurvePoint(64, 1.0),), -0.1, "batch_half", id="negative_k"),
-        pytest.param((CurvePoint(64, 1.0),), math.nan, "batch_half", id="nan_k"),
-    ],
-)
-def test_bad_curves_are_refused(points, batch_half, fragment):
-    with pytest.raises(ValueError, match=fragment):
-        DeviceCurve(points, batch_half)
-
-
-@pytest.mark.parametrize("batch, rate", [pytest.param(0, 1.0, id="zero_batch"),
-                                         pytest.param(8, 0.0, id="zero_rate"),
-                                         pytest.param(8, math.inf, id="infinite_rate")])
-def test_bad_points_are_refused(batch, rate):
-    with pytest.raises(ValueError, match="must be a positive"):
-        CurvePoint(batch, rate)
-
-
-# --- a published figure back to one device -----------------------------------------------------
-
-def test_device_point_takes_the_modeled_all_reduce_out():
-    # 16 chips at 256 each, 31,225 img/s: a 131.18 ms step, 0.58 ms of it the modeled all-reduce.
-    reduce_s = interconnect.all_reduce_s(CATALOGUE["tpu-v3"], 16, GRADIENTS)
-    point = projection.device_point(31_225, 256, 16, reduce_s)
-    assert point.per_device_batch == 256
-    assert point.images_per_sec == pytest.approx(256 / (4096 / 31_225 - reduce_s), rel=1e-12)
-    assert projection.device_point(1270, 256, 1, 0.0).images_per_sec == pytest.approx(1270)
-
-
-def test_an_all_reduce_longer_than_the_step_is_refused():
-    with pytest.raises(ValueError, match="as long as the measured step"):
-        projection.device_point(1000, 10, 2, 0.5)
 
 
 # --- the batch under a cap -------------------------------------------------------------------------
@@ -227,7 +148,7 @@ def test_project_config_from_an_anchor_takes_its_fabric_out_and_adds_the_coordin
     assert one.images_per_sec == pytest.approx(2375) and eight.sync_s == projection.SYNC_S
     assert eight.cost_usd == pytest.approx(eight.train_hours * 30.0) and eight.band is not None
     v4 = published.anchor_for("tpu-v4")  # 8 chips: the figure holds it, and its all-reduce comes back out
-    row = projection.project_config(v4, 8, CATALOGUE["tpu-v4"])
+    row = projection.project_config(v4, 8, CATALOGUE["tpu-v4"], recipe="google-tpu")  # LARS, as the figure
     assert row.sync_s == 0.0 and row.images_per_sec == pytest.approx(v4.images_per_sec, rel=1e-9)
 
 
@@ -239,3 +160,15 @@ def test_project_config_from_measured_points_and_sharding():
     assert sharded.update_saved_s == pytest.approx(28 * 25_557_032 / 900e9 * 63 / 64)
     with pytest.raises(ValueError, match="name the data-centre network"):
         projection.project_config(curve, 2048, CATALOGUE["tpu-v3"])
+
+
+def test_a_lars_recipe_adds_its_update_bytes_to_an_sgd_figure():
+    from methodology import published
+
+    a100 = published.anchor_for("a100")  # DeepLearningExamples: momentum SGD
+    sgd = projection.project_config(a100, 8, CATALOGUE["a100-nvlink"])  # podbench at 2,048: SGD
+    lars = projection.project_config(a100, 8, CATALOGUE["a100-nvlink"], recipe="rcp")
+    assert (sgd.optimizer, sgd.optimizer_s) == ("sgd", 0.0)
+    assert lars.optimizer == "lars" and lars.optimizer_s == pytest.approx(8 * 25_557_032 / 1555e9)
+    assert lars.step_s == pytest.approx(sgd.step_s + lars.optimizer_s)
+    assert any("lars where the curve's figure ran sgd" in n for n in lars.notes)

@@ -66,3 +66,8 @@ def test_startup_steps_are_the_calibration_fit():
 def test_bad_input_is_refused(kwargs, fragment):
     with pytest.raises(ValueError, match=fragment):
         ttt.time_to_target(**{"images_per_sec": 1000.0, "global_batch": 256, **kwargs})
+
+
+def test_optimizer_by_recipe_and_batch():
+    assert ttt.optimizer_for("podbench", 16_383) == "sgd" and ttt.optimizer_for("podbench", 16_384) == "lars"
+    assert ttt.optimizer_for("rcp", 1_024) == "lars" and ttt.optimizer_for("google-tpu", 2_048) == "lars"

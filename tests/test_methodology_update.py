@@ -30,3 +30,11 @@ def test_bad_input_is_refused(tmp_path):
     bad.write_text("device,memory_gb_per_s,as_of,source\nh100,-5,2024,x\n")
     with pytest.raises(ValueError, match="must be positive"):
         update.load_device_memory(str(bad))
+
+
+def test_lars_against_sgd_costs_its_extra_bytes():
+    # 8 more bytes a weight on an A100 40 GB: 8 x 25,557,032 / 1,555 GB/s.
+    assert update.optimizer_change_s("a100", "sgd", "lars") == pytest.approx(8 * 25_557_032 / 1555e9)
+    assert update.optimizer_change_s("a100", "lars", "sgd") == pytest.approx(-8 * 25_557_032 / 1555e9)
+    assert update.optimizer_change_s("a100", None, "lars") == 0.0  # the figure's optimizer unknown
+    assert update.optimizer_change_s("v100", "sgd", "lars") == 0.0  # its memory bandwidth unsourced

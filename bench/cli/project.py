@@ -320,7 +320,8 @@ def build_model(args, source: Source) -> projection.Model:
         return projection.Model(curve, fabric, network, batch, payload, args.global_batch_max, exposed,
                                 recipe_of(args), curve_has_sync=source.devices > 1,
                                 weight_update_sharding=args.weight_update_sharding, update_s=update_s,
-                                measured_at=_measured_at(source))
+                                measured_at=_measured_at(source),
+                                curve_optimizer=source.anchor.recipe if source.anchor else None)
     except ValueError as err:
         raise UsageError(str(err)) from None
 
