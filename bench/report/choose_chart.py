@@ -61,6 +61,20 @@ def _left_out(df: pd.DataFrame) -> str:
     return "not drawn: " + "; ".join(lines) if lines else ""
 
 
+def _axes(ax) -> None:
+    """Both axes logarithmic, with ticks a person reads (15 min, 1 h; $20), a title and a light grid."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis, ticks, fmt in ((ax.xaxis, TIME_TICKS_H, format_hours), (ax.yaxis, USD_TICKS, format_usd)):
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_major_formatter(FuncFormatter(lambda v, _, fmt=fmt: fmt(v)))
+        axis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("time to target (log scale; bars: low - high)")
+    ax.set_ylabel("cost USD (log scale; bars: low - high)")
+    ax.set_title("Candidates: time against cost to the target (lower left is better)", fontsize=11, loc="left")
+    ax.grid(True, which="major", alpha=0.3)
+
+
 def _label_column(ax, labels: list) -> None:
     """Each point's name right of the plot, in the points' vertical order, joined to its point."""
     ax.autoscale_view()
@@ -96,16 +110,7 @@ def plot_choice(df: pd.DataFrame):
                     mfc=color if filled else "white", mew=1.5, capsize=4, elinewidth=1.4, label=legend,
                     zorder=3 if kind == "measured" else 2)
         labels += [(r["label"], xi, yi, color, r["measured_here"]) for (_, r), xi, yi in zip(part.iterrows(), x, y)]
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    for axis, ticks, fmt in ((ax.xaxis, TIME_TICKS_H, format_hours), (ax.yaxis, USD_TICKS, format_usd)):
-        axis.set_major_locator(FixedLocator(ticks))
-        axis.set_major_formatter(FuncFormatter(lambda v, _, fmt=fmt: fmt(v)))
-        axis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("time to target (log scale; bars: low - high)")
-    ax.set_ylabel("cost USD (log scale; bars: low - high)")
-    ax.set_title("Candidates: time against cost to the target (lower left is better)", fontsize=11, loc="left")
-    ax.grid(True, which="major", alpha=0.3)
+    _axes(ax)
     if not placed.empty:
         ax.legend(loc="upper left", fontsize=9, frameon=False)
         ax.margins(0.25)
