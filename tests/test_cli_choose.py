@@ -183,3 +183,11 @@ def test_a_sweep_directory_gives_one_row_a_configuration(capsys, tmp_path):
     rows = choose_json(capsys, str(sweep_dir))
     assert [r["name"] for r in rows] == [str(one), str(two)]
     assert all(r["rate_from"] == "measured" and r["measured_here"] for r in rows)
+
+
+def test_a_run_named_twice_counts_once(capsys, tmp_path):
+    run = write_run(tmp_path, "a")
+    code, out, err = run_cli(capsys, "choose", str(run), str(tmp_path / "." / "a"), "--json")
+    rows = json.loads(out)["candidates"]
+    assert code == 0 and len(rows) == 1 and rows[0]["rate_spread"].startswith("one run")
+    assert "counted once" in err

@@ -11,6 +11,8 @@ One function per kind of candidate, each returning a methodology.choice.Choice
 """
 from __future__ import annotations
 
+import argparse
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,14 +53,24 @@ class Settings:
     prices: str | None = None
     target_top1: float = TARGET_TOP1_BLOG
 
+    def __post_init__(self):
+        unknown = [r for r in self.recipes if r not in ttt.RECIPES]
+        if not self.recipes or unknown:
+            raise ValueError(f"recipes must be some of {', '.join(ttt.RECIPES)}, got {self.recipes!r}")
+
 
 def resolve_all(candidates: list[str], settings: Settings) -> list[Choice]:
     """Every candidate's Choice, in the order given (runs of one configuration as one, at the first's place)."""
     groups: dict[tuple, list[tuple[str, Summary]]] = {}
     order: list = []
+    seen: set = set()  # a run named twice (or in a sweep and by itself) would pass for two agreeing runs
     for text in candidates:
         if Path(text).is_dir():
             for run, summary in _runs_of(text):
+                if checks.dir_key(run) in seen:
+                    print(f"note: {run} is named twice; counted once", file=sys.stderr)
+                    continue
+                seen.add(checks.dir_key(run))
                 key = tuple(getattr(summary, k) for k in _RUN_KEY)
                 if key not in groups:
                     order.append(key)
@@ -92,7 +104,7 @@ def resolve(text: str, settings: Settings) -> Choice:
 def _typed_rate(text: str, rate: str) -> float:
     try:
         return TYPED_RATE(rate)
-    except Exception as err:  # argparse.ArgumentTypeError: the bound and its reason
+    except argparse.ArgumentTypeError as err:  # the bound and its reason
         raise UsageError(f"{text}: the rate after '=' {err}") from None
 
 
