@@ -191,3 +191,21 @@ def test_a_run_named_twice_counts_once(capsys, tmp_path):
     rows = json.loads(out)["candidates"]
     assert code == 0 and len(rows) == 1 and rows[0]["rate_spread"].startswith("one run")
     assert "counted once" in err
+
+
+def test_a_size_that_cannot_be_projected_is_a_row_that_says_why(capsys):
+    rows = choose_json(capsys, "a100x16", "a100x8")  # 16 GPUs span two hosts: no network in the anchor
+    assert rows[0]["rate_from"] == "none" and "cannot project dle-tf1-a100-amp to 16 GPUs" in rows[0]["rate_detail"]
+    assert rows[0]["usd_per_hour"]["low"] == pytest.approx(2 * (8 * 2.93391 + 5.91582))
+    assert rows[1]["rate_from"] == "published"  # the others still answer
+
+
+def test_tpu_v2_projects_with_the_validations_stand_in_bandwidth_and_says_so(capsys):
+    r = choose_json(capsys, "v2-512")[0]
+    assert r["rate_from"] == "published" and any("stands in" in n for n in r["notes"])
+    assert r["usd_per_hour"]["low"] == pytest.approx(384.095)  # 2018 prices, the driver VM included
+
+
+def test_an_80gb_a100_vm_uses_its_8_gpu_fabric(capsys):
+    r = choose_json(capsys, "a2-ultragpu-8g")[0]
+    assert r["rate_detail"].startswith("published at this size: mlperf-v2.0-a100-80gbx8")

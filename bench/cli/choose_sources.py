@@ -12,6 +12,7 @@ One function per kind of candidate, each returning a methodology.choice.Choice
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,7 +235,12 @@ def configuration(text: str, hw: hardware.Hardware, settings: Settings) -> Choic
         return Choice(text, hw.label, choice.NONE,
                       f"no published rate for {generation}: measure one or give one as {text}=IMAGES_PER_SEC"
                       + (f" ({why})" if why else ""), None, "", None, (), usd, detail, notes=notes)
-    row, basis = project_anchor(found, hw)
+    try:
+        row, basis = project_anchor(found, hw)
+    except ValueError as err:  # this size cannot be projected: the row says why, the others still answer
+        return Choice(text, hw.label, choice.NONE, f"no rate: cannot project {found.name} to {hw.devices} "
+                      f"{hw.unit}s ({err}); give one as {text}=IMAGES_PER_SEC", None, "", None, (), usd, detail,
+                      notes=notes)
     itself = (found.devices, found.per_device_batch) == (hw.devices, row.per_device_batch)
     band = (f"the projection's out-of-sample band: {basis}" if basis
             else "the published figure itself, at its own size: its publisher's run-to-run spread is not given"
@@ -252,20 +258,24 @@ def project_anchor(found: published.PublishedResult, hw: hardware.Hardware):
     """(the projection row at ``hw``'s size from the anchor, the band's basis or "").
 
     The model is `podbench project --validate`'s (methodology/validation.py ``anchor_curve``, the
-    shipped constants): the anchor's device curve, ``hw``'s fabric, the anchor's per-device batch.
+    shipped constants): the anchor's device curve, ``hw``'s fabric (TPU v2's unpublished link
+    bandwidth stood in for as the validation does, and said so), the anchor's per-device batch.
 
     Raises:
-      UsageError: the projection cannot be made (a fabric size, an unpublished bandwidth).
+      ValueError: the projection cannot be made (a fabric size, an unpublished bandwidth, no network).
     """
     catalogue = interconnect.load_interconnects()
-    try:
+    try:  # the GPUs of one VM: a fabric joining 8 a host (the VMs priced carry 8), else the device's first
+        fabric = interconnect.fabric_for(catalogue, hw.device, hardware.GPUS_PER_VM if hw.platform == "gpu" else None)
+    except ValueError:
         fabric = interconnect.fabric_for(catalogue, hw.device)
-        network = catalogue[found.network] if found.network and hw.devices > fabric.devices_per_host else None
-        model = projection.Model(validation.anchor_curve(found, catalogue=catalogue), fabric, network,
-                                 found.per_device_batch, interconnect.gradient_bytes(),
-                                 curve_has_sync=found.devices > 1,
-                                 measured_at=(found.devices, found.per_device_batch))
-        row = projection.project_size(model, hw.devices)
-    except (KeyError, ValueError) as err:
-        raise UsageError(f"{hw.name}: cannot project from {found.name}: {err}") from None
-    return row, row.band.basis if row.band else ""
+    if fabric.name == "tpu-v2":
+        fabric = interconnect.tpu_v2_with_stand_in(catalogue)
+    network = catalogue.get(found.network) if found.network and hw.devices > (fabric.devices_per_host or 0) \
+        else None
+    model = projection.Model(validation.anchor_curve(found, catalogue=catalogue), fabric, network,
+                             found.per_device_batch, interconnect.gradient_bytes(),
+                             curve_has_sync=found.devices > 1, measured_at=(found.devices, found.per_device_batch))
+    row = projection.project_size(model, hw.devices)
+    notes = (fabric.flag,) if fabric.name == "tpu-v2" else ()
+    return dataclasses.replace(row, notes=row.notes + notes), row.band.basis if row.band else ""
