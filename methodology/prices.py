@@ -7,7 +7,6 @@ same format can replace it. Every row says where its price comes from and, in
 """
 from __future__ import annotations
 
-import csv
 import datetime
 import math
 import re
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from methodology import hardware
+from methodology.catalogue import read_rows
 
 BUNDLED_PRICES = Path(__file__).with_name("prices.csv")
 COLUMNS = ("hardware", "region", "pricing", "era", "unit", "usd_per_hour", "as_of", "source")
@@ -144,38 +144,10 @@ def load_prices(path: str | Path = BUNDLED_PRICES) -> PriceBook:
       ValueError: one line naming the file, the row (as an editor counts lines)
         and the column that is wrong.
     """
-    path = Path(path)
-    try:
-        # utf-8-sig: a spreadsheet's byte-order mark would otherwise hide the first column.
-        with open(path, newline="", encoding="utf-8-sig") as handle:
-            prices = _read_rows(csv.DictReader(handle), path)
-    except OSError as err:
-        raise ValueError(f"cannot read price file {path}: {err.strerror or err}") from None
-    except (UnicodeDecodeError, csv.Error) as err:
-        raise ValueError(f"{path}: not a UTF-8 CSV file ({err})") from None
+    prices = read_rows(path, _price_from_row, "price file", required=COLUMNS, key=lambda price: price.key)
     if not prices:
         raise ValueError(f"{path}: no prices (only a header)")
     return PriceBook(tuple(prices), str(path))
-
-
-def _read_rows(reader: csv.DictReader, path: Path) -> list[Price]:
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
-        raise ValueError(f"{path}: row 1 (header): missing column(s) {', '.join(missing)}")
-    prices, seen = [], {}
-    for row in reader:
-        line = reader.line_num  # the file's own line number, right across blank lines
-        if None in row or any(v is None for v in row.values()):
-            raise ValueError(f"{path}: row {line}: expected {len(reader.fieldnames)} cells")
-        try:
-            price = _price_from_row(row)
-        except ValueError as err:
-            raise ValueError(f"{path}: row {line}, {err}") from None
-        if price.key in seen:
-            raise ValueError(f"{path}: row {line}: duplicate of row {seen[price.key]} ({', '.join(price.key)})")
-        seen[price.key] = line
-        prices.append(price)
-    return prices
 
 
 # Host VM for N accelerators, as the reference paired them (8 vCPUs a V100:

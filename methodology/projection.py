@@ -134,14 +134,18 @@ class Band:
     Attributes:
       low_factor, high_factor: multiply a projected images/sec by these for the interval (low <= 1 <= high
         where the model errs both ways).
-      coverage: the share of the cross-validated cases the interval held when it was computed.
-      basis: one line: which errors, how many, which quantiles.
+      coverage: the share of past out-of-sample cases the interval measurably held, each against
+        the interval made without its own study (held / cases): what it claims, nothing nominal.
+      basis: one line: which errors, how many, which order statistics, how many it held.
+      held, cases: that share's count (0, 0 where the caller gave only the share).
     """
 
     low_factor: float
     high_factor: float
     coverage: float
     basis: str
+    held: int = 0
+    cases: int = 0
 
     def __post_init__(self):
         _positive("low_factor", self.low_factor)
@@ -150,6 +154,8 @@ class Band:
             raise ValueError(f"low_factor {self.low_factor} is above high_factor {self.high_factor}")
         if not 0 <= self.coverage <= 1:
             raise ValueError(f"coverage must be within [0, 1], got {self.coverage!r}")
+        if not 0 <= self.held <= self.cases or (self.cases and abs(self.coverage - self.held / self.cases) > 1e-9):
+            raise ValueError(f"coverage {self.coverage!r} is not held / cases ({self.held} / {self.cases})")
 
 
 def family_of(device: str) -> str:

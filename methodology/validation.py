@@ -14,10 +14,11 @@ Out of sample, three ways:
   refit on the other studies' calibration rows, predict every row of the left-
   out study (its calibration and validation rows); the google-tpu epochs leave
   its epochs out too. Every error it reports is from a fit that never saw it.
-- ``error_band``: a distribution-free prediction interval from those errors,
-  by device family and scale, is the interval every projection carries.
+- ``error_band``: an order-statistic interval from those errors, by device
+  family and scale, is the interval every projection carries; it claims the
+  coverage it measurably had, study by study (methodology/band.py).
 - ``holdout_checks``: rows never fitted on and kept out of the band, checked
-  last with the shipped constants; their coverage tests the band.
+  last with the shipped constants; their coverage tests the band's claim.
 """
 from __future__ import annotations
 
@@ -25,13 +26,11 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from methodology import interconnect, projection, published, time_to_target as ttt, update
+from methodology import band, interconnect, projection, published, time_to_target as ttt, update
 from methodology.constants import TARGET_TOP1_BLOG, TARGET_TOP1_MLPERF
 
 DEFAULT_TOLERANCE = 0.10
 IMAGES_PER_SEC, MINUTES = "images/sec", "minutes"
-# The share of new cases the band aims to hold (a distribution-free prediction interval).
-NOMINAL_COVERAGE = 0.80
 # Device counts a band is kept for: one host or slice, up to a rack, to a pod, beyond.
 SCALES = ((1, 16), (17, 256), (257, 1_000_000))
 
@@ -268,26 +267,39 @@ def scale_of(devices: int) -> tuple[int, int]:
     return next(s for s in SCALES if s[0] <= devices <= s[1])
 
 
-def band_from_ratios(ratios: list[float], what: str) -> projection.Band | None:
-    """A distribution-free prediction interval for the next published / predicted ratio.
+def _ordinal(k: int) -> str:
+    return "" if k == 1 else f"{k}{ {2: 'nd', 3: 'rd'}.get(k, 'th')} "
 
-    With n past ratios of exchangeable cases, the interval from the k-th smallest to the
-    k-th largest holds the next one with probability (n + 1 - 2k) / (n + 1); k is the largest
-    that still gives NOMINAL_COVERAGE. That share is what the band claims; None where n is
-    too small for any k (the caller widens the pool).
+
+def band_from_cases(cases: list[band.Case], what: str) -> projection.Band | None:
+    """The order-statistic interval over ``cases`` (band.interval), claiming what it measurably held.
+
+    The claim is band.measured_coverage: each case against the interval the same cases give
+    without its own study. None where fewer than two cases exist.
     """
-    n = len(ratios)
-    k = math.floor((n + 1) * (1 - NOMINAL_COVERAGE) / 2 + 1e-9)
-    if k < 1:
+    bounds = band.interval([c.ratio for c in cases])
+    if bounds is None:
         return None
-    ordered = sorted(ratios)
-    low, high = min(ordered[k - 1], 1.0), max(ordered[n - k], 1.0)
-    coverage = (n + 1 - 2 * k) / (n + 1)
-    nth = "" if k == 1 else f"{k}{ {2: 'nd', 3: 'rd'}.get(k, 'th')} "
-    return projection.Band(low, high, coverage,
-                           f"{nth}smallest to {nth}largest of the leave-one-study-out errors of {n} "
-                           f"published {what}: holds a new case {coverage:.0%} of the time "
-                           "(methodology/published.csv)")
+    held, n = band.measured_coverage(cases)
+    nth = _ordinal(band.order_k(n))
+    return projection.Band(bounds[0], bounds[1], held / n,
+                           f"{nth}smallest to {nth}largest of the leave-one-study-out errors of {n} published "
+                           f"{what}; it held {held} of those {n}, each against the band made without its own "
+                           "study (methodology/published.csv)", held=held, cases=n)
+
+
+@lru_cache(maxsize=64)
+def family_pools(family: str, path: str = str(published.BUNDLED_PUBLISHED), exclude_study: str = ""):
+    """The family's cross-validated images/sec ratios, pooled by scale (band.pools)."""
+    cases = [band.Case(c.study, c.devices, c.published / c.predicted) for c in cross_validate(path)
+             if c.quantity == IMAGES_PER_SEC and c.family == family and c.study != exclude_study]
+    return tuple((scale, tuple(pool)) for scale, pool in band.pools(cases, SCALES))
+
+
+def _pool_name(family: str, scale: tuple[int, int]) -> str:
+    low, high = scale
+    return f"{family} results at {low:,}-{high:,} devices" if high < SCALES[-1][1] else \
+        f"{family} results from {low:,} devices up"
 
 
 @lru_cache(maxsize=256)
@@ -295,40 +307,35 @@ def error_band(family: str, devices: int, path: str = str(published.BUNDLED_PUBL
                exclude_study: str = "") -> projection.Band | None:
     """The interval a projection of ``devices`` of ``family`` carries, from the model's own out-of-sample errors.
 
-    Uses the cross-validated images/sec errors of the same family and scale; where too few
-    exist there for the interval, of the family at every scale; then of every result.
+    The cross-validated images/sec ratios of the family's pool holding ``devices`` (band.pools:
+    scales merged until a pool has enough cases and studies); its claim is the coverage it
+    measurably had (band.measured_coverage).
 
     Args:
       family, devices: the projection's device family and size.
       path: the published catalogue.
-      exclude_study: a study whose errors are left out (to test the band on that study honestly).
+      exclude_study: a study whose errors are left out (what a band made without that study says).
 
     Returns:
-      A Band, or None where no errors exist at all.
+      A Band, or None where fewer than two errors exist.
     """
-    checks = [c for c in cross_validate(path) if c.quantity == IMAGES_PER_SEC and c.study != exclude_study]
-    low, high = scale_of(devices)
-    pools = (([c for c in checks if c.family == family and low <= c.devices <= high],
-              f"{family} results at {low:,}-{high:,} devices" if high < 1_000_000 else
-              f"{family} results above {low - 1:,} devices"),
-             ([c for c in checks if c.family == family], f"{family} results (too few at this scale)"),
-             (checks, "results (too few of this family)"))
-    for pool, what in pools:
-        band = band_from_ratios([c.published / c.predicted for c in pool], what) if pool else None
-        if band is not None:
-            return band
-    return None
+    pools = family_pools(family, path, exclude_study)
+    if not pools:
+        return None
+    scale, pool = band.pool_for(devices, pools)
+    return band_from_cases(list(pool), _pool_name(family, scale))
 
 
-def covered(check: Check) -> bool:
+def covered(check: Check, path: str = str(published.BUNDLED_PUBLISHED)) -> bool:
     """Whether the band of the check's family and size, made without the check's own study, holds it."""
-    band = error_band(check.family, check.devices, exclude_study=check.study)
-    if band is None:
+    pools = family_pools(check.family, path)
+    if not pools:
         return False
+    _, pool = band.pool_for(check.devices, pools)
     ratio = check.published / check.predicted
     if check.quantity == MINUTES:
         ratio = check.predicted / check.published  # a time moves opposite to a rate
-    return band.low_factor - 1e-12 <= ratio <= band.high_factor + 1e-12
+    return band.holds(band.held_out_interval(pool, check.study), ratio)
 
 
 def published_points(fabric: str, study: str = "", path: str = str(published.BUNDLED_PUBLISHED)) -> list[dict]:

@@ -170,7 +170,7 @@ def test_validate_text(capsys):
     assert out.startswith("podbench project --validate: every published result projected from its anchor")
     assert "study mlperf-v0.6-google" in out and "mlperf-v0.6-tpu-v3-2048" in out
     assert "cross-validated, one check a result" in out and "within ±10%" in out
-    assert "band coverage:" in out and "holdout (never fitted on" in out
+    assert "band: each claims what it held out of sample" in out and "holdout (never fitted on" in out
     misses = [line for line in out.splitlines() if " NO " in line]
     whys = [line for line in out.splitlines() if line.strip().startswith("why ")]
     assert misses and len(whys) == len(misses)  # every miss explained
@@ -184,6 +184,8 @@ def test_validate_json(capsys):
     assert {c["role"] for c in data["holdout"]} == {"holdout"}
     assert all(c["why"] for c in data["cross_validated"] + data["holdout"] if not c["within"])
     assert 0 < data["band_coverage_cross_validated"] <= 1
+    assert all(b["claimed"] == pytest.approx(b["measured"]) for b in data["bands"])  # the claim is what held
+    assert sum(b["cases"] for b in data["bands"]) == sum(c["quantity"] == "images/sec" for c in data["cross_validated"])
     assert [g["group"] for g in data["shares_primary"]][:3] == ["all", "gpu", "tpu"]
 
 

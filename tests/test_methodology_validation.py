@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from methodology import interconnect, projection, published, validation
+from methodology import band, interconnect, projection, published, validation
 
 RESULTS = published.load_published()
 BY_NAME = {r.name: r for r in RESULTS}
@@ -53,21 +53,38 @@ def test_every_non_anchor_row_is_checked_once_per_quantity():
             assert (r.name, validation.IMAGES_PER_SEC) in names
 
 
-def test_the_band_is_an_order_statistic_interval_and_claims_its_coverage():
-    ratios = [0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.3, 1.4]  # n = 9: k = 1, (9 + 1 - 2) / 10 = 80%
-    band = validation.band_from_ratios(ratios, "cases")
-    assert (band.low_factor, band.high_factor, band.coverage) == (0.8, 1.4, pytest.approx(0.8))
-    assert "9 published cases" in band.basis
-    nineteen = [1 + i / 100 for i in range(19)]  # n = 19: k = 2, (20 - 4) / 20 = 80%
-    assert validation.band_from_ratios(nineteen, "cases").low_factor == 1.0  # 1.01 floored at 1: errs both ways
-    assert validation.band_from_ratios(nineteen, "cases").high_factor == pytest.approx(1.17)
-    assert validation.band_from_ratios(ratios[:8], "cases") is None  # too few for 80%
+def test_each_band_claims_exactly_the_coverage_recomputed_from_the_checks():
+    # Recount independently: every cross-validated images/sec case of the band's pool, against the
+    # interval made from the pool's other studies (band.interval), must give the band's claim.
+    rates = [c for c in validation.cross_validate() if c.quantity == validation.IMAGES_PER_SEC]
+    seen = 0
+    for family in ("gpu", "tpu"):
+        for (low, high), _ in validation.family_pools(family):
+            shipped = validation.error_band(family, low)
+            inside = [c for c in rates if c.family == family and low <= c.devices <= high]
+            held = 0
+            for c in inside:
+                others = [o.published / o.predicted for o in inside if o.study != c.study]
+                bounds = band.interval(others)
+                held += bounds is not None and bounds[0] <= c.published / c.predicted <= bounds[1]
+            assert (shipped.held, shipped.cases) == (held, len(inside)), (family, low)
+            assert shipped.coverage == pytest.approx(held / len(inside))
+            assert f"it held {held} of those {len(inside)}" in shipped.basis
+            assert held == sum(map(validation.covered, inside))
+            seen += len(inside)
+    assert seen == len(rates)  # the pools cover every case once
 
 
-def test_error_band_falls_back_to_the_family_when_a_scale_has_few_cases():
-    band = validation.error_band("gpu", 4096)
-    assert band is not None and "gpu results" in band.basis
-    assert band.low_factor <= 1 <= band.high_factor
+def test_the_band_is_the_order_statistics_of_its_pool():
+    (scale, pool), *_ = validation.family_pools("gpu")
+    shipped = validation.error_band("gpu", scale[0])
+    assert (shipped.low_factor, shipped.high_factor) == band.interval([c.ratio for c in pool])
+
+
+def test_a_band_of_one_size_is_the_band_of_its_whole_pool():
+    for (low, high), _ in validation.family_pools("tpu"):
+        assert validation.error_band("tpu", low) == validation.error_band("tpu", high)
+    assert validation.error_band("gpu", 4096).low_factor <= 1 <= validation.error_band("gpu", 4096).high_factor
 
 
 def test_a_time_check_uses_the_rows_own_recipe_and_clock():
