@@ -37,7 +37,7 @@ def test_tpu_v3_pod_text(capsys):
     assert [line.split()[0] for line in table[1:5]] == ["16", "64", "256", "1024"]
     assert "32x32 torus" in table[4] and "*" in table[4]
     assert "* extrapolated beyond the measured points" in out
-    assert "1024 devices: batch 32 is below the curve's smallest (256): extrapolated as b/(b+26.3)" in out
+    assert "1024 devices: batch 32 is below the curve's smallest (256): extrapolated as b/(b+25)" in out
     assert "1024 devices: global batch capped at 32,768: 32 a device" in out
     assert "band: smallest to largest of the leave-one-study-out errors" in out
     assert "16 devices: the measured figure itself: no band" in out

@@ -43,9 +43,9 @@ def test_reproduce_sets_a_modeled_row_beside_each_assumed_slice(capsys):
         assert order[order.index(name) + 1] == f"{name} modeled"
         assert lines[f"{name} modeled"].endswith("modeled, not published")
     assert "TPU v2-512 modeled" not in lines and "4x V100 modeled" not in lines  # published; not a TPU slice
-    assert "TPU v2-8 modeled       4,166" in out
+    assert "TPU v2-8 modeled       4,150" in out
     modeled = out.split("modeled rows (`podbench project`")[1].split("\n\n")[0]
-    assert "v2's link bandwidth is not published" in modeled and "b/(b+26.3)" in modeled
+    assert "v2's link bandwidth is not published" in modeled and "b/(b+25)" in modeled
 
 
 def test_reproduce_json_keeps_modeled_rows_apart(capsys):
