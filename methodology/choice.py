@@ -132,6 +132,7 @@ class Choice:
       train_hours, cost_usd: the ranges, or None.
       measured_here: the candidate is a run on this machine (the chart highlights it).
       notes: what the reader must know.
+      price_parts: the price rows the price adds up from, each with its count (JSON-ready dicts).
     """
 
     name: str
@@ -148,6 +149,7 @@ class Choice:
     cost_usd: Span | None = None
     measured_here: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    price_parts: tuple[dict, ...] = field(default_factory=tuple)
 
     def __post_init__(self):
         if self.rate_from not in RATE_FROM:
@@ -167,6 +169,7 @@ class Choice:
                 "rate_spread": self.rate_spread, "global_batch": self.global_batch,
                 "epochs": [e.__dict__ for e in self.epochs], "epochs_range": span(self.epochs_span),
                 "usd_per_hour": span(self.usd_per_hour), "price_detail": self.price_detail,
+                "price_parts": list(self.price_parts),
                 "train_hours": span(self.train_hours), "cost_usd": span(self.cost_usd),
                 "measured_here": self.measured_here, "notes": list(self.notes)}
 

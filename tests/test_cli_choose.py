@@ -40,6 +40,8 @@ def test_json_gives_every_range_as_low_and_high(capsys, tmp_path):
             assert r[key] is None or (set(r[key]) == {"low", "high"} and r[key]["low"] <= r[key]["high"])
     none = rows[1]
     assert none["images_per_sec"] is None and none["train_hours"] is None and none["usd_per_hour"]["low"] == 19.2
+    assert [(p["hardware"], p["count"]) for p in rows[0]["price_parts"]] == [("a100", 8), ("a2-highgpu-8g", 1)]
+    assert rows[3]["price_parts"] == []  # the CPU: no price
 
 
 def test_a_typed_rate_is_marked_in_every_output(capsys):

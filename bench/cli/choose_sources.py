@@ -144,31 +144,48 @@ def _epochs(global_batch: int, settings: Settings) -> tuple[choice.RecipeEpochs,
     return tuple(out)
 
 
-def price(hw: hardware.Hardware | None, settings: Settings, why_none: str = "") -> tuple[Span | None, str, tuple]:
-    """(price range, its breakdown and dates, notes) of ``hw``: on-demand, and spot with --spot.
+@dataclass(frozen=True)
+class Priced:
+    """A candidate's price: its range, the breakdown and dates as a line, notes, and the parts as JSON.
 
-    A spot price the catalogue lacks is a note, not an error.
+    Attributes:
+      usd_per_hour: on-demand to spot (one value without --spot), or None: no price.
+      detail: the breakdown ("16 x tpu-v4 $3.22"), the kinds and dates; or why there is no price.
+      notes: caveats (a host at its on-demand price, a spot price the catalogue lacks).
+      parts: every price row used, with its count (``common.quote_parts_json``), on-demand then spot.
     """
+
+    usd_per_hour: Span | None
+    detail: str
+    notes: tuple[str, ...] = ()
+    parts: tuple[dict, ...] = ()
+
+
+def price(hw: hardware.Hardware | None, settings: Settings, why_none: str = "") -> Priced:
+    """``hw``'s price: on-demand, and spot with --spot. A spot price the catalogue lacks is a note, not an error."""
     if hw is None:
-        return None, why_none or "no price: not an accelerator the catalogue prices", ()
+        return Priced(None, why_none or "no price: not an accelerator the catalogue prices")
     book, era = common.price_book(settings.prices or common.default_price_era(hw.name))
     try:
         on = prices.quote_hardware(book, hw, era, "on_demand")
     except ValueError as err:
-        return None, f"no price: {err}", ()
-    detail = f"on-demand {common.usd_rate(on.usd_per_hour)}/h = {common.price_breakdown(common.quote_parts_json(on))}" \
+        return Priced(None, f"no price: {err}")
+    parts = common.quote_parts_json(on)
+    detail = f"on-demand {common.usd_rate(on.usd_per_hour)}/h = {common.price_breakdown(parts)}" \
              f" ({era or book.path}, as of {on.as_of})"
+    point = Span(on.usd_per_hour, on.usd_per_hour)
     if not settings.spot:
-        return Span(on.usd_per_hour, on.usd_per_hour), detail, (on.note,) if on.note else ()
+        return Priced(point, detail, (on.note,) if on.note else (), tuple(parts))
     kind = "preemptible" if era == "2018" else "spot"
     try:
         spot = prices.quote_hardware(book, hw, era, kind)
     except ValueError:
-        return (Span(on.usd_per_hour, on.usd_per_hour), detail,
-                tuple(filter(None, (on.note, f"no {kind} price for {hw.device} in the catalogue: on-demand only"))))
+        missing = f"no {kind} price for {hw.device} in the catalogue: on-demand only"
+        return Priced(point, detail, tuple(filter(None, (on.note, missing))), tuple(parts))
     detail += f"; {kind} {common.usd_rate(spot.usd_per_hour)}/h (as of {spot.as_of})"
     notes = tuple(dict.fromkeys(n for n in (on.note, spot.note) if n))
-    return Span.of([on.usd_per_hour, spot.usd_per_hour]), detail, notes
+    return Priced(Span.of([on.usd_per_hour, spot.usd_per_hour]), detail, notes,
+                  tuple(parts + common.quote_parts_json(spot)))
 
 
 def measured(runs: list[tuple[str, Summary]], settings: Settings) -> Choice:
@@ -183,14 +200,16 @@ def measured(runs: list[tuple[str, Summary]], settings: Settings) -> Choice:
                   f"x{span.high / rates[0]:.2f} either way); measure 3+ runs for yours")
     hw = run_hardware(runs[0][0], first)
     kind = first.device_kind or first.platform
-    usd, detail, notes = price(hw, settings, f"no price: {first.platform} ({kind}) is not in the catalogue")
+    cost = price(hw, settings, f"no price: {first.platform} ({kind}) is not in the catalogue")
+    notes = cost.notes
     label = hw.label if hw else f"{kind} ({first.platform}) x {first.num_replicas}"
     names = ", ".join(Path(r).name for r, _ in runs)
     if first.status != "completed":
         notes += (f"the run is {first.status}: its rate covers only the steps it completed",)
     return Choice(runs[0][0] if len(runs) == 1 else f"{len(runs)} runs: {names}"[:60], label, choice.MEASURED,
                   f"measured here: {names}", span, spread, first.global_batch_size,
-                  _epochs(first.global_batch_size, settings), usd, detail, measured_here=True, notes=notes)
+                  _epochs(first.global_batch_size, settings), cost.usd_per_hour, cost.detail, measured_here=True,
+                  notes=notes, price_parts=cost.parts)
 
 
 def _anchor_hardware(result: published.PublishedResult) -> hardware.Hardware | None:
@@ -203,12 +222,13 @@ def _anchor_hardware(result: published.PublishedResult) -> hardware.Hardware | N
 def anchor(result: published.PublishedResult, settings: Settings) -> Choice:
     """A published figure at its own size: no spread known beyond the figure itself."""
     hw = _anchor_hardware(result)
-    usd, detail, notes = price(hw, settings)
+    cost = price(hw, settings)
     rate = result.images_per_sec
     return Choice(result.name, hw.label if hw else f"{result.devices} x {result.device}", choice.PUBLISHED,
                   f"published: {result.describe()}", Span(rate, rate),
                   "one published figure: its publisher's run-to-run spread is not given", result.global_batch,
-                  _epochs(result.global_batch, settings), usd, detail, notes=notes)
+                  _epochs(result.global_batch, settings), cost.usd_per_hour, cost.detail, notes=cost.notes,
+                  price_parts=cost.parts)
 
 
 def typed(name: str, rate: float, settings: Settings) -> Choice:
@@ -218,29 +238,32 @@ def typed(name: str, rate: float, settings: Settings) -> Choice:
     except ValueError as err:
         raise UsageError(f"{name}={rate:g}: {err}") from None
     batch = hw.devices * TYPED_PER_DEVICE_BATCH
-    usd, detail, notes = price(hw, settings)
+    cost = price(hw, settings)
     return Choice(f"{name}={rate:g}", hw.label, choice.TYPED, f"typed by you: {rate:,.0f} images/sec",
-                  Span(rate, rate), "typed by you: no spread known", batch, _epochs(batch, settings), usd, detail,
-                  notes=notes + (f"global batch assumed {TYPED_PER_DEVICE_BATCH} a device ({batch:,}) for the "
+                  Span(rate, rate), "typed by you: no spread known", batch, _epochs(batch, settings),
+                  cost.usd_per_hour, cost.detail, price_parts=cost.parts,
+                  notes=cost.notes + (f"global batch assumed {TYPED_PER_DEVICE_BATCH} a device ({batch:,}) for the "
                                  "recipes' epochs",))
 
 
 def configuration(text: str, hw: hardware.Hardware, settings: Settings) -> Choice:
     """A configuration: its device's published anchor projected to its size, or "no published rate"."""
-    usd, detail, notes = price(hw, settings)
+    cost = price(hw, settings)
+    usd, detail, notes = cost.usd_per_hour, cost.detail, cost.notes
     found = published.anchor_for(hw.device) if hw.device in published.DEVICES else None
     if found is None:
         generation = hw.device.removeprefix("tpu-")
         why = published.NO_PUBLISHED_FIGURE.get(hw.device, "")
         return Choice(text, hw.label, choice.NONE,
                       f"no published rate for {generation}: measure one or give one as {text}=IMAGES_PER_SEC"
-                      + (f" ({why})" if why else ""), None, "", None, (), usd, detail, notes=notes)
+                      + (f" ({why})" if why else ""), None, "", None, (), usd, detail, notes=notes,
+                      price_parts=cost.parts)
     try:
         row, basis = project_anchor(found, hw)
     except ValueError as err:  # this size cannot be projected: the row says why, the others still answer
         return Choice(text, hw.label, choice.NONE, f"no rate: cannot project {found.name} to {hw.devices} "
                       f"{hw.unit}s ({err}); give one as {text}=IMAGES_PER_SEC", None, "", None, (), usd, detail,
-                      notes=notes)
+                      notes=notes, price_parts=cost.parts)
     itself = (found.devices, found.per_device_batch) == (hw.devices, row.per_device_batch)
     band = (f"the projection's out-of-sample band: {basis}" if basis
             else "the published figure itself, at its own size: its publisher's run-to-run spread is not given"
@@ -250,7 +273,7 @@ def configuration(text: str, hw: hardware.Hardware, settings: Settings) -> Choic
     return Choice(text, hw.label, choice.PUBLISHED,
                   (f"published at this size: {found.describe()}" if itself else
                    f"projected to {hw.devices} {hw.unit}s from published {found.describe()}"), span, band,
-                  row.global_batch, _epochs(row.global_batch, settings), usd, detail,
+                  row.global_batch, _epochs(row.global_batch, settings), usd, detail, price_parts=cost.parts,
                   notes=notes + tuple(n for n in row.notes if "no band" not in n))
 
 
