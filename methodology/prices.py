@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from methodology import hardware
 from methodology.catalogue import read_rows
 
 BUNDLED_PRICES = Path(__file__).with_name("prices.csv")
@@ -150,34 +151,16 @@ def load_prices(path: str | Path = BUNDLED_PRICES) -> PriceBook:
 
 
 # Host VM for N accelerators, as the reference paired them (8 vCPUs a V100:
-# n1-standard-8/32/64 for 1/4/8) or as the cloud sells them. None: the price
-# of the accelerator includes its host, or it is a VM itself.
-def _host_vm(hardware: str, count: int, era: str | None) -> str | None:
-    if hardware == "v100":
-        return f"n1-standard-{8 * count}"
-    if re.fullmatch(r"v\d+-\d+", hardware):
+# n1-standard-8/32/64 for 1/4/8) or as the cloud sells them (hardware.GPUS). None:
+# the price of the accelerator includes its host.
+def _host_vm(hw: hardware.Hardware, era: str | None) -> str | None:
+    if hw.device == "v100":
+        return f"n1-standard-{8 * hw.devices}"
+    if hw.platform == "tpu":
         # 2018 Cloud TPUs were TPU Nodes driven from a separate VM (the reference
         # used an n1-standard-2); today's TPU VMs include their host.
         return None if era == "current" else "n1-standard-2"
-    return {"a100": f"a2-highgpu-{count}g", "a100-80gb": f"a2-ultragpu-{count}g",
-            "h100": f"a3-highgpu-{count}g"}.get(hardware)
-
-
-# Slice names of TPU v2-v4 count TensorCores, two a chip: v2-8 is 4 chips.
-_CORES_PER_CHIP = {"v2": 2, "v3": 2, "v4": 2}
-
-
-def _slice_as_chips(book: PriceBook, hardware: str, pricing: str, era: str | None) -> "Quote | None":
-    """A slice priced from a per-chip row (today's catalog sells chips, not slices)."""
-    match = re.fullmatch(r"(v\d+)-(\d+)", hardware)
-    if not match or match.group(1) not in _CORES_PER_CHIP:
-        return None
-    chip = book.find(f"tpu-{match.group(1)}", pricing, era)
-    if chip is None or chip.unit != "per_chip":
-        return None
-    chips = int(match.group(2)) // _CORES_PER_CHIP[match.group(1)]
-    return Quote(chip.usd_per_hour * chips, (chip,),
-                 f"{hardware} priced as {chips} chips x tpu-{match.group(1)}; TPU VMs include their host")
+    return hw.vm or None
 
 
 @dataclass(frozen=True)
@@ -185,14 +168,22 @@ class Quote:
     """The hourly price of some hardware, with the rows it was made from.
 
     Attributes:
-      usd_per_hour: accelerators x count + host VM.
+      usd_per_hour: sum of each part's price x its count.
       parts: the price rows used (accelerator first).
       note: caveats of the quote itself (e.g. host at on-demand price), or "".
+      counts: how many of each part (16 chips, 1 VM); 1 each when not given.
     """
 
     usd_per_hour: float
     parts: tuple[Price, ...]
     note: str = ""
+    counts: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        if not self.counts:
+            object.__setattr__(self, "counts", (1,) * len(self.parts))
+        if len(self.counts) != len(self.parts):
+            raise ValueError(f"{len(self.parts)} price parts but {len(self.counts)} counts")
 
     @property
     def as_of(self) -> str:
@@ -202,94 +193,121 @@ class Quote:
     def sources(self) -> str:
         return " | ".join(dict.fromkeys(p.source for p in self.parts))
 
+    @property
+    def items(self) -> tuple[tuple[Price, int], ...]:
+        """(price row, count) of every part: what the total adds up from."""
+        return tuple(zip(self.parts, self.counts))
 
-def quote(book: PriceBook, hardware: str, count: int = 1, era: str | None = None,
+
+def quote(book: PriceBook, name: str, count: int = 1, era: str | None = None,
           pricing: str = "on_demand") -> Quote:
-    """Hourly price of ``count`` x ``hardware`` and its host VM.
+    """Hourly price of ``count`` x ``name`` and its host VM.
 
     Args:
       book: the price catalog.
-      hardware: catalog name of the accelerator (v100, a100, tpu-v5e) or slice (v2-512).
-      count: accelerators; a slice is priced whole, so 1.
+      name: a configuration methodology/hardware.py reads (v4-32, v5e-16, a100x8,
+        a2-highgpu-8g), a device (v100, a100, tpu-v5e) with ``count``, or any other
+        row of the catalog (a VM, a user's own name).
+      count: devices of a bare device name; a slice or a sized name carries its own.
       era: "2018", "current", or None (a user's file: any row).
       pricing: on_demand, preemptible or spot (the host VM falls back to on-demand).
 
     Returns:
-      A Quote: the total usd_per_hour and the price rows it was made from.
+      A Quote: the total usd_per_hour and the price rows (with counts) it was made from.
 
     Raises:
       ValueError: unknown hardware, no such pricing, or a host VM with no price.
     """
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
-    main = book.find(hardware, pricing, era)
-    if main is None and (per_chip := _slice_as_chips(book, hardware, pricing, era)) is not None:
-        return per_chip
+    main = book.find(name, pricing, era)
+    if main is not None and main.unit == "per_slice" and count != 1:
+        raise ValueError(f"{name} is priced per slice: use --count 1 (or name a larger slice)")
+    if hardware.is_name(name):
+        return quote_hardware(book, hardware.parse(name, count), era, pricing)
     if main is None:
-        raise ValueError(_missing_price(book, hardware, era, pricing))
-    if main.unit == "per_slice" and count != 1:
-        raise ValueError(f"{hardware} is priced per slice: use --count 1 (or name a larger slice)")
-    parts, total, note = [main], main.usd_per_hour * count, ""
-    host_name = _host_vm(hardware, count, era)
+        raise ValueError(_missing_price(book, name, era, pricing))
+    return Quote(main.usd_per_hour * count, (main,), counts=(count,))
+
+
+def quote_hardware(book: PriceBook, hw: hardware.Hardware, era: str | None = None,
+                   pricing: str = "on_demand") -> Quote:
+    """Hourly price of a configuration: a slice (whole, or by the chip), or GPUs and their host VMs.
+
+    A TPU slice the catalog sells whole (2018's v2-512) is priced whole; else by
+    the chip. GPUs come in VMs of up to 8: more than 8 are that many full VMs.
+
+    Raises:
+      ValueError: no price for the device or its host (the message names which).
+    """
+    if hw.platform == "tpu":
+        whole = book.find(hw.slice_name, pricing, era)
+        if whole is not None and whole.unit == "per_slice":
+            return _with_host(book, hw, era, pricing, whole, 1)
+        return _with_host(book, hw, era, pricing, _device_row(book, hw, era, pricing, "per_chip"), hw.devices)
+    if hw.devices > hardware.GPUS_PER_VM:
+        if hw.devices % hardware.GPUS_PER_VM:
+            raise ValueError(f"{hw.devices} x {hw.device} is not a whole number of {hardware.GPUS_PER_VM}-GPU VMs")
+        vms = hw.devices // hardware.GPUS_PER_VM
+        vm = quote_hardware(book, hardware.gpus(hw.device, hardware.GPUS_PER_VM), era, pricing)
+        note = "; ".join(filter(None, (f"{vms} VMs of {hardware.GPUS_PER_VM} x {hw.device}", vm.note)))
+        return Quote(vm.usd_per_hour * vms, vm.parts, note, tuple(c * vms for c in vm.counts))
+    return _with_host(book, hw, era, pricing, _device_row(book, hw, era, pricing, "per_gpu"), hw.devices)
+
+
+def _device_row(book: PriceBook, hw: hardware.Hardware, era, pricing: str, unit: str) -> Price:
+    row = book.find(hw.device, pricing, era)
+    if row is None:
+        # Name what the catalog sells: the chip (tpu-v5p) if it has one, else the slice (v2-32, v2-16).
+        sells_chip = any(p.hardware == hw.device and (era is None or p.era == era) for p in book.prices)
+        raise ValueError(_missing_price(book, hw.device if sells_chip or not hw.slice_name else hw.slice_name,
+                                        era, pricing))
+    if row.unit != unit:
+        raise ValueError(f"{book.path}: {hw.device} is priced {row.unit}, not {unit}: cannot price {hw.name}")
+    return row
+
+
+def _with_host(book: PriceBook, hw: hardware.Hardware, era, pricing: str, main: Price, count: int) -> Quote:
+    parts, counts, total, note = [main], [count], main.usd_per_hour * count, ""
+    host_name = _host_vm(hw, era)
     if host_name is not None:
         host = book.find(host_name, pricing, era) or book.find(host_name, "on_demand", era)
         if host is None and main.unit == "per_slice" and era is None:
-            return Quote(total, (main,), f"no {host_name} in {book.path}: priced without a driver VM")
+            return Quote(total, (main,), f"no {host_name} in {book.path}: priced without a driver VM", (count,))
         if host is None:
-            raise ValueError(f"no price for the host VM {host_name} of {count} x {hardware} in "
+            raise ValueError(f"no price for the host VM {host_name} of {hw.devices} x {hw.device} in "
                              f"{book.path}; give the total with --usd-per-hour")
         if host.pricing != pricing:
             note = f"host VM {host_name} at its on-demand price (no {pricing} price in the catalog)"
         parts.append(host)
+        counts.append(1)
         total += host.usd_per_hour
-    return Quote(total, tuple(parts), note)
+    if hw.platform == "tpu" and main.unit == "per_chip":
+        note = "; ".join(filter(None, ("TPU VMs include their host: no host VM added", note)))
+    return Quote(total, tuple(parts), note, tuple(counts))
 
 
-def _missing_price(book: PriceBook, hardware: str, era: str | None, pricing: str) -> str:
+def _missing_price(book: PriceBook, name: str, era: str | None, pricing: str) -> str:
     """Why there is no price: unknown hardware (list the known), or no such pricing (list the kinds)."""
     where = f"{book.path}{f' ({era} prices)' if era else ''}"
-    slice_match = re.fullmatch(r"(v\d+)-\d+", hardware)
-    names = {hardware, f"tpu-{slice_match.group(1)}"} if slice_match else {hardware}  # slices priced as chips
+    slice_match = re.fullmatch(r"(v\d+[a-z]*)-\d+", name)
+    names = {name, f"tpu-{slice_match.group(1)}"} if slice_match else {name}  # slices priced as chips
     kinds = sorted({p.pricing for p in book.prices if p.hardware in names and (era is None or p.era == era)})
     if kinds:
-        return f"no {pricing} price for {hardware!r} in {where}; it has: {', '.join(kinds)}"
-    return f"no price for {hardware!r} in {where}; known: {', '.join(book.hardware(era))}"
-
-
-GPUS_PER_VM = 8  # the largest GPU VMs the catalogue prices (n1-standard-64, a2-highgpu-8g ...)
+        return f"no {pricing} price for {name!r} in {where}; it has: {', '.join(kinds)}"
+    return f"no price for {name!r} in {where}; known: {', '.join(book.hardware(era))}"
 
 
 def quote_devices(book: PriceBook, device: str, devices: int, era: str | None = None,
                   pricing: str = "on_demand") -> Quote:
     """Hourly price of ``devices`` chips or GPUs of ``device`` (tpu-v3, v100 ...), hosts included.
 
-    A TPU v2-v4 system is the slice of that many chips (v3-2048 for 1,024 chips),
-    priced as the catalogue sells it; v5e and later are priced a chip. GPUs
-    come in VMs of up to 8: more than 8 are that many full VMs.
-
-    Args:
-      book: the price catalog.
-      device: the interconnect catalogue's device name.
-      devices: chips or GPUs.
-      era, pricing: as for ``quote``.
-
-    Returns:
-      A Quote.
+    A TPU v2-v4 system is the slice of that many chips (v3-2048 for 1,024 chips);
+    the rest as ``quote_hardware``.
 
     Raises:
       ValueError: no price for that size (the message says which name was looked up).
     """
     if devices < 1:
         raise ValueError(f"devices must be >= 1, got {devices}")
-    generation = re.fullmatch(r"tpu-(v\d+[a-z]*)", device)
-    if generation and generation.group(1) in _CORES_PER_CHIP:
-        cores = devices * _CORES_PER_CHIP[generation.group(1)]
-        return quote(book, f"{generation.group(1)}-{cores}", 1, era, pricing)
-    if generation or devices <= GPUS_PER_VM:
-        return quote(book, device, devices, era, pricing)
-    if devices % GPUS_PER_VM:
-        raise ValueError(f"{devices} x {device} is not a whole number of {GPUS_PER_VM}-GPU VMs")
-    vm = quote(book, device, GPUS_PER_VM, era, pricing)
-    vms = devices // GPUS_PER_VM
-    return Quote(vm.usd_per_hour * vms, vm.parts, "; ".join(filter(None, (f"{vms} VMs of {GPUS_PER_VM} x {device}",
-                                                                            vm.note))))
+    return quote_hardware(book, hardware.parse(device, devices), era, pricing)

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from bench.cli import cost as cli_cost
+from bench.cli import cost_text
 from bench.cli import main
 from console import run_cli
 
@@ -51,7 +51,7 @@ def test_cost_text(capsys):
     code, out, _ = run_cli(capsys, "cost", "--images-per-sec", "1216", "--hardware", "v100", "--count", "8")
     assert code == 0
     assert "time to target  26.3 h" in out
-    assert "$22.88/h = v100 $2.48 x 8 + n1-standard-64 $3.04  (2018, on-demand)" in out
+    assert "$22.88/h = 8 x v100 $2.48 + n1-standard-64 $3.04  (2018, on-demand)" in out
     assert "as of 2018-12" in out and "source: " in out
     assert "7.41x slower" in out  # vs 8x V100 at 9,010 img/s
 
@@ -187,12 +187,27 @@ def test_bad_run_directories(capsys, tmp_path, content, fragment):
     "argv, fragment",
     [
         pytest.param(["cost"], "one of the arguments --run --images-per-sec is required", id="no_rate"),
-        pytest.param(["cost", "--images-per-sec", "0"], "must be a positive number", id="zero_rate"),
-        pytest.param(["cost", "--images-per-sec", "nan"], "must be a positive number", id="nan_rate"),
+        pytest.param(["cost", "--images-per-sec", "0"], "must be at least 0.001", id="zero_rate"),
+        pytest.param(["cost", "--images-per-sec", "nan"], "not a finite number", id="nan_rate"),
+        pytest.param(["cost", "--images-per-sec", "1e-308"], "below a thousandth of an image", id="tiny_rate"),
+        pytest.param(["cost", "--images-per-sec", "1e308"], "is above 1e+09", id="huge_rate_not_0_s"),
+        pytest.param(["cost", "--images-per-sec", "5", "--usd-per-hour", "1e308"], "is above 1e+06",
+                     id="huge_price"),
+        pytest.param(["cost", "--images-per-sec", "5", "--usd-per-hour", "1e-308"], "below any cloud's price",
+                     id="tiny_price"),
+        pytest.param(["cost", "--images-per-sec", "5", "--epochs", "1e18"], "35-90 epochs", id="huge_epochs"),
+        pytest.param(["cost", "--images-per-sec", "5", "--recipe", "rcp"], "give --global-batch B",
+                     id="rcp_without_batch"),
+        pytest.param(["cost", "--images-per-sec", "5", "--recipe", "rcp", "--epochs", "40"], "not both",
+                     id="recipe_and_epochs"),
+        pytest.param(["cost", "--images-per-sec", "5", "--recipe", "rcp", "--global-batch", "100000"],
+                     "no epochs at a global batch of 100,000", id="rcp_above_its_table"),
+        pytest.param(["cost", "--images-per-sec", "5", "--global-batch", "1281168"], "one epoch of ImageNet",
+                     id="batch_above_an_epoch"),
         pytest.param(["cost", "--images-per-sec", "1", "--run", "x"], "not allowed with", id="run_and_rate"),
         pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v100", "--usd-per-hour", "1"], "not allowed with",
                      id="hardware_and_price"),
-        pytest.param(["cost", "--images-per-sec", "1", "--usd-per-hour", "-3"], "--usd-per-hour must be",
+        pytest.param(["cost", "--images-per-sec", "1", "--usd-per-hour", "-3"], "--usd-per-hour: -3 must be at least",
                      id="negative_price"),
         pytest.param(["cost", "--images-per-sec", "1", "--usd-per-hour", "3", "--preemptible"],
                      "--preemptible applies to --hardware", id="preemptible_with_own_price"),
@@ -211,7 +226,7 @@ def test_bad_run_directories(capsys, tmp_path, content, fragment):
                      "no spot price for 'tpu-v5p'", id="no_spot_v5p"),
         pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v2-8", "--count", "2"], "per slice",
                      id="slice_count"),
-        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "h100", "--count", "8"], "--usd-per-hour",
+        pytest.param(["cost", "--images-per-sec", "1", "--hardware", "h100", "--count", "4"], "--usd-per-hour",
                      id="unpriced_host"),
         pytest.param(["cost", "--images-per-sec", "1", "--hardware", "v100", "--count", "0"], "--count", id="zero_count"),
         pytest.param(["cost", "--images-per-sec", "1", "--epochs", "0"], "--epochs", id="zero_epochs"),
@@ -239,7 +254,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
     ],
 )
 def test_speedup_words(ratio, text):
-    assert cli_cost._times(ratio, "faster", "slower") == text
+    assert cost_text._times(ratio, "faster", "slower") == text
 
 
 def test_cost_help_explains_the_prices_default(capsys):
@@ -294,3 +309,48 @@ def test_preemptions_text_says_whether_spot_is_cheaper(capsys):
 def test_bad_preemption_flags_are_one_line(capsys, argv, fragment):
     code, out, err = run_cli(capsys, "cost", "--images-per-sec", "1216", *argv)
     assert (code, out) == (2, "") and err.count("\n") == 1 and fragment in err
+
+
+# --- one model of time behind cost and project; names and runs priced alike (issue 23) -----------------------
+
+@pytest.mark.parametrize(
+    "rate, batch, measured, fabric, devices, hardware",
+    [
+        pytest.param(17400, 256, 8, "a100-nvlink", 8, "a100x8", id="dle_a100x8"),
+        pytest.param(56000, 256, 16, "tpu-v4", 16, "v4-32", id="v4_32"),
+        pytest.param(9000, 256, 8, "v100-nvlink", 8, "v100x8", id="v100x8_2018_prices"),
+    ],
+)
+@pytest.mark.parametrize("recipe", ["podbench", "rcp", "google-tpu"])
+def test_cost_and_project_agree_on_the_same_inputs(capsys, rate, batch, measured, fabric, devices, hardware, recipe):
+    _, out, _ = run_cli(capsys, "project", "--images-per-sec", str(rate), "--per-device-batch", str(batch),
+                        "--measured-devices", str(measured), "--interconnect", fabric, "--devices", str(devices),
+                        "--recipe", recipe, "--json")
+    row = json.loads(out)["rows"][0]
+    _, out, _ = run_cli(capsys, "cost", "--images-per-sec", str(rate), "--hardware", hardware, "--recipe", recipe,
+                        "--global-batch", str(batch * devices), "--json")
+    c = json.loads(out)
+    assert row["recipe"] == c["recipe"]["name"] == recipe and row["epochs"] == pytest.approx(c["epochs"])
+    assert c["target_top1"] == (0.76 if recipe == "podbench" else 0.759)
+    assert row["images_per_sec"] == pytest.approx(rate)
+    assert c["time_to_target_hours"] == pytest.approx(row["train_hours"])
+    assert c["usd_per_hour"] == pytest.approx(row["usd_per_hour"])
+    assert c["cost_usd"] == pytest.approx(row["cost_usd"])
+
+
+@pytest.mark.parametrize(
+    "summary, hardware, usd",
+    [
+        pytest.param({"platform": "gpu", "device_kind": "NVIDIA A100-SXM4-40GB", "num_replicas": 8}, "a100x8",
+                     8 * 2.93391 + 5.91582, id="a100_run"),
+        pytest.param({"platform": "tpu", "device_kind": "TPU v4 (v4-32, 32 cores)", "num_replicas": 32}, "v4-32",
+                     16 * 3.22, id="tpu_run"),
+    ],
+)
+def test_an_accelerator_run_is_priced_from_what_it_recorded(capsys, tmp_path, summary, hardware, usd):
+    run = write_run(tmp_path, images_per_sec=17400.0, **summary)
+    code, out, err = run_cli(capsys, "cost", "--run", str(run), "--json")
+    a = json.loads(out)
+    assert code == 0, err
+    assert a["hardware_from"] == "recorded by the run" and a["hardware"].startswith(hardware)
+    assert a["usd_per_hour"] == pytest.approx(usd)

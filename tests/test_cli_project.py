@@ -301,3 +301,20 @@ def test_validate_chart(capsys, tmp_path):
     assert code == 0 and "podbench project --validate" in out
     assert f"wrote {tmp_path / 'charts' / 'validation.png'}" in err
     assert (tmp_path / "charts" / "validation.svg").stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    "kind, platform, fabric, what_if",
+    [
+        pytest.param("AMD EPYC", "cpu", "a100-nvlink", True, id="cpu_run_over_nvlink"),
+        pytest.param("NVIDIA A100-SXM4-40GB", "gpu", "a100-nvlink", False, id="a100_run_over_its_own_fabric"),
+        pytest.param("NVIDIA A100-SXM4-80GB", "gpu", "a100-nvlink", False, id="a100_80gb_shares_the_fabric"),
+        pytest.param("Tesla V100-SXM2-16GB", "gpu", "a100-nvlink", True, id="v100_run_over_a100_fabric"),
+    ],
+)
+def test_a_run_on_other_hardware_is_a_what_if(capsys, tmp_path, kind, platform, fabric, what_if):
+    """As `cost` says it (issue 23): CPU speed at A100 rates is never shown without a word."""
+    run = write_run(tmp_path, "20261122T130000Z-whatif", device_kind=kind, platform=platform)
+    code, out, err = run_cli(capsys, "project", "--run", str(run), "--interconnect", fabric, "--devices", "8")
+    assert code == 0, err
+    assert ("a what-if that assumes" in out) == what_if

@@ -141,3 +141,21 @@ def test_default_input_and_output_without_tensorflow(tmp_path):
     assert done.stdout.strip().splitlines()[-1] == "0 []"
     table = pd.read_csv(tmp_path / cli_report.DEFAULT_REPORT_DIR / "runs.csv")
     assert list(table["run_id"]) == [run_id_at(0)]
+
+
+def test_candidates_section_and_chart(tmp_path, capsys):
+    """`report --candidates`: choose's rows (the named ones, then the ImageNet-shaped runs) in REPORT.md."""
+    gpu = write_run(tmp_path / "runs", "20261122T130000Z-gpu000", platform="gpu",
+                    device_kind="NVIDIA A100-SXM4-40GB", replicas=8)
+    small = write_run(tmp_path / "runs", "20261122T130000Z-small0", image_size=32)
+    out = tmp_path / "report"
+    code = cli.main(["report", str(gpu), str(small), "--output", str(out), "--candidates", "a100x8", "v5e-16",
+                     "v5e-16=30000"])
+    assert code == 0
+    text = (out / "REPORT.md").read_text()
+    section = text[text.index("## Candidates"):]
+    assert "![time against cost](choose.png)" in section and (out / "choose.png").stat().st_size > 10_000
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert [r.split(" | ")[0].lstrip("| ") for r in rows] == ["a100x8", "v5e-16", "v5e-16=30000", str(gpu)]
+    assert "**typed by you**" in rows[2] and "measured here" in rows[3] and "none" in rows[1]
+    assert "no published rate for v5e" in section and "small0" not in section  # a 32x32 run is left out

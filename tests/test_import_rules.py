@@ -119,6 +119,7 @@ def test_read_only_commands_load_nothing_heavy():
             "    assert main(['reproduce']) == 0\n"
             "    assert main(['cost', '--images-per-sec', '1216', '--hardware', 'v100']) == 0\n"
             "    assert main(['project', '--validate']) == 0\n"
+            "    assert main(['choose', 'a100x8', 'v4-32', 'v5e-16', 'v5e-16=30000']) == 0\n"
             "    assert main(['project', '--images-per-sec', '1270', '--per-device-batch', '256',"
             " '--interconnect', 'v100-nvlink', '--devices', '1,8']) == 0\n")
     assert loaded_after(code) == []

@@ -97,6 +97,27 @@ def test_quote(hardware, count, pricing, era, usd, host):
     assert [p.hardware for p in q.parts[1:]] == ([host] if host else [])
 
 
+@pytest.mark.parametrize(
+    "name, usd, counts",
+    [
+        pytest.param("v4-32", 16 * 3.22, (16,), id="v4_32_is_16_chips"),
+        pytest.param("tpu-v4-32", 16 * 3.22, (16,), id="tpu_prefix"),
+        pytest.param("v5e-16", 16 * 1.20, (16,), id="v5e_16_is_16_chips"),
+        pytest.param("v5litepod-16", 16 * 1.20, (16,), id="v5litepod"),
+        pytest.param("v5p-128", 64 * 4.20, (64,), id="v5p_128_is_64_chips"),
+        pytest.param("a100x8", 8 * 2.93391 + 5.91582, (8, 1), id="a100x8"),
+        pytest.param("a2-highgpu-8g", 8 * 2.93391 + 5.91582, (8, 1), id="a2_highgpu_8g"),
+        pytest.param("a3-highgpu-8g", 8 * 4.20076 + 8 * 1.18251, (8, 1), id="a3_highgpu_8g"),
+        pytest.param("h100x8", 8 * 4.20076 + 8 * 1.18251, (8, 1), id="h100x8"),
+    ],
+)
+def test_configuration_names_quote_with_counts_that_add_up(name, usd, counts):
+    q = prices.quote(prices.load_prices(), name, 1, "current")
+    assert q.usd_per_hour == pytest.approx(usd)
+    assert q.counts == counts
+    assert sum(p.usd_per_hour * n for p, n in q.items) == pytest.approx(q.usd_per_hour)
+
+
 def test_preemptible_quote_notes_on_demand_host():
     q = prices.quote(prices.load_prices(), "v100", 1, "2018", "preemptible")
     assert "on-demand" in q.note and q.parts[1].pricing == "on_demand"
@@ -115,9 +136,9 @@ def test_quote_carries_dates_and_sources():
         pytest.param(("v2-32", 1, "2018", "preemptible"), "no preemptible price for 'v2-32'.*it has: on_demand",
                      id="no_preemptible_pod"),
         pytest.param(("v2-8", 2, "2018"), "per slice", id="slice_count"),
-        pytest.param(("h100", 8, "current"), "a3-highgpu-8g", id="host_without_price"),
+        pytest.param(("h100", 4, "current"), "a3-highgpu-4g", id="host_without_price"),
         pytest.param(("v100", 3, "2018"), "n1-standard-24", id="offbyone_no_24_vcpu_host"),
-        pytest.param(("v3-8", 1, "current", "spot"), "no spot price for 'v3-8'.*it has: on_demand",
+        pytest.param(("v3-8", 1, "current", "spot"), "no spot price for 'tpu-v3'.*it has: on_demand",
                      id="slice_priced_as_chips_has_no_spot"),
         pytest.param(("v100", 0, "2018"), "count", id="zero_count"),
     ],
@@ -238,7 +259,7 @@ def test_price_is_frozen_and_validated_on_creation():
     [
         pytest.param("tpu-v2", 4, "2018", 4.50 + 0.095, "", id="v2_8_slice_and_driver_vm"),
         pytest.param("tpu-v2", 256, "2018", 384.0 + 0.095, "", id="v2_512_slice"),
-        pytest.param("tpu-v3", 1024, "current", 2.00 * 1024, "v3-2048 priced as 1024 chips", id="v3_pod_by_chip"),
+        pytest.param("tpu-v3", 1024, "current", 2.00 * 1024, "TPU VMs include their host", id="v3_pod_by_chip"),
         pytest.param("tpu-v5e", 256, "current", 1.20 * 256, "", id="v5e_by_chip"),
         pytest.param("v100", 8, "2018", 8 * 2.48 + 3.04, "", id="one_8_gpu_vm"),
         pytest.param("v100", 64, "2018", 8 * (8 * 2.48 + 3.04), "8 VMs of 8 x v100", id="eight_vms"),
@@ -249,6 +270,7 @@ def test_quote_devices(device, devices, era, usd, note):
     q = prices.quote_devices(prices.load_prices(), device, devices, era)
     assert q.usd_per_hour == pytest.approx(usd)
     assert note in q.note
+    assert sum(p.usd_per_hour * n for p, n in q.items) == pytest.approx(usd)  # the breakdown adds up
 
 
 @pytest.mark.parametrize(

@@ -206,6 +206,8 @@ def test_steps_table_splits_warmup_from_measured(tmp_path):
     pytest.param(V100_KIND, "gpu", 3, math.nan, id="no_host_vm_of_that_size"),
     pytest.param(CPU_KIND, "cpu", 1, math.nan, id="cpu_has_no_price"),
     pytest.param("TPU (8 cores)", "tpu", 8, math.nan, id="tpu_generation_unknown"),
+    pytest.param("TPU v4 (v4-32, 32 cores)", "tpu", 32, 16 * 3.22, id="tpu_v4_slice_by_the_chip"),
+    pytest.param("NVIDIA A100-SXM4-40GB", "gpu", 8, 8 * 2.93391 + 5.91582, id="a100x8_a2_highgpu_8g"),
 ])
 def test_measured_run_is_priced_from_the_catalog(tmp_path, device_kind, platform, replicas, usd_per_hour):
     run_dir = write_run(tmp_path, "20261122T100000Z-price0", device_kind=device_kind,

@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "bench.cli.reproduce",
     "bench.cli.project",
     "bench.cli.cost",
+    "bench.cli.choose",
     "bench.cli.report",
     "bench.cli.data",
     "bench.cli.eventlog",

@@ -1,11 +1,16 @@
 """What the read-only commands share: the price catalog as chosen by --prices, aligned text tables,
-price rows as a person reads them. Standard library and methodology/ only.
+price rows as a person reads them, what a run recorded it ran on (and whether its shape says anything
+of ImageNet). Standard library, methodology/ and bench.results only.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from bench.cli import checks
 from bench.errors import UsageError
-from methodology import prices, reference
+from bench.results import rundir
+from bench.results.summary import Summary
+from methodology import hardware, prices, reference
 
 PRICES_HELP = ("price catalog: 2018 (the comparison's), current (a recent third-party catalog), or "
                "FILE.csv of your own in the format of methodology/prices.csv")
@@ -68,3 +73,53 @@ def part_json(p: prices.Price) -> dict:
             "usd_per_hour": p.usd_per_hour, "as_of": p.as_of, "source": p.source, "flag": p.flag}
 
 
+
+
+def quote_parts_json(q: prices.Quote) -> list[dict]:
+    """A quote's price rows as JSON, each with how many of it the total counts (16 chips, 1 VM)."""
+    return [{"count": n, **part_json(p)} for p, n in q.items]
+
+
+def price_breakdown(parts: list[dict]) -> str:
+    """What an hourly price adds up from: "16 x tpu-v4 $3.22", "8 x a100 $2.93391 + a2-highgpu-8g $5.91582"."""
+    return " + ".join(f"{p['count']} x " * (p.get("count", 1) != 1) + f"{p['hardware']} {usd_rate(p['usd_per_hour'])}"
+                      for p in parts)
+
+
+def default_price_era(name: str) -> str:
+    """2018 for hardware the comparison priced (V100s, TPU v2 slices: so they line up with the
+    reference), else the current catalog."""
+    try:
+        device = hardware.parse(name).device
+    except ValueError:
+        device = name
+    return "2018" if device in ("v100", "tpu-v2") or name in prices.load_prices().hardware("2018") else "current"
+
+
+# What the reference trained: its time and dollars are for this shape only.
+IMAGENET_SHAPE = {"image_size": 224, "num_classes": 1000, "depth": 50}
+
+
+def check_imagenet_shaped(run: str, summary: Summary) -> None:
+    """Refuses a run of another shape (a 32x32 smoke run is ~50x cheaper a step), as `podbench report` does.
+
+    Raises:
+      UsageError: naming the run's shape and ImageNet's.
+    """
+    shape = {name: getattr(summary, name) for name in IMAGENET_SHAPE}
+    off = {k: v for k, v in shape.items() if v is not None and v != IMAGENET_SHAPE[k]}
+    if off:
+        said = ", ".join(f"{k} {v}" for k, v in off.items())
+        raise UsageError(f"{run} is not ImageNet-shaped ({said}; ResNet-50 at 224x224, 1000 classes is), so its "
+                         "rate says nothing about 90 epochs of ImageNet; price a run at the default size, or give "
+                         "--images-per-sec X")
+
+
+def run_hardware(run: str, summary: Summary) -> hardware.Hardware | None:
+    """The hardware a run recorded (summary.json, and environment.json's TPU accelerator type), or None."""
+    try:
+        env = rundir.read_json(Path(run) / "environment.json")
+    except (OSError, ValueError):
+        env = {}
+    tpu_type = env.get("tpu_accelerator_type") if isinstance(env, dict) else None
+    return hardware.from_run(summary.platform, summary.device_kind, summary.num_replicas, tpu_type)

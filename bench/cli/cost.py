@@ -10,13 +10,27 @@ import datetime
 import math
 from pathlib import Path
 
-from bench.cli import common
+from bench.cli import checks, common, cost_text
 from bench.cli.run_flags import load_config
 from bench.errors import UsageError
-from bench.humanize import format_hours, format_rate, format_usd
 from bench.results import rundir
 from bench.results.summary import Summary, read_summary
-from methodology import constants, cost, prices, reference
+from methodology import constants, cost, hardware, prices
+from methodology import time_to_target as ttt
+
+
+# Bounds on what a user types, each with its reason: a finite number beyond them is a typo, and
+# would print "0.0 s" or trillions of years (or overflow into a traceback).
+IMAGES_PER_SEC = checks.number(
+    1e-3, 1e9, "the fastest published ResNet-50 system trains about 1e7 images a second", low_open=False,
+    low_why="below a thousandth of an image a second, 90 epochs take more than 3,000 years")
+USD_PER_HOUR = checks.number(
+    1e-3, 1e6, "the largest cloud TPU slice, a v5p-12288, costs about $26,000 an hour",
+    low_why="a tenth of a cent an hour is below any cloud's price")
+GLOBAL_BATCH = checks.count(1, constants.IMAGENET_TRAIN_EXAMPLES, "a step cannot hold more than one epoch of "
+                            "ImageNet")
+EPOCHS = checks.number(0, 1_000, "ResNet-50 reaches 76% in 35-90 epochs; 1,000 is already a typo",
+                       low_open=True, low_why="training takes at least some of an epoch")
 
 
 def register(sub) -> None:
@@ -37,22 +51,28 @@ def register(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     src = c.add_mutually_exclusive_group(required=True)
     src.add_argument("--run", metavar="RUN_DIR", help="a podbench run directory (reads its summary.json)")
-    src.add_argument("--images-per-sec", type=float, metavar="X", help="a steady-state rate, all replicas")
+    src.add_argument("--images-per-sec", type=IMAGES_PER_SEC, metavar="X", help="a steady-state rate, all replicas")
     price = c.add_mutually_exclusive_group()
     price.add_argument("--hardware", metavar="NAME",
                        help="priced hardware: v100, v2-8 ... v2-512, tpu-v5e, tpu-v6e, a100, h100 ... "
                             "(its host VM is added)")
-    price.add_argument("--usd-per-hour", type=float, metavar="X", help="your own hourly price, host included")
+    price.add_argument("--usd-per-hour", type=USD_PER_HOUR, metavar="X", help="your own hourly price, host included")
     c.add_argument("--count", type=int, metavar="N", help="accelerators of --hardware (default 1)")
     c.add_argument("--prices", metavar="2018|current|FILE.csv", help=common.PRICES_HELP)
     c.add_argument("--preemptible", action="store_true",
                    help="the preemptible (2018) or spot (current) price of --hardware")
     _add_spot_flags(c)
-    c.add_argument("--epochs", type=float, default=constants.MEASURED_EPOCHS, metavar="N",
-                   help=f"epochs to the target (default {constants.MEASURED_EPOCHS}, the reference's)")
-    c.add_argument("--target", default="0.76", choices=list(constants.TARGETS),
-                   help="the claim the time is named after: 0.76 (the blog, default) or 0.759 (MLPerf); "
-                        "it does not change the projection, --epochs does")
+    c.add_argument("--epochs", type=EPOCHS, metavar="N",
+                   help=f"epochs to the target (default: podbench's own recipe, {constants.MEASURED_EPOCHS}, the "
+                        "reference's; `podbench choose` sets a tuned LARS recipe's beside it)")
+    c.add_argument("--recipe", choices=tuple(ttt.RECIPES),
+                   help="whose epochs: podbench (default: its own, the blog's 90), rcp (MLPerf's tuned LARS) or "
+                        "google-tpu; the last two depend on the global batch (the run's, or --global-batch)")
+    c.add_argument("--global-batch", type=GLOBAL_BATCH, metavar="B",
+                   help="the global batch of --images-per-sec, for --recipe rcp or google-tpu")
+    c.add_argument("--target", choices=list(constants.TARGETS),
+                   help="the claim the time is named after: 0.76 (the blog) or 0.759 (MLPerf); default: the "
+                        "recipe's. It does not change the projection, --recipe and --epochs do")
     c.add_argument("--json", action="store_true", help="the answer as JSON")
     c.set_defaults(handler=handle)
 
@@ -72,10 +92,6 @@ def _add_spot_flags(c) -> None:
 
 def _check_cost_flags(args: argparse.Namespace) -> None:
     """Numbers in range, and no flag that the others make meaningless."""
-    for flag, value in (("--images-per-sec", args.images_per_sec), ("--usd-per-hour", args.usd_per_hour),
-                        ("--epochs", args.epochs)):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise UsageError(f"{flag} must be a positive number, got {value}")
     for flag, value in (("--preemptions-per-day", args.preemptions_per_day), ("--restart-s", args.restart_s),
                         ("--checkpoint-every", args.checkpoint_every)):
         if value is not None and not (math.isfinite(value) and value >= 0):
@@ -86,6 +102,10 @@ def _check_cost_flags(args: argparse.Namespace) -> None:
         raise UsageError(f"{spot_flags[0]} applies with --preemptions-per-day R")
     if args.preemptions_per_day is not None and not args.preemptible:
         raise UsageError("--preemptions-per-day prices a run on spot capacity: add --preemptible --hardware NAME")
+    if args.recipe is not None and args.epochs is not None:
+        raise UsageError("--epochs sets the epochs itself; give --recipe NAME or --epochs N, not both")
+    if args.global_batch is not None and args.run:
+        raise UsageError("--global-batch is the batch of --images-per-sec; --run reads the run's own")
     if args.count is not None and args.count < 1:
         raise UsageError(f"--count must be >= 1, got {args.count}")
     if args.hardware is None:
@@ -118,27 +138,8 @@ def _rate_from_run(run: str) -> tuple[float, Summary]:
         raise UsageError(f"{run} has no steady-state images_per_sec (status {summary.status}, "
                          f"{summary.measured_steps} steps measured after the warm-up); rerun with more steps "
                          "than the warm-up")
-    check_imagenet_shaped(run, summary)
+    common.check_imagenet_shaped(run, summary)
     return float(summary.images_per_sec), summary
-
-
-# What the reference trained: its time and dollars are for this shape only.
-IMAGENET_SHAPE = {"image_size": 224, "num_classes": 1000, "depth": 50}
-
-
-def check_imagenet_shaped(run: str, summary: Summary) -> None:
-    """Refuses a run of another shape (a 32x32 smoke run is ~50x cheaper a step), as `podbench report` does.
-
-    Raises:
-      UsageError: naming the run's shape and ImageNet's.
-    """
-    shape = {name: getattr(summary, name) for name in IMAGENET_SHAPE}
-    off = {k: v for k, v in shape.items() if v is not None and v != IMAGENET_SHAPE[k]}
-    if off:
-        said = ", ".join(f"{k} {v}" for k, v in off.items())
-        raise UsageError(f"{run} is not ImageNet-shaped ({said}; ResNet-50 at 224x224, 1000 classes is), so its "
-                         "rate says nothing about 90 epochs of ImageNet; price a run at the default size, or give "
-                         "--images-per-sec X")
 
 
 def _run_description(summary: Summary) -> str:
@@ -148,9 +149,8 @@ def _run_description(summary: Summary) -> str:
     return what
 
 
-def _default_era(hardware: str) -> str:
-    """2018 for hardware the comparison priced (so it lines up with the reference), else current."""
-    return "2018" if hardware in prices.load_prices().hardware("2018") else "current"
+def _default_era(name: str) -> str:
+    return common.default_price_era(name)
 
 
 def _pricings(preemptible: bool, era: str | None) -> tuple[str, ...]:
@@ -195,19 +195,23 @@ def handle(args: argparse.Namespace) -> int:
     summary = None
     if args.run:
         ips, summary = _rate_from_run(args.run)
+        recorded = common.run_hardware(args.run, summary)
+        if args.hardware is None and args.usd_per_hour is None and recorded is not None:
+            args.hardware, args.recorded = recorded.name, recorded.label
     else:
         ips = args.images_per_sec
     priced = _quote(args)
     q, era, pricing = priced if priced else (None, None, None)
     answer = _cost_answer(args, ips, summary, q, era, pricing)
-    print(rundir.dumps(answer) if args.json else _cost_text(answer, args))
+    print(rundir.dumps(answer) if args.json else cost_text.cost_text(answer, bool(args.hardware)))
     return 0
 
 
-def _platform_of(hardware: str) -> str | None:
-    if hardware.startswith("tpu-") or hardware[:1] == "v" and "-" in hardware and hardware[1].isdigit():
-        return "tpu"
-    return "gpu" if hardware in ("v100", "a100", "a100-80gb", "h100") else None
+def _platform_of(name: str) -> str | None:
+    try:
+        return hardware.parse(name).platform
+    except ValueError:  # a VM or a user's own catalog name
+        return None
 
 
 def _cost_notes(args: argparse.Namespace, summary: Summary | None, q: prices.Quote | None, era: str | None) -> list[str]:
@@ -229,7 +233,7 @@ def _cost_notes(args: argparse.Namespace, summary: Summary | None, q: prices.Quo
     if era == "current":
         notes.append("your price is from the current catalog, the reference costs are at 2018 prices: "
                      "the cost ratios compare across eras")
-    if args.epochs != constants.MEASURED_EPOCHS:
+    if args.epochs is not None and args.epochs != constants.MEASURED_EPOCHS:
         notes.append(f"{args.epochs:g} epochs here vs the reference's {constants.MEASURED_EPOCHS}: the "
                      "comparison mixes epoch counts")
     return notes
@@ -282,8 +286,38 @@ def _on_demand_quote(args) -> prices.Quote | None:
         return None
 
 
+def _recipe(args, summary: Summary | None) -> dict:
+    """The epochs and the recipe they belong to: --epochs, or a recipe of the one time model
+    (methodology/time_to_target.py, as `project` and `choose` use it; default podbench's own).
+
+    Raises:
+      UsageError: a batch-dependent recipe without a batch, or a batch with no figure.
+    """
+    if args.epochs is not None:
+        return {"name": "given", "epochs": args.epochs, "description": f"--epochs {args.epochs:g}",
+                "target_top1": constants.TARGET_TOP1_BLOG}
+    name = args.recipe or ttt.PODBENCH
+    batch = args.global_batch or (summary.global_batch_size if summary else None)
+    if batch is None and name != ttt.PODBENCH:
+        raise UsageError(f"--recipe {name}: its epochs depend on the global batch; give --global-batch B "
+                         "(or --run a run that recorded it)")
+    e = ttt.epochs_to_target(batch or 1, name)  # podbench's 90 hold at every batch up to the blog's largest
+    if e.epochs is None:
+        raise UsageError(f"--recipe {name} has no epochs at a global batch of {batch:,} ({e.basis}); try "
+                         "--recipe podbench or a smaller batch")
+    return {"name": name, "epochs": e.epochs, "target_top1": e.target_top1, "basis": e.basis,
+            "global_batch": batch, "description": ttt.RECIPES[name].description}
+
+
+def _target(args, recipe: dict) -> tuple[float, str]:
+    """(target, its claim): --target, else the recipe's own."""
+    key = args.target or next(k for k, v in constants.TARGETS.items() if v == recipe["target_top1"])
+    return constants.TARGETS[key], constants.TARGET_SOURCES[key]
+
+
 def _cost_answer(args, ips: float, summary: Summary | None, q: prices.Quote | None, era, pricing) -> dict:
-    projection = cost.project(ips, q.usd_per_hour if q else None, args.epochs)
+    recipe = _recipe(args, summary)
+    projection = cost.project(ips, q.usd_per_hour if q else None, recipe["epochs"])
     comparison = [{
         "config": r["config"], "source": r["source"], "train_hours": r["train_hours"], "cost_usd": r["cost_usd"],
         "speedup_vs_config": cost.speedup(r["train_hours"], projection.train_hours),
@@ -294,77 +328,17 @@ def _cost_answer(args, ips: float, summary: Summary | None, q: prices.Quote | No
         "images_per_sec_from": _run_description(summary) if summary else "given with --images-per-sec",
         "run_id": summary.run_id if summary else None,
         "run_status": summary.status if summary else None,
-        "epochs": args.epochs, "target_top1": constants.TARGETS[args.target],
-        "target_claim": constants.TARGET_SOURCES[args.target],
+        "epochs": recipe["epochs"], "recipe": recipe, "target_top1": _target(args, recipe)[0],
+        "target_claim": _target(args, recipe)[1],
         "time_to_target_hours": projection.train_hours,
         "usd_per_hour": q.usd_per_hour if q else None, "cost_usd": projection.cost_usd,
         "price_as_of": q.as_of if q else None, "price_source": q.sources if q else None,
         "price_era": era, "price_pricing": pricing,
-        "price_parts": [common.part_json(p) for p in q.parts] if q else [],
+        "price_parts": common.quote_parts_json(q) if q else [],
+        "hardware": getattr(args, "recorded", None) or args.hardware,
+        "hardware_from": ("recorded by the run" if getattr(args, "recorded", None) else
+                          "--hardware" if args.hardware else "--usd-per-hour" if args.usd_per_hour else None),
         "notes": _cost_notes(args, summary, q, era),
         "preemption": _preemption(args, summary, projection),
         "comparison_prices": "2018 on_demand", "comparison": comparison,
     }
-
-
-def _cost_text(a: dict, args: argparse.Namespace) -> str:
-    lines = [f"ResNet-50 v1.5 to {a['target_top1']:.1%} top-1 on this hardware", "",
-             f"rate            {format_rate(a['images_per_sec'])} img/s ({a['images_per_sec_from']})",
-             f"time to target  {format_hours(a['time_to_target_hours'])}  ({a['epochs']:g} epochs x "
-             f"{constants.IMAGENET_TRAIN_EXAMPLES:,} images at that steady rate: a projection; start-up and "
-             "evaluation not included)"]
-    if a["usd_per_hour"] is None:
-        lines.append("cost            n/a: give --hardware NAME [--count N] for a catalog price "
-                     "(see `podbench cost --help`), or --usd-per-hour X")
-    else:
-        count = args.count or 1
-        parts = " + ".join(f"{p['hardware']} {format_usd(p['usd_per_hour'])}" + (f" x {count}" if i == 0 and count > 1 else "")
-                           for i, p in enumerate(a["price_parts"]))
-        kind = {"on_demand": "on-demand"}.get(a["price_pricing"], a["price_pricing"])
-        lines.append(f"price           {format_usd(a['usd_per_hour'])}/h = {parts}"
-                     + (f"  ({a['price_era'] or 'your file'}, {kind})" if args.hardware else ""))
-        lines.append(f"cost            {format_usd(a['cost_usd'])}")
-        if args.hardware:
-            lines.append("price rows:")
-            lines += common.price_lines([prices.Price(**p) for p in a["price_parts"]])
-    lines += _preemption_lines(a["preemption"], a["time_to_target_hours"])
-    lines.append(f"target          {a['target_claim']}. It names the claim; the projection is the same "
-                 "(--epochs changes it)")
-    lines += [f"note            {n}" for n in a["notes"]]
-    lines += ["", "vs the reference configurations (2018 on-demand prices; how each reference rate was "
-                  "obtained: `podbench reproduce`):"]
-    lines.append(common.text_table(a["comparison"], ("config", "train time", "cost USD", "this is", "this costs",
-                                          "reference images/s"),
-                        lambda c: (c["config"], format_hours(c["train_hours"]), format_usd(c["cost_usd"]),
-                                   _times(c["speedup_vs_config"], "faster", "slower"),
-                                   "n/a" if c["cost_ratio_vs_config"] is None else f"{c['cost_ratio_vs_config']:.2f}x",
-                                   reference.SOURCE_LABELS[c["source"]])))
-    return "\n".join(lines)
-
-
-def _preemption_lines(p: dict | None, train_hours: float) -> list[str]:
-    if p is None:
-        return []
-    lines = [f"preemptions     {p['preemptions_per_day']:g} a day, about {p['expected_preemptions']:.1f} over the run; "
-             f"each costs a restart of {p['restart_s']:,.0f} s ({p['restart_s_from']}) and "
-             f"{p['lost_s_per_preemption']:,.0f} s of lost work (half the {p['checkpoint_every_minutes']:g}-min "
-             "checkpoint interval)",
-             f"on spot        {format_hours(p['time_to_target_hours'])} "
-             f"(+{p['time_to_target_hours'] / train_hours - 1:.1%}), {format_usd(p['cost_usd'])}"]
-    if p["on_demand_cost_usd"] is not None:
-        cheaper = p["cost_usd"] < p["on_demand_cost_usd"]
-        lines.append(f"on demand       {format_hours(train_hours)} at {format_usd(p['on_demand_usd_per_hour'])}/h, "
-                     f"{format_usd(p['on_demand_cost_usd'])}: spot is "
-                     f"{'cheaper' if cheaper else 'NOT cheaper'} by "
-                     f"{abs(1 - p['cost_usd'] / p['on_demand_cost_usd']):.0%}")
-    return lines
-
-
-def _times(ratio: float, more: str, less: str) -> str:
-    """"3.70x slower", "12.5x faster", "1,802x slower"; "the same" within 0.5%."""
-    if abs(ratio - 1) < 0.005:
-        return "the same"
-    times = ratio if ratio > 1 else 1 / ratio
-    # Three significant figures, decided after rounding: 9.996 is "10.0x", not "10.00x".
-    digits = 2 if times < 9.995 else 1 if times < 99.95 else 0
-    return f"{times:,.{digits}f}x {more if ratio > 1 else less}"

@@ -18,7 +18,7 @@ from bench.cluster.sweep import SWEEP_JSON, parse_sizes
 from bench.errors import UsageError
 from bench.results import rundir
 from bench.results.summary import read_summary
-from methodology import interconnect, prices, projection, published, update, validation
+from methodology import hardware, interconnect, prices, projection, published, update, validation
 from methodology import time_to_target as ttt
 from methodology.constants import IMAGENET_TRAIN_EXAMPLES
 
@@ -244,8 +244,22 @@ def read_source(args: argparse.Namespace) -> Source:
         notes.append(f"measured at {', '.join(f'{s}x{s}' for s in sizes)}, not ImageNet's 224x224: the "
                      "projection shows the method, not ResNet-50 training at 224")
     kinds = sorted({r.get("device_kind") or r.get("platform") or "?" for r in rows})
+    notes += _what_if(rows, args.interconnect)
     return Source(points, 1, f"{len(points)} measured point(s) from {' '.join(args.run)} ({', '.join(kinds)})",
                   tuple(notes))
+
+
+def _what_if(rows: list, fabric_name: str | None) -> list[str]:
+    """A note when the runs' hardware is not the fabric's device (a CPU run over a100-nvlink), as cost says."""
+    fabric = interconnect.load_interconnects().get(fabric_name or "")
+    if fabric is None:
+        return []
+    ran = {str(hardware.gpu_device(r.get("device_kind")) if r.get("platform") == "gpu" else r.get("platform"))
+           for r in rows}
+    if {k.removesuffix("-80gb") for k in ran} == {fabric.device} or (fabric.device.startswith("tpu") and ran == {"tpu"}):
+        return []
+    return [f"measured on {', '.join(sorted(ran))} but projected over {fabric.name}: a what-if that assumes "
+            f"{fabric.device} runs at this rate"]
 
 
 def _fabrics(args, source: Source) -> tuple[interconnect.Interconnect, interconnect.Interconnect | None]:

@@ -29,6 +29,10 @@ def register(sub) -> None:
                         f"{rundir.DEFAULT_RUNS_DIR}/)")
     p.add_argument("--output", metavar="DIR", default=None,
                    help=f"where to write the report (default {DEFAULT_REPORT_DIR}/)")
+    p.add_argument("--candidates", nargs="+", metavar="CANDIDATE",
+                   help="also a Candidates section and choose.png: `podbench choose`'s ranges for these "
+                        "(a100x8, v4-32, v5e-16, anchors, NAME=IMAGES_PER_SEC) beside the ImageNet-shaped runs "
+                        "reported; podbench and rcp recipes, on-demand prices")
     p.set_defaults(handler=handle)
 
 
@@ -57,7 +61,23 @@ def handle(args) -> int:
     if not runs:
         raise UsageError(f"none of the {len(run_dirs)} run directories can be reported (reasons above)")
     output = checks.output_dir(args.output or DEFAULT_REPORT_DIR, "--output")  # never another run's directory
-    written = report_files.write_report(runs, skipped, output)
+    candidates = _candidates(args.candidates, [str(run.run_dir) for run in runs]) if args.candidates else None
+    written = report_files.write_report(runs, skipped, output, candidates)
     print(f"report of {len(runs)} run(s) written to {output}/ ({len(written)} files); "
           f"open {output / 'REPORT.md'}")
     return 0
+
+
+def _candidates(named: list[str], run_dirs: list[str]) -> list:
+    """`podbench choose`'s rows for the named candidates and the reported runs ImageNet-shaped enough to price."""
+    from bench.cli import choose, choose_sources  # noqa: PLC0415
+
+    settings = choose_sources.Settings(choose.DEFAULT_RECIPES)
+    shaped = []
+    for run in run_dirs:
+        try:
+            choose_sources.resolve_all([run], settings)
+        except UsageError:  # a 32x32 run says nothing of ImageNet time: the Candidates section leaves it out
+            continue
+        shaped.append(run)
+    return choose_sources.resolve_all(named + shaped, settings)

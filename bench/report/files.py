@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.humanize import format_hours, format_rate, format_usd
-from bench.report import charts, speedup_chart, step_chart, step_pauses, tables
+from bench.report import charts, choose_chart, speedup_chart, step_chart, step_pauses, tables
 from methodology import prices, reference
 from methodology.constants import IMAGENET_TRAIN_EXAMPLES, MEASURED_EPOCHS, TARGET_TOP1_BLOG
 
@@ -54,13 +54,16 @@ def save_figure(fig, output_dir: Path, stem: str) -> list[Path]:
     return paths
 
 
-def write_report(runs: list[tables.Run], skipped: list[tables.Skipped], output_dir: Path) -> list[Path]:
+def write_report(runs: list[tables.Run], skipped: list[tables.Skipped], output_dir: Path,
+                 candidates: list | None = None) -> list[Path]:
     """Writes runs.csv, the comparison charts, one step chart per run and REPORT.md.
 
     Args:
       runs: loaded runs (at least one).
       skipped: directories left out, listed in REPORT.md.
       output_dir: existing directory to write into.
+      candidates: `podbench report --candidates`' methodology.choice.Choice rows (with the
+        ImageNet-shaped runs among them), for a Candidates section and choose.png; None: none.
 
     Returns:
       Every path written.
@@ -78,9 +81,47 @@ def write_report(runs: list[tables.Run], skipped: list[tables.Skipped], output_d
         steps, pauses = step_pauses.steps_and_pauses(run)
         fig, _ = step_chart.plot_steps(steps, f"Step time: {tables.measured_row(run)['label']}", pauses)
         written += save_figure(fig, output_dir, f"steps-{run.run_id}")
+    text = report_markdown(measured, both, runs, skipped)
+    if candidates:
+        fig, _ = choose_chart.plot_choice(choose_chart.choice_frame(candidates))
+        written += save_figure(fig, output_dir, CANDIDATES_CHART)
+        text += "\n" + candidates_markdown(candidates)
     md_path = output_dir / "REPORT.md"
-    md_path.write_text(report_markdown(measured, both, runs, skipped), encoding="utf-8")
+    md_path.write_text(text, encoding="utf-8")
     return written + [md_path]
+
+
+CANDIDATES_CHART = "choose"
+
+
+def _span(span, fmt) -> str:
+    if span is None:
+        return "n/a"
+    low, high = fmt(span.low), fmt(span.high)
+    return low if low == high else f"{low} – {high}"
+
+
+def candidates_markdown(candidates: list) -> str:
+    """REPORT.md's Candidates section: `podbench choose`'s table, its chart, and each range's sources."""
+    kinds = {"measured": "measured here", "published": "published", "typed": "**typed by you**", "none": "none"}
+    lines = ["## Candidates", "",
+             "Time and dollars to the target as low–high ranges (`podbench choose`; methodology/CHOOSING.md "
+             "says how to read them).", "", f"![time against cost]({CANDIDATES_CHART}.png)", "",
+             "| candidate | hardware | rate from | images/s | epochs | time to target | cost USD | USD/h |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in candidates:
+        epochs = _span(c.epochs_span, lambda e: f"{e:.0f}")
+        lines.append(f"| {c.name} | {c.hardware} | {kinds[c.rate_from]} | {_span(c.images_per_sec, format_rate)} | "
+                     f"{epochs} | {_span(c.train_hours, format_hours)} | {_span(c.cost_usd, format_usd)} | "
+                     f"{_span(c.usd_per_hour, format_usd)} |")
+    lines += ["", "Where each range comes from:", ""]
+    for c in candidates:
+        spread = f"; spread: {c.rate_spread}" if c.rate_spread else ""
+        recipes = ", ".join(f"{e.recipe} {e.epochs:.1f} to {e.target_top1:.1%}" for e in c.epochs if e.epochs)
+        lines.append(f"- **{c.name}**: {c.rate_detail}{spread}"
+                     + (f"; epochs: {recipes}" if recipes else "") + f"; price: {c.price_detail}"
+                     + "".join(f"; {n}" for n in c.notes))
+    return "\n".join(lines) + "\n"
 
 
 def reference_figures(output_dir: Path = DEFAULT_CHARTS_DIR, book=None) -> list[Path]:

@@ -23,7 +23,7 @@ import pandas as pd
 
 from bench.results import jsonl, rundir
 from bench.results.summary import Summary, read_summary
-from methodology import cost, prices, reference
+from methodology import cost, hardware, prices, reference
 from methodology.throughput import StepRecord, validate_log
 
 # Columns of every table this module returns, measured and reference alike.
@@ -273,16 +273,6 @@ def add_speedup(table: pd.DataFrame) -> pd.DataFrame:
 MEASURED_PRICE_ERA = "current"
 IMAGENET_IMAGE_SIZE = 224  # the size the reference trained at; other sizes are not projected
 REFERENCE_PRICE_ERA = "2018"
-# device_kind substring -> price-catalog name. A TPU's generation is not in
-# device_kind ("TPU (8 cores)"), and a CPU host is not in the catalog: no price.
-_CATALOG_NAMES = (("a100-sxm4-80gb", "a100-80gb"), ("a100 80gb", "a100-80gb"), ("v100", "v100"),
-                  ("a100", "a100"), ("h100", "h100"))
-
-
-def catalog_hardware(device_kind) -> str | None:
-    """The price-catalog name of a run's accelerator (v100, a100, h100), or None."""
-    kind = str(device_kind or "").lower()
-    return next((name for key, name in _CATALOG_NAMES if key in kind), None)
 
 
 def _time_and_cost(summary: Summary, book: prices.PriceBook) -> dict:
@@ -296,11 +286,12 @@ def _time_and_cost(summary: Summary, book: prices.PriceBook) -> dict:
         return out
     hours = cost.train_hours(summary.images_per_sec)
     out["time_to_target_h"] = hours
-    hardware = catalog_hardware(summary.device_kind)
-    if hardware is None or summary.platform == "cpu":
+    # The one name parser (methodology/hardware.py): GPUs x replicas, or the TPU slice the run names.
+    recorded = hardware.from_run(summary.platform, summary.device_kind, summary.num_replicas)
+    if recorded is None:
         return out
     try:
-        q = prices.quote(book, hardware, int(summary.num_replicas), MEASURED_PRICE_ERA)
+        q = prices.quote_hardware(book, recorded, MEASURED_PRICE_ERA)
     except ValueError:  # e.g. no host VM of that size in the catalog: leave the cost empty
         return out
     return {**out, "cost_usd": cost.cost_usd(hours, q.usd_per_hour), "usd_per_hour": q.usd_per_hour,
