@@ -70,7 +70,8 @@ def test_modeled_rows_sit_on_their_configurations_rows(tmp_path):
     assert len(marks) == len(modeled) == 4
     rows = {c: i for i, c in enumerate(table["config"])}
     assert sorted(float(m.get_ydata()[0]) for m in marks) == sorted(rows[c] for c in modeled["config"])
-    assert any("(modeled 7.3 h)" in t.get_text() for t in ax.texts)
+    v2_8 = modeled.set_index("config").loc["TPU v2-8"]
+    assert any(f"(modeled {v2_8.time_to_target_h:.1f} h)" in t.get_text() for t in ax.texts)
     assert "modeled (podbench project), not published" in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
@@ -83,7 +84,8 @@ def test_cost_bars_are_linear_from_zero_so_lengths_are_ratios():
     assert widths["TPU v2-8"] / widths["8x V100"] == pytest.approx(38.72 / 81.34, abs=0.005)
     assert round(widths["TPU v2-8"] / widths["8x V100"], 2) == 0.48
     assert "2018 on-demand prices" in ax.get_title("left") and len(fig.axes) == 1
-    assert any(t.get_text() == r"\$38.72 (modeled \$33.62)" for t in ax.texts)
+    v2_8 = modeled.set_index("config").loc["TPU v2-8"]
+    assert any(t.get_text() == rf"\$38.72 (modeled \${v2_8.cost_usd:.2f})" for t in ax.texts)
     texts_fit(fig, ax.texts)
 
 
