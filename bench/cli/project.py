@@ -403,7 +403,7 @@ def handle(args: argparse.Namespace) -> int:
     answer = project_text.projection_answer(args, source, model, rows, pricing)
     if args.chart:
         _write_chart(checks.output_dir(args.chart, "--chart DIR", refuse_runs=False), rows, model.fabric.name,
-                     source.anchor.study if source.anchor else "")
+                     source.anchor)
     print(rundir.dumps(answer) if args.json else project_text.projection_text(answer))
     return 0
 
@@ -428,16 +428,22 @@ def _write_validation_chart(directory: Path, answer: dict) -> None:
         print(f"wrote {path}", file=sys.stderr)
 
 
-def _write_chart(directory: Path, rows, fabric_name: str, study: str) -> None:
+def _write_chart(directory: Path, rows, fabric_name: str, anchor) -> None:
+    """The projection chart; an anchor's precision is the projection's, so its published peers can sit on the
+    efficiency panel (a rate of another precision there would measure precision, not scaling)."""
     import pandas as pd  # noqa: PLC0415 (only with --chart)
 
     from bench.report import files, projection_chart  # noqa: PLC0415
 
     directory.mkdir(parents=True, exist_ok=True)
-    points = validation.published_points(fabric_name, study)
+    points = validation.published_points(fabric_name, anchor.study if anchor else "")
     published_frame = pd.DataFrame(points, columns=["devices", "images_per_sec", "label"])
-    sources = {r.name: r.source for r in published.load_published()}
-    published_frame["source"] = published_frame["label"].map(sources)
-    fig, _ = projection_chart.plot_projection(pd.DataFrame([r.to_json() for r in rows]), published_frame)
+    by_name = {r.name: r for r in published.load_published()}
+    published_frame["source"] = published_frame["label"].map(lambda n: by_name[n].source)
+    published_frame["precision"] = published_frame["label"].map(
+        lambda n: projection_chart.precision_of(by_name[n].precision))
+    precision = projection_chart.precision_of(anchor.precision) if anchor else None
+    fig, _ = projection_chart.plot_projection(pd.DataFrame([r.to_json() for r in rows]), published_frame,
+                                              precision=precision)
     for path in files.save_figure(fig, directory, CHART_STEM):
         print(f"wrote {path}", file=sys.stderr)
