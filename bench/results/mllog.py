@@ -278,3 +278,26 @@ def time_to_train_s(lines: Iterable[str]) -> float:
     if stop_ms is None:
         raise ValueError("run_stop not recorded")
     return (float(stop_ms) - float(start_ms)) / 1000.0
+
+
+def run_outcome(lines: Iterable[str]) -> tuple[float | None, str]:
+    """(MLPerf's time to train in seconds, or None; its status or why there is none) of one run's log.
+
+    A run counts as converged when its ``run_stop`` says success; a log holding
+    more than one run (several runs appended to one file) is refused, since
+    MLPerf's tools read one run per file (``result_N.txt``).
+    """
+    lines = list(lines)
+    try:
+        records = [r for r in map(parse_line, lines) if r is not None]
+    except ValueError as err:
+        return None, f"malformed MLLOG line ({err})"
+    starts = sum(r["key"] == RUN_START for r in records)
+    if starts > 1:
+        return None, f"the log holds {starts} runs; give each run its own --mllog file"
+    try:
+        seconds = time_to_train_s(lines)
+    except ValueError as err:
+        return None, str(err)
+    status = next(r["metadata"].get(STATUS) for r in records if r["key"] == RUN_STOP)
+    return seconds, str(status)
