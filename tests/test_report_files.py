@@ -60,3 +60,17 @@ def test_price_paragraph_names_unpriced_hardware(tmp_path):
     assert measured["cost_usd"].isna().all()
     text = report_files.price_paragraph(measured, report.reference_table())
     assert "1 measured run(s) have no cost" in text and "podbench does not price CPU hosts" in text
+
+
+def test_step_charts_for_the_newest_runs_only_and_every_row_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(report_files, "STEP_CHARTS_MAX", 2)
+    runs, _ = report.load_runs(write_many(tmp_path / "runs", 3))
+    out = tmp_path / "out"
+    out.mkdir()
+    report_files.write_report(runs, [], out)
+    newest = sorted(r.run_id for r in runs)[1:]
+    assert sorted(p.stem for p in out.glob("steps-*.png")) == [f"steps-{i}" for i in newest]
+    text = (out / "REPORT.md").read_text()
+    assert "The newest 2 runs; 1 older run(s) are in the table above" in text
+    assert all(r.run_id in text for r in runs)
+    assert len((out / "runs.csv").read_text().splitlines()) == 4  # header + every run
