@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.results.rundir import SUMMARY_FILE, os_reason, read_json, write_json
+from bench.results.rundir import CONFIG_FILE, SUMMARY_FILE, os_reason, read_json, write_json
 
 STATUSES = ("completed", "interrupted", "failed", "killed")
 # Keras's fit makes its iterator inside its own data handler, out of a checkpoint's reach,
@@ -237,3 +237,25 @@ def configuration_of(requested, plan) -> dict:
             "precision": plan.precision, "xla": plan.xla, "strategy": requested.runtime.strategy,
             "num_replicas": plan.num_replicas, "global_batch_size": plan.global_batch_size,
             "data": data_name(requested.data.source, requested.data.data_dir)}
+
+
+def earlier_runs(run_dir: str | Path, summary: Summary) -> list[Summary]:
+    """Measured runs of the same configuration in the same results directory (RUN_DIR's siblings),
+    on the same kind of device, that started before this one (run ids sort by start time)."""
+    run_dir = Path(run_dir)
+    try:
+        own = configuration(summary, read_json(run_dir / CONFIG_FILE).get("requested"))
+        siblings = sorted(p for p in run_dir.parent.iterdir() if p.is_dir() and p != run_dir)
+    except (OSError, ValueError, AttributeError):
+        return []
+    found = []
+    for sibling in siblings:
+        try:
+            other = read_summary(sibling)
+            requested = read_json(sibling / CONFIG_FILE).get("requested")
+        except (OSError, ValueError, AttributeError):
+            continue  # not a finished run directory
+        if (other.run_id < summary.run_id and other.measured and other.device_kind == summary.device_kind
+                and configuration(other, requested) == own):
+            found.append(other)
+    return found
