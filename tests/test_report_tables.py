@@ -281,3 +281,13 @@ def test_a_resumed_run_is_read_by_segments_and_its_restart_shown(tmp_path):
     assert phases[(0, 4)] == "warm-up" and phases[(0, 8)] == "measured"
     assert phases[(0, 9)] == phases[(0, 10)] == "restart"  # done again by the second segment
     assert phases[(1, 9)] == "restart" and phases[(1, 10)] == phases[(1, 14)] == "measured"  # after its re-trace
+
+
+def test_a_restart_inside_the_warm_up_keeps_the_warm_up(tmp_path):
+    # Warm-up 4 steps; killed after step 3 with a checkpoint at 1; the second segment finishes the warm-up.
+    run_dir = resume(write_run(tmp_path, "r", train_steps=3, status="interrupted", ended=False), 1, 8)
+    (run,), _ = report.load_runs([run_dir])
+    phases = {(r.segment, r.step_end): r.phase for r in report.steps_table(run).itertuples()}
+    assert phases[(0, 1)] == "warm-up" and phases[(0, 2)] == phases[(0, 3)] == "restart"  # redone
+    assert phases[(1, 2)] == "restart" and phases[(1, 3)] == phases[(1, 4)] == "warm-up"
+    assert phases[(1, 5)] == "measured"

@@ -246,7 +246,12 @@ def _score_lines(rows: list[dict], score: aggregate.Aggregate | None) -> list[st
     times = ", ".join(f"{r['run_id']} {_seconds_or_reason(r)}" for r in rows)
     return ["MLPerf's score (run_stop - run_start of each MLPerf log: warm-up and evaluations included):",
             f"  per run: {times}",
-            _rule_line("olympic mean (MLPerf)", score.olympic_mean, _time_with_seconds)]
+            _rule_line("olympic mean (MLPerf)", score.olympic_mean, _exact_seconds)]
+
+
+def _exact_seconds(seconds: float | None) -> str:
+    """To the millisecond, as MLPerf's log times are (and as its summarizer's score can be checked)."""
+    return "n/a" if seconds is None else f"{seconds:,.3f} s ({_time(seconds)})"
 
 
 def _seconds_or_reason(row: dict) -> str:

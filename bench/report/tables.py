@@ -250,11 +250,20 @@ def steps_table(run: Run) -> pd.DataFrame:
     rows = []
     for i, segment in enumerate(run.segments):
         measured = {r.step for r in window(run.segments, i, warmup_steps)}
+        cut = run.segments[i + 1].resume_step if i + 1 < len(run.segments) else None
         for a, b in zip(segment.records, segment.records[1:]):
-            phase = "measured" if a.step in measured and b.step in measured else (
-                "warm-up" if i == 0 and b.step <= warmup_steps else "restart")
-            rows.append((i, a.step, b.step, (b.time_s - a.time_s) / (b.step - a.step), phase))
+            rows.append((i, a.step, b.step, (b.time_s - a.time_s) / (b.step - a.step),
+                         _phase(a, b, measured, i > 0 and a.step == segment.resume_step, cut, warmup_steps)))
     return pd.DataFrame(rows, columns=["segment", "step_start", "step_end", "step_time_s", "phase"])
+
+
+def _phase(a: StepRecord, b: StepRecord, measured: set, retrace: bool, cut: int | None, warmup_steps: int) -> str:
+    """An interval's phase: a restart's re-trace and the steps a later segment redid are "restart"."""
+    if a.step in measured and b.step in measured:
+        return "measured"
+    if retrace or (cut is not None and b.step > cut):
+        return "restart"
+    return "warm-up" if b.step <= warmup_steps else "restart"
 
 
 def runs_table(runs: list[Run], book: prices.PriceBook | None = None) -> pd.DataFrame:
