@@ -131,7 +131,7 @@ class MLLogWriter:
             return
         self._run_stopped = True
         self._close_eval()
-        self.end(RUN_STOP, metadata={STATUS: SUCCESS if success else ABORTED})
+        self._log(INTERVAL_END, RUN_STOP, None, {STATUS: SUCCESS if success else ABORTED})  # metadata: our caller
 
     def stop_segment(self, status: str, signal: str | None = None) -> None:
         """Ends this process's part of a run that may be resumed: no ``run_stop`` (the run is not over)."""
@@ -139,7 +139,7 @@ class MLLogWriter:
             return
         self._run_stopped = True
         self._close_eval()
-        self.event(SEGMENT_STOP, metadata={STATUS: status, "signal": signal})
+        self._log(POINT_IN_TIME, SEGMENT_STOP, None, {STATUS: status, "signal": signal})
 
     def _close_eval(self) -> None:
         # An evaluation a stop notice cut short: its eval_stop says so, none is left dangling.
