@@ -80,9 +80,11 @@ class RunFiles:
 
 
     def _stop_mllog(self) -> None:
-        # An interrupted segment can be resumed: its MLPerf run is not over, so no run_stop.
-        if self._ending.get("status") == "interrupted":
-            self.mllog.stop_segment("interrupted", self._ending.get("signal"))
+        # A segment that did not complete (interrupted, failed) can be resumed: its MLPerf run
+        # is not over, so no run_stop (a resumed run's log must hold exactly one).
+        status = self._ending.get("status", "failed")
+        if status != "completed":
+            self.mllog.stop_segment(status, self._ending.get("signal"))
         else:
             self.mllog.stop_run(False)
 
