@@ -180,3 +180,33 @@ def test_each_fit_starts_a_tensorboard_session_at_its_first_step(tmp_path):
     acc = event_accumulator.EventAccumulator(str(tmp_path))
     acc.Reload()
     assert "_hparams_/session_start_info" in acc.Tags()["tensors"]
+
+
+class FakeCheckpointer:
+    def save(self, step):
+        return f"ckpt-{step}"
+
+
+def test_events_up_to_a_checkpoint_are_on_disk_once_it_is_saved(tmp_path):
+    from bench.train.callbacks import SaveNotice
+
+    timer = StepTimerCallback(STEPS_PER_EPOCH, clock=Clock([0.0, 1.0, 2.0]))
+    writer = EventFileWriter(tmp_path, flush_every_s=1e9)  # only an explicit flush reaches the disk
+    saves = SaveNotice(FakeCheckpointer())
+    logger = EventFileCallback(writer, timer, SCHEDULE, STEPS_PER_EPOCH, GLOBAL_BATCH, saves=saves)
+    timer.on_train_begin()
+    logger.on_train_begin()
+    timer.on_epoch_begin(0)
+    logger.on_epoch_begin(0)
+
+    def on_disk():
+        return [e.step for e in read_event_log(str(tmp_path), [LEARNING_RATE_TAG]).scalars[LEARNING_RATE_TAG]]
+
+    timer.on_train_batch_end(0)
+    logger.on_train_batch_end(0, {})
+    assert on_disk() == []  # buffered
+    timer.on_train_batch_end(1)
+    assert saves.save(2) == "ckpt-2"  # the checkpoint callback runs first, at the same step
+    logger.on_train_batch_end(1, {})
+    assert on_disk() == [1, 2]
+    writer.close()

@@ -48,11 +48,12 @@ class EventFileCallback(tf_keras.callbacks.Callback):
     """
 
     def __init__(self, writer: EventFileWriter, timer: StepTimerCallback, schedule: lr.Schedule, steps_per_epoch: int,
-                 global_batch_size: int, evals: EvalCallback | None = None, hparams: dict | None = None):
+                 global_batch_size: int, evals: EvalCallback | None = None, hparams: dict | None = None,
+                 saves: "SaveNotice | None" = None):
         super().__init__()
         self._writer, self._timer, self._schedule = writer, timer, schedule
         self._steps_per_epoch, self._global_batch_size, self._evals = steps_per_epoch, global_batch_size, evals
-        self._hparams = hparams
+        self._hparams, self._saves = hparams, saves
         self._loss = StepLoss()
 
     def on_train_begin(self, logs=None):
@@ -79,6 +80,10 @@ class EventFileCallback(tf_keras.callbacks.Callback):
             values[IMAGES_PER_SEC_TAG] = ((step - previous.step) * self._global_batch_size
                                           / (records[-1].time_s - previous.time_s))
         self._writer.scalars(values, step)
+        if self._saves is not None and self._saves.take():
+            # Every event up to a checkpoint's step is on disk: a SIGKILL then loses only
+            # events of steps a resumed run does again (and its SessionLog.START hides).
+            self._writer.flush()
 
     def on_epoch_end(self, epoch, logs=None):
         if self._evals is None or not self._evals.records or self._evals.records[-1].epoch != epoch + 1:
@@ -94,6 +99,27 @@ class EventFileCallback(tf_keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         self._writer.flush()
+
+
+class SaveNotice:
+    """A checkpointer that notes each save, for the event callback (called after the checkpoint
+    callback in the same step) to flush the event file once that step's events are written."""
+
+    def __init__(self, checkpointer: Checkpointer):
+        self._checkpointer, self._saved = checkpointer, False
+
+    def save(self, step: int) -> str:
+        path = self._checkpointer.save(step)
+        self._saved = True
+        return path
+
+    def take(self) -> bool:
+        """Whether a checkpoint was saved since the last call."""
+        saved, self._saved = self._saved, False
+        return saved
+
+    def __getattr__(self, name):
+        return getattr(self._checkpointer, name)
 
 
 class StepLoss:
@@ -215,6 +241,7 @@ def make_callbacks(plan: ResolvedRun, files: RunFiles, target_accuracy: float | 
                 on_eval(e)
 
         evals = EvalCallback(timer, target_accuracy, record, segment=c.segment)
+    saves = SaveNotice(c.checkpointer) if c.checkpointer is not None else None
     # A resumed fit re-traces: its first block is warm-up, as the summary counts it.
     warmup = plan.warmup_steps if not c.initial_step else max(plan.warmup_steps, c.initial_step + 1)
     callbacks = [
@@ -222,13 +249,13 @@ def make_callbacks(plan: ResolvedRun, files: RunFiles, target_accuracy: float | 
         ProgressCallback(timer, plan.global_batch_size, warmup, plan.train_steps, plan.log_steps,
                          stream, pauses=evals),
         StopAtStepCallback(timer, plan.train_steps),
-        StopAndCheckpointCallback(timer, c.request, files.lifecycle, c.checkpointer, c.checkpoint_every_s,
+        StopAndCheckpointCallback(timer, c.request, files.lifecycle, saves, c.checkpoint_every_s,
                                   c.grace_s, c.segment, c.agree),
     ]
     if evals is not None:
         callbacks.append(evals)
     callbacks.append(EventFileCallback(files.events, timer, plan.schedule, plan.steps_per_epoch,
-                                       plan.global_batch_size, evals, run_hparams(files.requested, plan)))
+                                       plan.global_batch_size, evals, run_hparams(files.requested, plan), saves))
     if files.mllog is not None:
         callbacks.append(MLPerfLogCallback(files.mllog, evals, c.request, c.segment, c.initial_step))
     return timer, callbacks
