@@ -145,7 +145,7 @@ _MEASURED_COLUMNS = {
     "step_time_p50_s": ("step p50 (s)", _fixed(4)),
     "step_time_p90_s": ("step p90 (s)", _fixed(4)),
     "step_time_p99_s": ("step p99 (s)", _fixed(4)),
-    "mfu": ("MFU (datasheet)", lambda v: f"{v:.1%}"),
+    "mfu": ("MFU (stated peak)", lambda v: f"{v:.1%}"),
     "mfu_measured": ("MFU (measured peak)", lambda v: f"{v:.1%}"),
     "time_to_target_s": ("measured time to target", lambda v: f"{v:,.1f} s"),
     "time_to_target_h": ("ImageNet time to target", format_hours),
