@@ -21,8 +21,9 @@ DEFAULT_CHARTS_DIR = Path("results") / "charts"
 PNG_DPI = 150
 COMPARISON_CHARTS = (("time_to_target", charts.plot_time_to_target), ("cost", charts.plot_cost),
                      ("speedup", charts.plot_speedup))
-# A step chart costs ~0.2 s to save (PNG and SVG) and was 9 in 10 of a 500-run report's
-# time (tests/perf/test_report_speed.py): the newest runs get one, every run keeps its row.
+# Saving a step chart per run (PNG and SVG) was 8 to 9 tenths of a 500-run report's time
+# (292-317 s before, 37-67 s after, here; tests/perf/test_report_speed.py): the newest runs
+# get one, every run keeps its row.
 STEP_CHARTS_MAX = 20
 # Display labels and reference-only prose stay out of runs.csv (one tidy row per run).
 CSV_COLUMNS = tuple(c for c in tables.COLUMNS
