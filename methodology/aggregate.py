@@ -1,5 +1,11 @@
 """Several runs of one configuration -> one figure, by the blog's rule and by MLPerf's.
 
+Two quantities, named apart: the blog's time to target (training only: the
+warm-up epoch and the evaluations left out, ``time_to_target_s``), and MLPerf's
+time to train (``run_stop`` − ``run_start`` of each run's MLPerf log, warm-up and
+evaluations included, ``mlperf_time_to_train_s``): MLPerf's score is the olympic
+mean of the latter, as mlperf-logging's result summarizer computes it.
+
 - The blog (tensorflow/tpu's methodology page, Dec 2018): 5 runs, every one
   must reach the target, the median elapsed time is reported.
 - MLPerf Training (training_rules.adoc, since 2018-11-06): at least 5 runs for
@@ -21,6 +27,7 @@ from typing import Sequence
 from methodology.constants import BLOG_RUNS_PER_CONFIG, MLPERF_MIN_RUNS
 
 TIME_TO_TARGET = "time_to_target_s"
+MLPERF_TIME_TO_TRAIN = "mlperf_time_to_train_s"
 IMAGES_PER_SEC = "images_per_sec"
 _MIN_RUNS_TO_DROP_EXTREMES = 3  # one fastest, one slowest, at least one left to average
 
@@ -105,14 +112,19 @@ def olympic_mean(values: Sequence[float]) -> float:
     return math.fsum(middle) / len(middle)
 
 
-def aggregate_time_to_target(runs: Sequence[RunResult]) -> Aggregate:
+def aggregate_time_to_target(runs: Sequence[RunResult], quantity: str = TIME_TO_TARGET) -> Aggregate:
     """The blog's median and MLPerf's olympic mean of time to target, each with its validity.
 
+    MLPerf's treatment of a run that did not converge is mlperf-logging's
+    (result_summarizer ``_compute_olympic_average``): one may be dropped as the
+    slowest, the fastest is dropped too; more than one leaves no score.
+
     Args:
-      runs: one RunResult per run of the configuration.
+      runs: one RunResult per run of the configuration (its time in ``quantity``).
+      quantity: TIME_TO_TARGET (the blog's) or MLPERF_TIME_TO_TRAIN.
 
     Returns:
-      The Aggregate (quantity ``time_to_target_s``).
+      The Aggregate.
     """
     n = len(runs)
     missed = tuple(r.run_id for r in runs if r.time_to_target_s is None)
@@ -136,7 +148,7 @@ def aggregate_time_to_target(runs: Sequence[RunResult]) -> Aggregate:
     else:
         reason = f"mean of the middle {n - 2} of {n} runs (the fastest and the slowest dropped)"
     mlperf = RuleResult(_finite(olympic_mean, times), not problems, reason)
-    return Aggregate(TIME_TO_TARGET, n, n - len(missed), missed, blog, mlperf)
+    return Aggregate(quantity, n, n - len(missed), missed, blog, mlperf)
 
 
 def aggregate_rates(images_per_sec: Sequence[float]) -> Aggregate:

@@ -77,3 +77,17 @@ def test_reference_chart_tables_carry_chips_and_modeled_rows():
     chips = dict(zip(table["config"], table["chips"]))
     assert chips["TPU v2-8"] == 4 and chips["TPU v2-512"] == 256 and chips["8x V100"] == 8
     assert list(modeled["config"]) == ["TPU v2-8", "TPU v2-32", "TPU v2-128", "TPU v2-256"]
+
+
+def test_step_charts_for_the_newest_runs_only_and_every_row_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(report_files, "STEP_CHARTS_MAX", 2)
+    runs, _ = report.load_runs(write_many(tmp_path / "runs", 3))
+    out = tmp_path / "out"
+    out.mkdir()
+    report_files.write_report(runs, [], out)
+    newest = sorted(r.run_id for r in runs)[1:]
+    assert sorted(p.stem for p in out.glob("steps-*.png")) == [f"steps-{i}" for i in newest]
+    text = (out / "REPORT.md").read_text()
+    assert "The newest 2 runs; 1 older run(s) are in the table above" in text
+    assert all(r.run_id in text for r in runs)
+    assert len((out / "runs.csv").read_text().splitlines()) == 4  # header + every run

@@ -99,3 +99,37 @@ def test_mfu_against_what_the_devices_deliver_and_what_they_promise(fields, line
 ])
 def test_flops_read_as_a_person_reads_them(flops, text):
     assert flops_text(flops) == text
+
+
+def history_rows(summary: Summary, earlier) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in format_summary(summary, earlier).splitlines()[1:]:
+        out.setdefault(line[2:13].strip(), []).append(line[14:])
+    return out
+
+
+def test_the_plus_minus_is_said_to_be_within_the_run():
+    assert " ± 3.10 within this run (jitter 5.20)" in rows(MEASURED)["images/sec"][0]
+
+
+def test_earlier_runs_give_the_run_to_run_spread():
+    earlier = [dataclasses.replace(MEASURED, run_id=f"r0{i}", images_per_sec=rate)
+               for i, rate in enumerate((3600.0, 3700.0))]
+    got = history_rows(MEASURED, earlier)
+    # 3600, 3700, 3792.6: median 3700, spread (3792.6 - 3600) / 3700 = 5.2%
+    assert got["run to run"] == ["3 runs of this configuration here: images/sec min 3,600.00, median 3,700.00, "
+                                 "max 3,792.60 (5.2% spread)"]
+    assert "run to run" not in rows(MEASURED)
+
+
+@pytest.mark.parametrize("peak, earlier_peaks, flagged", [
+    pytest.param(2.0e12, (1.0e12, 1.1e12), "+90% off the median of 2 earlier runs", id="above_their_range"),
+    pytest.param(1.05e12, (1.0e12, 1.1e12), None, id="inside_their_range"),
+    pytest.param(2.0e12, (1.0e12,), None, id="one_earlier_run_is_no_range"),
+])
+def test_a_measured_peak_outside_earlier_runs_is_flagged(peak, earlier_peaks, flagged):
+    me = dataclasses.replace(MEASURED, measured_peak_flops_per_sec=peak)
+    earlier = [dataclasses.replace(MEASURED, run_id=f"r0{i}", measured_peak_flops_per_sec=p)
+               for i, p in enumerate(earlier_peaks)]
+    warnings = history_rows(me, earlier).get("WARNING", [])
+    assert (flagged in warnings[0]) if flagged else warnings == []

@@ -246,3 +246,50 @@ def test_speedup_is_relative_to_one_v100_and_copies(tmp_path):
     v100_h = 7.9 / 60 * 200
     assert out["speedup_vs_1_v100"].iloc[-1] == pytest.approx(v100_h / out["time_to_target_h"].iloc[-1])
     assert out.loc[out["short_label"] == "v2-512", "speedup_vs_1_v100"].item() == pytest.approx(200)
+
+
+def resume(run_dir: Path, resume_step: int, train_steps: int, step_s: float = 0.5) -> Path:
+    """A second segment as `podbench run --resume` appends it: restored at ``resume_step``, trained to the end."""
+    from bench.results.runfiles import read_run
+    from bench.results import summary as summary_file
+    from bench.train.summary import build_summary
+
+    first = len(jsonl.read_steps(run_dir / results.STEPS_FILE))
+    steps = jsonl.StepsWriter(run_dir / results.STEPS_FILE)
+    t = 500.0
+    steps(StepRecord(resume_step, t))
+    for step in range(resume_step + 1, train_steps + 1):
+        t += 4.0 if step == resume_step + 1 else step_s  # the re-trace
+        steps(StepRecord(step, t))
+    steps.close()
+    life = jsonl.LifecycleWriter(run_dir / results.LIFECYCLE_FILE, clock=iter([490.0, t]).__next__)
+    life.event(jsonl.START, run_id=run_dir.name, segment=1, first_record=first)
+    life.event(jsonl.END, status="completed")
+    life.close()
+    summary_file.write_summary(run_dir, build_summary(read_run(run_dir)))
+    return run_dir
+
+
+def test_a_resumed_run_is_read_by_segments_and_its_restart_shown(tmp_path):
+    # Killed after step 10 with a checkpoint at 8; planned 14 steps (status interrupted plans 10 + 4).
+    run_dir = resume(write_run(tmp_path, "r", train_steps=10, status="interrupted", ended=False), 8, 14)
+    runs, skipped = report.load_runs([run_dir])
+    assert skipped == [] and [len(s.records) for s in runs[0].segments] == [11, 7]
+    row = report.runs_table(runs).iloc[0]
+    assert (row["restarts"], row["lost_steps"], row["status"]) == (1, 2, "completed")
+    assert "resumed (1 restart, 2 steps redone)" in row["label"]
+    steps = report.steps_table(runs[0])
+    phases = {(r.segment, r.step_end): r.phase for r in steps.itertuples()}
+    assert phases[(0, 4)] == "warm-up" and phases[(0, 8)] == "measured"
+    assert phases[(0, 9)] == phases[(0, 10)] == "restart"  # done again by the second segment
+    assert phases[(1, 9)] == "restart" and phases[(1, 10)] == phases[(1, 14)] == "measured"  # after its re-trace
+
+
+def test_a_restart_inside_the_warm_up_keeps_the_warm_up(tmp_path):
+    # Warm-up 4 steps; killed after step 3 with a checkpoint at 1; the second segment finishes the warm-up.
+    run_dir = resume(write_run(tmp_path, "r", train_steps=3, status="interrupted", ended=False), 1, 8)
+    (run,), _ = report.load_runs([run_dir])
+    phases = {(r.segment, r.step_end): r.phase for r in report.steps_table(run).itertuples()}
+    assert phases[(0, 1)] == "warm-up" and phases[(0, 2)] == phases[(0, 3)] == "restart"  # redone
+    assert phases[(1, 2)] == "restart" and phases[(1, 3)] == phases[(1, 4)] == "warm-up"
+    assert phases[(1, 5)] == "measured"

@@ -114,3 +114,63 @@ def test_time_to_train_s_needs_start_and_stop(lines, match):
 def test_malformed_line_is_an_error():
     with pytest.raises(json.JSONDecodeError):
         mllog.time_to_train_s([":::MLLOG {not json"])
+
+
+def plan_for(optimizer: str = "momentum", eval_examples: int = 359):
+    from bench import config as cfg
+    from bench.resolve import resolve
+
+    config = cfg.replace(cfg.RunConfig(), model=dict(image_size=32, depth=10, num_classes=10),
+                         data=dict(steps_per_epoch=44),
+                         train=dict(per_replica_batch_size=32, train_steps=88, optimizer=optimizer,
+                                    eval_every_epochs=1))
+    from bench.data.spec import DataCounts
+    return resolve(config, "cpu", 1, counts=DataCounts(1438, eval_examples))
+
+
+@pytest.mark.parametrize("optimizer, opt_name, closed_rule", [
+    ("momentum", "sgd", "closed_resnet_sgd.yaml"), ("lars", "lars", "closed_resnet_lars.yaml")])
+def test_run_config_is_an_open_division_log_with_the_real_samples(optimizer, opt_name, closed_rule):
+    out = io.StringIO()
+    mllog.log_run_config(mllog.MLLogWriter(out, clock=lambda: 1.0), plan_for(optimizer), seed=3, momentum=0.9)
+    values = {r["key"]: r["value"] for r in records(out.getvalue())}
+    assert values["submission_division"] == "open" and values["submission_status"] == "research"
+    assert values["submission_org"] and values["submission_platform"] == "1xcpu"
+    assert values["cache_clear"] is False and values["gradient_accumulation_steps"] == 1
+    assert values["opt_name"] == opt_name and ("sgd_opt_momentum" in values) == (optimizer == "momentum")
+    assert values["eval_samples"] == 359 and values["train_samples"] == 1438  # images, not padded slots
+    assert values["podbench_closed_rules_not_met"][0].startswith(closed_rule)
+
+
+def test_a_segment_stop_closes_a_cut_evaluation_and_is_no_run_stop():
+    out = io.StringIO()
+    log = mllog.MLLogWriter(out, clock=StepClock(1.0, 2.0, 3.0, 4.0))
+    log.start(mllog.RUN_START)
+    log.start(mllog.EVAL_START, metadata={"epoch_num": 4})
+    log.stop_segment("interrupted", "SIGTERM")
+    log.stop_run(False)  # the runner's fallback after fit: nothing more
+    got = [(r["key"], {k: v for k, v in r["metadata"].items() if k not in ("file", "lineno")})
+           for r in records(out.getvalue())]
+    assert got == [("run_start", {}), ("eval_start", {"epoch_num": 4}),
+                   ("eval_stop", {"epoch_num": 4, "status": "aborted"}),
+                   ("podbench_segment_stop", {"status": "interrupted", "signal": "SIGTERM"})]
+
+
+def test_run_stop_names_the_callers_file():
+    out = io.StringIO()
+    mllog.MLLogWriter(out, clock=lambda: 1.0).stop_run(True)
+    assert records(out.getvalue())[0]["metadata"]["file"] == __file__
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param(":::MLLOG " + json.dumps({"namespace": "", "time_ms": 1000, "event_type": "INTERVAL_START",
+                                           "key": "run_start", "value": None, "metadata": {}}) + "\n"
+                 ":::MLLOG " + json.dumps({"namespace": "", "time_ms": 3500, "event_type": "INTERVAL_END",
+                                           "key": "run_stop", "value": None, "metadata": {"status": "success"}}),
+                 (2.5, "success"), id="one_run"),
+    pytest.param("", (None, "run_start not recorded"), id="empty"),
+    pytest.param(":::MLLOG {oops", (None, "malformed MLLOG line"), id="malformed"),
+])
+def test_run_outcome(text, expected):
+    seconds, status = mllog.run_outcome(text.splitlines())
+    assert seconds == expected[0] and status.startswith(expected[1])

@@ -41,9 +41,18 @@ def test_an_exception_inside_records_a_failed_end_and_closes_everything(tmp_path
     (end,) = [e for e in jsonl.read_lifecycle(tmp_path / rundir.LIFECYCLE_FILE) if e["event"] == "end"]
     assert (end["status"], end["error"]) == ("failed", "RuntimeError: out of memory")
     assert files.steps._file.closed and files.lifecycle._file.closed
-    # The MLPerf log still ends with one run_stop, aborted.
+    # The MLPerf log ends the segment, not the run: `podbench run --resume` may continue it.
+    last = [mllog.parse_line(line) for line in (tmp_path / "m.log").read_text().splitlines()][-1]
+    assert (last["key"], last["metadata"]["status"]) == (mllog.SEGMENT_STOP, "failed")
+
+
+@pytest.mark.parametrize("status, key", [("interrupted", mllog.SEGMENT_STOP), ("completed", mllog.RUN_STOP)])
+def test_the_mllog_ends_the_run_only_when_it_completed(tmp_path, status, key):
+    config = presets.from_preset("smoke")
+    with RunFiles(tmp_path, "r1", config, plan_of(config), mllog_path=str(tmp_path / "m.log")) as files:
+        files.end(status, **({"signal": "SIGTERM"} if status == "interrupted" else {}))
     keys = [mllog.parse_line(line)["key"] for line in (tmp_path / "m.log").read_text().splitlines()]
-    assert keys.count("run_stop") == 1
+    assert keys == [key]
 
 
 def test_a_resumed_segment_keeps_config_json_and_appends(tmp_path):

@@ -75,3 +75,14 @@ def test_unreadable_summary_names_the_file(tmp_path, text, message):
 ])
 def test_measured_means_a_steady_state_rate(changes, measured):
     assert dataclasses.replace(full(), **changes).measured is measured
+
+
+def test_earlier_runs_are_siblings_of_one_configuration_that_started_before(tmp_path):
+    from run_fixture import run_id_at, write_run
+    from bench.results.summary import earlier_runs, read_summary
+
+    first, second, other, later = (write_run(tmp_path, run_id_at(i), image_size=size)
+                                   for i, size in enumerate((224, 224, 64, 224)))
+    found = earlier_runs(later, read_summary(later))
+    assert [s.run_id for s in found] == [run_id_at(0), run_id_at(1)]  # not the 64x64 run, not itself
+    assert earlier_runs(first, read_summary(first)) == []

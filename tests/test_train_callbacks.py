@@ -9,7 +9,7 @@ from bench.results import mllog
 from bench.train.evaluation import EvalCallback
 from bench.results.eventfile import EventFileWriter, read_event_log
 from bench.train.callbacks import (IMAGES_PER_SEC_TAG, LEARNING_RATE_TAG, LOSS_TAG, TOP_1_TAG, TOP_5_TAG, EventFileCallback,
-                            MLPerfLogCallback)
+                            MLPerfLogCallback, StepLoss)
 from bench.train.timer import StepTimerCallback
 from methodology import schedule as lr
 from methodology.training_time import EVAL_DURATION_TAG
@@ -37,7 +37,9 @@ def drive_one_epoch(tmp_path, step_times, batch_ends):
     for callback in (timer, evals, logger):
         callback.set_model(model)
     timer.on_train_begin()
+    logger.on_train_begin()
     timer.on_epoch_begin(0)
+    logger.on_epoch_begin(0)
     for batch in batch_ends:
         timer.on_train_batch_end(batch)
         logger.on_train_batch_end(batch, {"loss": 2.0 - batch / 10})
@@ -54,7 +56,8 @@ def drive_one_epoch(tmp_path, step_times, batch_ends):
 def test_event_files_hold_loss_rate_and_speed_per_step_and_the_evaluation(tmp_path):
     # training starts at 0 s; steps 1..4 end at 0.5, 1.5, 1.75 and 2.75 s
     by_tag = drive_one_epoch(tmp_path, [0.0, 0.5, 1.5, 1.75, 2.75], range(STEPS_PER_EPOCH))
-    assert by_tag[LOSS_TAG] == [(s, pytest.approx(2.0 - (s - 1) / 10)) for s in (1, 2, 3, 4)]
+    # tf-keras's running means 2.0, 1.9, 1.8, 1.7 are the step losses 2.0, 1.8, 1.6, 1.4
+    assert by_tag[LOSS_TAG] == [(s, pytest.approx(2.0 - (s - 1) / 5)) for s in (1, 2, 3, 4)]
     # the rate each step trained with: the schedule after step - 1 updates
     # (9 epochs at batch 8: peak 0.1 x 8 / 256 = 0.003125, warm-up 0.5 epochs = 2 steps)
     assert by_tag[LEARNING_RATE_TAG] == [
@@ -70,7 +73,8 @@ def test_blocks_of_steps_log_the_blocks_images_per_sec(tmp_path):
     # steps_per_execution=2: Keras calls back after batches 1 and 3 (steps 2 and 4)
     by_tag = drive_one_epoch(tmp_path, [0.0, 2.0, 2.5], [1, 3])
     assert by_tag[IMAGES_PER_SEC_TAG] == [(2, 2 * 8 / 2.0), (4, 2 * 8 / 0.5)]
-    assert [s for s, _ in by_tag[LOSS_TAG]] == [2, 4]
+    # running means 1.9 after 2 steps and 1.7 after 4: the blocks' losses are 1.9 and (6.8 - 3.8) / 2
+    assert by_tag[LOSS_TAG] == [(2, pytest.approx(1.9)), (4, pytest.approx(1.5))]
     assert by_tag[LEARNING_RATE_TAG] == [(2, pytest.approx(0.0015625)), (4, pytest.approx(0.003125))]
 
 
@@ -146,3 +150,63 @@ def test_mlperf_without_evaluations_is_aborted():
     (line,) = stream.getvalue().splitlines()
     event = mllog.parse_line(line)
     assert (event["key"], event["metadata"]["status"]) == ("run_stop", mllog.ABORTED)
+
+
+@pytest.mark.parametrize("name, first_step, calls, expected", [
+    ("from the epoch's start", 0, [(1, 3.0), (2, 2.0), (3, 2.0)], [3.0, 1.0, 2.0]),
+    ("resumed mid-epoch at step 5", 5, [(6, 4.0), (7, 3.0)], [4.0, 2.0]),
+    ("blocks of 2 steps", 0, [(2, 1.0), (4, 2.0)], [1.0, 3.0]),
+])
+def test_step_loss_undoes_the_running_mean(name, first_step, calls, expected):
+    loss = StepLoss()
+    loss.epoch_begins(first_step)
+    assert [loss.step_loss(step, mean) for step, mean in calls] == pytest.approx(expected)
+
+
+def test_each_fit_starts_a_tensorboard_session_at_its_first_step(tmp_path):
+    from tensorboard.backend.event_processing import event_accumulator, event_file_loader
+
+    timer = StepTimerCallback(STEPS_PER_EPOCH, clock=Clock([0.0, 1.0, 2.0]), initial_step=6)
+    writer = EventFileWriter(tmp_path)
+    logger = EventFileCallback(writer, timer, SCHEDULE, STEPS_PER_EPOCH, GLOBAL_BATCH, hparams={"depth": 10})
+    timer.on_train_begin()
+    logger.on_train_begin()
+    timer.on_epoch_begin(1)
+    logger.on_epoch_begin(1)
+    writer.close()
+    events = list(event_file_loader.EventFileLoader(writer.path).Load())
+    starts = [e.step for e in events if e.HasField("session_log") and e.session_log.status == e.session_log.START]
+    assert starts == [7]  # at the resumed fit's first step
+    acc = event_accumulator.EventAccumulator(str(tmp_path))
+    acc.Reload()
+    assert "_hparams_/session_start_info" in acc.Tags()["tensors"]
+
+
+class FakeCheckpointer:
+    def save(self, step):
+        return f"ckpt-{step}"
+
+
+def test_events_up_to_a_checkpoint_are_on_disk_once_it_is_saved(tmp_path):
+    from bench.train.callbacks import SaveNotice
+
+    timer = StepTimerCallback(STEPS_PER_EPOCH, clock=Clock([0.0, 1.0, 2.0]))
+    writer = EventFileWriter(tmp_path, flush_every_s=1e9)  # only an explicit flush reaches the disk
+    saves = SaveNotice(FakeCheckpointer())
+    logger = EventFileCallback(writer, timer, SCHEDULE, STEPS_PER_EPOCH, GLOBAL_BATCH, saves=saves)
+    timer.on_train_begin()
+    logger.on_train_begin()
+    timer.on_epoch_begin(0)
+    logger.on_epoch_begin(0)
+
+    def on_disk():
+        return [e.step for e in read_event_log(str(tmp_path), [LEARNING_RATE_TAG]).scalars[LEARNING_RATE_TAG]]
+
+    timer.on_train_batch_end(0)
+    logger.on_train_batch_end(0, {})
+    assert on_disk() == []  # buffered
+    timer.on_train_batch_end(1)
+    assert saves.save(2) == "ckpt-2"  # the checkpoint callback runs first, at the same step
+    logger.on_train_batch_end(1, {})
+    assert on_disk() == [1, 2]
+    writer.close()

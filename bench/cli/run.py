@@ -26,7 +26,7 @@ from bench.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunFailed, UsageError
 from bench.report.summary_text import format_summary
 from bench.results import rundir, storage
 from bench.results.rundir import read_json
-from bench.results.summary import Summary, read_summary
+from bench.results.summary import Summary, earlier_runs, read_summary
 from bench.streams import protect_std_streams
 
 _EPILOG = """\
@@ -172,7 +172,7 @@ def supervise(config: RunConfig, run_id: str, run_dir: Path, resume: bool, as_js
     if summary is None:
         raise RunFailed(f"the training process ended with {describe_exit(child.returncode)} before the run "
                         "started; see the lines above")
-    print(rundir.dumps(summary.to_json()) if as_json else format_summary(summary))
+    print(rundir.dumps(summary.to_json()) if as_json else format_summary(summary, earlier_runs(run_dir, summary)))
     if summary.status == "failed":
         raise RunFailed(f"{summary.error} (what was measured is in {run_dir})")
     return EXIT_OK if summary.status == "completed" else exit_code_of(summary)

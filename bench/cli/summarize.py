@@ -16,7 +16,7 @@ from bench.errors import UsageError
 from bench.report.summary_text import format_summary
 from bench.results import rundir
 from bench.results.runfiles import read_run
-from bench.results.summary import write_summary
+from bench.results.summary import earlier_runs, write_summary
 from bench.train.summary import build_summary
 
 _EPILOG = """\
@@ -60,9 +60,9 @@ def handle(args: argparse.Namespace) -> int:
         except OSError as err:
             raise UsageError(f"cannot write {run_dir / rundir.SUMMARY_FILE} ({rundir.os_reason(err)})") from None
         print(f"wrote {run_dir / rundir.SUMMARY_FILE} ({summary.status})", file=sys.stderr)
-        summaries.append(summary)
+        summaries.append((summary, run_dir))
     if args.json:
-        print(rundir.dumps([s.to_json() for s in summaries]))
+        print(rundir.dumps([s.to_json() for s, _ in summaries]))
     else:
-        print("\n\n".join(format_summary(s) for s in summaries))
+        print("\n\n".join(format_summary(s, earlier_runs(d, s)) for s, d in summaries))
     return 0

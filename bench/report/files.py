@@ -22,6 +22,10 @@ DEFAULT_CHARTS_DIR = Path("results") / "charts"
 PNG_DPI = 150
 COMPARISON_CHARTS = (("time_to_target", charts.plot_time_to_target), ("cost", charts.plot_cost),
                      ("speedup", speedup_chart.plot_speedup))
+# Saving a step chart per run (PNG and SVG) was 8 to 9 tenths of a 500-run report's time
+# (292-317 s before, 37-67 s after, here; tests/perf/test_report_speed.py): the newest runs
+# get one, every run keeps its row.
+STEP_CHARTS_MAX = 20
 # Display labels and reference-only prose stay out of runs.csv (one tidy row per run).
 CSV_COLUMNS = tuple(c for c in tables.COLUMNS
                     if c not in ("label", "short_label", "family", "source_detail"))
@@ -77,7 +81,7 @@ def write_report(runs: list[tables.Run], skipped: list[tables.Skipped], output_d
     for name, draw in COMPARISON_CHARTS:
         fig, _ = draw(both, modeled)
         written += save_figure(fig, output_dir, name)
-    for run in runs:
+    for run in charted(runs):
         steps, pauses = step_pauses.steps_and_pauses(run)
         fig, _ = step_chart.plot_steps(steps, f"Step time: {tables.measured_row(run)['label']}", pauses)
         written += save_figure(fig, output_dir, f"steps-{run.run_id}")
@@ -122,6 +126,12 @@ def candidates_markdown(candidates: list) -> str:
                      + (f"; epochs: {recipes}" if recipes else "") + f"; price: {c.price_detail}"
                      + "".join(f"; {n}" for n in c.notes))
     return "\n".join(lines) + "\n"
+
+
+def charted(runs: list[tables.Run]) -> list[tables.Run]:
+    """The runs that get a step chart: the newest STEP_CHARTS_MAX (run ids start with their UTC start), in order."""
+    newest = set(sorted((r.run_id for r in runs), reverse=True)[:STEP_CHARTS_MAX])
+    return [r for r in runs if r.run_id in newest]
 
 
 def reference_figures(output_dir: Path = DEFAULT_CHARTS_DIR, book=None) -> list[Path]:
@@ -193,15 +203,21 @@ _MEASURED_COLUMNS = {
     "num_replicas": ("replicas", str),
     "global_batch_size": ("global batch", str),
     "precision": ("precision", str),
+    "image_size": ("image (px)", lambda v: f"{int(v)}"),
+    "depth": ("depth", lambda v: f"{int(v)}"),
+    "xla": ("XLA", lambda v: "yes" if v else "no"),
     "images_per_sec": ("images/s", _fixed(1)),
     "images_per_sec_per_replica": ("images/s per replica", _fixed(1)),
     "step_time_p50_s": ("step p50 (s)", _fixed(4)),
     "step_time_p90_s": ("step p90 (s)", _fixed(4)),
     "step_time_p99_s": ("step p99 (s)", _fixed(4)),
-    "mfu": ("MFU", lambda v: f"{v:.1%}"),
-    "time_to_target_h": ("time to target", format_hours),
+    "mfu": ("MFU (stated peak)", lambda v: f"{v:.1%}"),
+    "mfu_measured": ("MFU (measured peak)", lambda v: f"{v:.1%}"),
+    "time_to_target_s": ("measured time to target", lambda v: f"{v:,.1f} s"),
+    "time_to_target_h": ("ImageNet time to target", format_hours),
     "cost_usd": ("cost", format_usd),
     "status": ("status", str),
+    "restarts": ("restarts", lambda v: f"{int(v)}"),
 }
 _REFERENCE_COLUMNS = {
     "label": ("configuration", str),
@@ -243,13 +259,19 @@ def report_markdown(measured: pd.DataFrame, both: pd.DataFrame, runs: list[table
         + "\n\n" + SOURCE_NOTE,
         "## Prices\n\n" + price_paragraph(measured, reference),
         "## Methodology\n\n" + methodology_paragraph(),
-        "## Step time per run\n\n" + "\n\n".join(
-            f"### {run.run_id}\n\n![step time of {run.run_id}](steps-{run.run_id}.png)" for run in runs),
+        "## Step time per run\n\n" + _step_charts_note(runs) + "\n\n".join(
+            f"### {run.run_id}\n\n![step time of {run.run_id}](steps-{run.run_id}.png)" for run in charted(runs)),
     ]
     if skipped:
         parts.append("## Skipped run directories\n\n" + "\n".join(
             f"- `{skip.run_dir}`: {skip.reason}" for skip in skipped))
     return "\n\n".join(parts) + "\n"
+
+
+def _step_charts_note(runs: list[tables.Run]) -> str:
+    left = len(runs) - len(charted(runs))
+    return "" if not left else (f"The newest {STEP_CHARTS_MAX} runs; {left} older run(s) are in the table "
+                                "above (`podbench report RUN_DIR` draws any run's chart).\n\n")
 
 
 SOURCE_NOTE = (

@@ -1,6 +1,9 @@
 """The end-of-run summary as a person reads it. Pure; no pandas, no TensorFlow."""
 from __future__ import annotations
 
+import statistics
+from typing import Sequence
+
 from bench.results.summary import Summary
 from methodology.throughput import MIN_SPREAD_INTERVALS
 
@@ -101,6 +104,25 @@ def _spread_rows(s: Summary) -> list[tuple[str, str]]:
     return rows
 
 
+def _history_rows(s: Summary, earlier: Sequence[Summary]) -> list[tuple[str, str]]:
+    """Earlier runs of this configuration on this kind of device: the run-to-run spread of
+    images/sec, and a measured peak outside the range the earlier runs measured."""
+    rates = [e.images_per_sec for e in earlier] + ([s.images_per_sec] if s.measured else [])
+    if not earlier or len(rates) < 2:
+        return []
+    rows = [("run to run", f"{len(rates)} runs of this configuration here: images/sec min {min(rates):,.2f}, "
+                           f"median {statistics.median(rates):,.2f}, max {max(rates):,.2f} "
+                           f"({100 * (max(rates) - min(rates)) / statistics.median(rates):.1f}% spread)")]
+    peaks = [e.measured_peak_flops_per_sec for e in earlier if e.measured_peak_flops_per_sec]
+    peak = s.measured_peak_flops_per_sec
+    if peak and len(peaks) >= 2 and not min(peaks) <= peak <= max(peaks):
+        off = 100 * (peak / statistics.median(peaks) - 1)
+        rows.append(("WARNING", f"measured peak {flops_text(peak)} is {off:+.0f}% off the median of {len(peaks)} "
+                                f"earlier runs here ({flops_text(min(peaks))}-{flops_text(max(peaks))}): the "
+                                "machine was busier or freer than it was for them; compare MFUs with care"))
+    return rows
+
+
 def _ending(s: Summary) -> str:
     how = {"interrupted": "interrupted" + (f" by {s.signal}" if s.signal and s.signal != "SIGINT" else ""),
            "failed": "failed", "killed": "killed (no end was recorded; rebuilt from the raw logs)"}[s.status]
@@ -118,8 +140,13 @@ def _restart_rows(s: Summary) -> list[tuple[str, str]]:
     return rows + ([("data position", s.data_position)] if s.data_position else [])
 
 
-def format_summary(s: Summary) -> str:
-    """The end-of-run table a person reads (pure)."""
+def format_summary(s: Summary, earlier: Sequence[Summary] = ()) -> str:
+    """The end-of-run table a person reads (pure).
+
+    Args:
+      s: the run's summary.
+      earlier: earlier runs of its configuration (bench.results.summary.earlier_runs): their spread is shown.
+    """
     lines = [f"podbench run {s.run_id}: {s.status}"]
     if s.platform is None:
         return "\n".join(lines + ["  stopped before the first step; nothing was measured"])
@@ -132,8 +159,9 @@ def format_summary(s: Summary) -> str:
                     f"(startup + tracing {_num(s.startup_s, '.1f', ' s')}); setup {_num(s.setup_s, '.1f', ' s')}"),
         ("measured", f"{s.measured_steps} steps in {s.measured_s:.1f} s"),
         ("images/sec", f"{_num(s.images_per_sec, '.2f')} ± {_num(s.images_per_sec_uncertainty, '.2f')} "
-                       f"(jitter {_num(s.images_per_sec_jitter, '.2f')}); "
+                       f"within this run (jitter {_num(s.images_per_sec_jitter, '.2f')}); "
                        f"{_num(s.images_per_sec_per_replica, '.2f')} per replica"),
+        *_history_rows(s, earlier),
         *_input_rows(s),
         *_spread_rows(s),
         ("model", f"{_num(macs and macs / 1e9, '.2f')} G multiply-adds/image forward"),

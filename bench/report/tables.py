@@ -9,6 +9,11 @@ Interrupted runs: the runner summarizes whatever it measured before Ctrl-C
 ``images_per_sec`` is a real, if shorter, measurement. It is kept, with
 ``status == "interrupted"`` in the table, and the charts mark it. One that
 was interrupted before any step after the warm-up has no rate and is skipped.
+
+Resumed runs: the step log is cut into segments where each process started,
+by the summary's own reader (bench/train/summary.py ``segments_of``); each
+segment is checked on its own, and its re-traced and redone steps are phase
+``restart`` in the step table. The row says how many restarts the run had.
 """
 from __future__ import annotations
 
@@ -21,9 +26,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.results import jsonl, rundir
+from bench.results import rundir
+from bench.results.runfiles import read_run
 from bench.results.summary import Summary, read_summary
+from bench.train.summary import segments_of
 from methodology import cost, hardware, prices, reference
+from methodology.segments import Segment, window
 from methodology.throughput import StepRecord, validate_log
 
 # Columns of every table this module returns, measured and reference alike.
@@ -32,7 +40,7 @@ COLUMNS = (
     "global_batch_size", "precision", "images_per_sec", "images_per_sec_per_replica",
     "step_time_p50_s", "step_time_p90_s", "step_time_p99_s", "mfu", "time_to_target_h",
     "cost_usd", "usd_per_hour", "price_as_of", "status", "source", "source_detail", "short_label",
-    "family",
+    "family", "image_size", "depth", "xla", "mfu_measured", "time_to_target_s", "restarts", "lost_steps",
 )
 
 
@@ -43,16 +51,21 @@ class Run:
     Attributes:
       run_dir: where it was read from.
       summary: its summary.json.
-      steps: the raw step log (steps.jsonl).
+      segments: the raw step log (steps.jsonl), one Segment per process (one for an uninterrupted run).
     """
 
     run_dir: Path
     summary: Summary
-    steps: tuple[StepRecord, ...]
+    segments: tuple[Segment, ...]
 
     @property
     def run_id(self) -> str:
         return self.summary.run_id
+
+    @property
+    def steps(self) -> tuple[StepRecord, ...]:
+        """Every segment's records, in file order."""
+        return tuple(r for s in self.segments for r in s.records)
 
 
 @dataclass(frozen=True)
@@ -108,15 +121,18 @@ def load_run(run_dir: Path) -> Run:
     if not summary.measured:
         raise _Unusable(f"no steady-state images/sec (status {summary.status}: "
                         "stopped before a step after the warm-up was measured)")
+    if not (run_dir / rundir.STEPS_FILE).is_file():
+        raise _Unusable(f"no {rundir.STEPS_FILE}")
     try:
-        steps = tuple(validate_log(jsonl.read_steps(run_dir / rundir.STEPS_FILE)))
-    except FileNotFoundError:
-        raise _Unusable(f"no {rundir.STEPS_FILE}") from None
-    except (OSError, ValueError) as err:
-        raise _Unusable(f"{rundir.STEPS_FILE} unreadable: {err}") from None
-    if len(steps) < 2:
+        segments = tuple(segments_of(read_run(run_dir)).raw)
+        for i, segment in enumerate(segments):
+            validate_log(segment.records)
+    except (OSError, KeyError, TypeError, ValueError) as err:
+        where = f" (segment {i + 1} of {len(segments)})" if "segments" in locals() and len(segments) > 1 else ""
+        raise _Unusable(f"{rundir.STEPS_FILE} unreadable{where}: {err}") from None
+    if sum(len(s.records) for s in segments) < 2:
         raise _Unusable(f"{rundir.STEPS_FILE} holds fewer than two records")
-    return Run(run_dir, summary, steps)
+    return Run(run_dir, summary, segments)
 
 
 def load_runs(run_dirs) -> tuple[list[Run], list[Skipped]]:
@@ -179,6 +195,8 @@ def measured_row(run: Run) -> dict:
     hardware = short_hardware(s.device_kind)
     precision = _precision_short(s.precision)
     flag = (", XLA" if s.xla else "") + (", interrupted" if s.status != "completed" else "")
+    if s.restarts:
+        flag += f", resumed ({s.restarts} restart{'s' * (s.restarts > 1)}, {s.lost_steps} steps redone)"
     size = s.image_size or IMAGENET_IMAGE_SIZE
     if size != IMAGENET_IMAGE_SIZE:
         flag += f", {size}×{size} px: no ImageNet projection"
@@ -203,31 +221,49 @@ def measured_row(run: Run) -> dict:
         "mfu": _number(s.mfu),
         "status": s.status,
         "source": "measured",
+        "image_size": s.image_size,
+        "depth": s.depth,
+        "xla": s.xla,
+        "mfu_measured": _number(s.mfu_measured),
+        "time_to_target_s": _number(s.time_to_target_s),
+        "restarts": s.restarts,
+        "lost_steps": s.lost_steps,
     }
 
 
 def steps_table(run: Run) -> pd.DataFrame:
-    """Per-interval step times of one run, each tagged warm-up or measured.
+    """Per-interval step times of one run, each tagged warm-up, measured or restart.
 
-    An interval runs between two consecutive step-log records; its step time
-    is its duration over its steps. Intervals ending at or before the summary's
-    ``warmup_steps`` are the warm-up, the rest the measured window (the same
-    split as methodology.throughput.summarize).
+    An interval runs between two consecutive step-log records of one segment;
+    its step time is its duration over its steps. The measured intervals are
+    those inside the segment's measured window (methodology.segments.window,
+    as the summary's figures); before it, the first segment's are warm-up and a
+    later segment's (its re-trace) restart, as are steps a later segment redid.
 
     Args:
       run: a loaded run.
 
     Returns:
-      DataFrame with step_start, step_end, step_time_s, phase.
+      DataFrame with segment, step_start, step_end, step_time_s, phase.
     """
     warmup_steps = int(run.summary.warmup_steps or 0)
-    pairs = list(zip(run.steps, run.steps[1:]))
-    return pd.DataFrame({
-        "step_start": [a.step for a, _ in pairs],
-        "step_end": [b.step for _, b in pairs],
-        "step_time_s": [(b.time_s - a.time_s) / (b.step - a.step) for a, b in pairs],
-        "phase": ["warm-up" if b.step <= warmup_steps else "measured" for _, b in pairs],
-    })
+    rows = []
+    for i, segment in enumerate(run.segments):
+        measured = {r.step for r in window(run.segments, i, warmup_steps)}
+        cut = run.segments[i + 1].resume_step if i + 1 < len(run.segments) else None
+        for a, b in zip(segment.records, segment.records[1:]):
+            rows.append((i, a.step, b.step, (b.time_s - a.time_s) / (b.step - a.step),
+                         _phase(a, b, measured, i > 0 and a.step == segment.resume_step, cut, warmup_steps)))
+    return pd.DataFrame(rows, columns=["segment", "step_start", "step_end", "step_time_s", "phase"])
+
+
+def _phase(a: StepRecord, b: StepRecord, measured: set, retrace: bool, cut: int | None, warmup_steps: int) -> str:
+    """An interval's phase: a restart's re-trace and the steps a later segment redid are "restart"."""
+    if a.step in measured and b.step in measured:
+        return "measured"
+    if retrace or (cut is not None and b.step > cut):
+        return "restart"
+    return "warm-up" if b.step <= warmup_steps else "restart"
 
 
 def runs_table(runs: list[Run], book: prices.PriceBook | None = None) -> pd.DataFrame:

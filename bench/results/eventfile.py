@@ -104,6 +104,25 @@ class EventFileWriter:
         if time.monotonic() - self._flushed_at >= self._flush_every_s:
             self.flush()
 
+    def session_start(self, step: int, wall_time: float | None = None) -> None:
+        """Marks where a (resumed) training session begins: TensorBoard then drops the earlier
+        lineage's events at ``step`` and after, so each step shows once (with ``file_version``
+        2, it purges orphaned steps only on this event, as TF1's SummarySaverHook wrote it)."""
+        self._write(event_pb2.Event(wall_time=self._clock() if wall_time is None else wall_time, step=int(step),
+                                    session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
+
+    def hparams(self, values: Mapping[str, bool | int | float | str], trial_id: str,
+                start_time_s: float | None = None) -> None:
+        """The run's configuration as TensorBoard hparams (the HParams view groups runs by it).
+
+        Written with tensorboard's own proto builder, which needs no TensorFlow.
+        """
+        from tensorboard.plugins.hparams import summary_v2  # noqa: PLC0415 (numpy; only a writing run needs it)
+
+        start = self._clock() if start_time_s is None else start_time_s
+        summary = summary_v2.hparams_pb(dict(values), trial_id=trial_id, start_time_secs=start)
+        self._write(event_pb2.Event(wall_time=start, step=0, summary=summary))
+
     def flush(self) -> None:
         """Hands everything written so far to the operating system."""
         if self._file is not None:

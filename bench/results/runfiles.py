@@ -43,20 +43,20 @@ class RunFiles:
     def __init__(self, run_dir: Path, run_id: str, requested: RunConfig, plan: ResolvedRun,
                  mllog_path: str | None = None, resume: bool = False):
         self.run_dir, self.run_id, self.plan = Path(run_dir), run_id, plan
-        self._requested, self._mllog_path, self._resume = requested, mllog_path, resume
-        self._ended = False
+        self.requested, self.mllog_path, self._resume = requested, mllog_path, resume
+        self._ended, self._ending = False, {}
         self.steps = self.evals = self.lifecycle = self.events = self.mllog = None
 
     def __enter__(self) -> "RunFiles":
         if not self._resume:
-            write_json(self.run_dir / CONFIG_FILE, config_json(self.run_id, self._requested, self.plan))
+            write_json(self.run_dir / CONFIG_FILE, config_json(self.run_id, self.requested, self.plan))
         self.lifecycle = jsonl.LifecycleWriter(self.run_dir / LIFECYCLE_FILE)
         self.steps = jsonl.StepsWriter(self.run_dir / STEPS_FILE)
         if self.plan.eval_every_epochs:
             self.evals = jsonl.EvalsWriter(self.run_dir / EVALS_FILE)
         self.events = EventFileWriter(self.run_dir / EVENTS_DIR)
-        if self._mllog_path:
-            self.mllog = mllog.MLLogWriter(self._mllog_path)
+        if self.mllog_path:
+            self.mllog = mllog.MLLogWriter(self.mllog_path)
         return self
 
     def write_environment(self, environment: dict) -> None:
@@ -64,7 +64,7 @@ class RunFiles:
 
     def end(self, status: str, **fields) -> None:
         """Records how the run (segment) ended: status, and error, signal, skipped_records ... when known."""
-        self._ended = True
+        self._ended, self._ending = True, {"status": status, **fields}
         self.lifecycle.event(jsonl.END, status=status, **fields)
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -72,11 +72,21 @@ class RunFiles:
             for sink in (self.steps, self.evals, self.events, self.mllog, self.lifecycle):
                 if sink is not None:
                     closing.callback(sink.close)
-            if self.mllog is not None:
-                closing.callback(self.mllog.stop_run, False)  # no-op when fit logged run_stop
+            if self.mllog is not None:  # no-op when fit logged run_stop or the segment's stop
+                closing.callback(self._stop_mllog)
             if not self._ended and self.lifecycle is not None:
                 closing.callback(self.end, "failed",
                                  error=f"{exc_type.__name__}: {exc}" if exc_type else "ended without a status")
+
+
+    def _stop_mllog(self) -> None:
+        # A segment that did not complete (interrupted, failed) can be resumed: its MLPerf run
+        # is not over, so no run_stop (a resumed run's log must hold exactly one).
+        status = self._ending.get("status", "failed")
+        if status != "completed":
+            self.mllog.stop_segment(status, self._ending.get("signal"))
+        else:
+            self.mllog.stop_run(False)
 
 
 def config_json(run_id: str, requested: RunConfig, plan: ResolvedRun) -> dict:

@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.results.rundir import SUMMARY_FILE, os_reason, read_json, write_json
+from bench.results.rundir import CONFIG_FILE, SUMMARY_FILE, os_reason, read_json, write_json
 
 STATUSES = ("completed", "interrupted", "failed", "killed")
 # Keras's fit makes its iterator inside its own data handler, out of a checkpoint's reach,
@@ -207,3 +207,55 @@ def write_summary(run_dir: str | Path, summary: Summary) -> Path:
     path = Path(run_dir) / SUMMARY_FILE
     write_json(path, summary.to_json())
     return path
+
+
+# What makes two runs comparable: runs that differ in any of these are different
+# configurations (aggregate refuses to mix them; report shows what differs; the
+# event files carry them as TensorBoard hparams).
+CONFIGURATION_KEYS = ("image_size", "depth", "num_classes", "precision", "xla", "strategy", "num_replicas",
+                      "global_batch_size", "data")
+
+
+def data_name(source: str | None, data_dir: str | None) -> str | None:
+    """The data a run trained on, as one string: ``synthetic``, or ``imagenet:DIR``."""
+    if source is None:
+        return None
+    return source if not data_dir else f"{source}:{data_dir}"
+
+
+def configuration(summary: Summary, requested: dict | None) -> dict:
+    """A finished run's configuration (CONFIGURATION_KEYS), from summary.json and config.json's ``requested``."""
+    data = (requested or {}).get("data") or {}
+    values = {k: getattr(summary, k) for k in CONFIGURATION_KEYS if k != "data"}
+    return {**values, "data": data_name(data.get("source"), data.get("data_dir"))}
+
+
+def configuration_of(requested, plan) -> dict:
+    """A running run's configuration (CONFIGURATION_KEYS), from its RunConfig and ResolvedRun."""
+    m = requested.model
+    return {"image_size": m.image_size, "depth": m.depth, "num_classes": m.num_classes,
+            "precision": plan.precision, "xla": plan.xla, "strategy": requested.runtime.strategy,
+            "num_replicas": plan.num_replicas, "global_batch_size": plan.global_batch_size,
+            "data": data_name(requested.data.source, requested.data.data_dir)}
+
+
+def earlier_runs(run_dir: str | Path, summary: Summary) -> list[Summary]:
+    """Measured runs of the same configuration in the same results directory (RUN_DIR's siblings),
+    on the same kind of device, that started before this one (run ids sort by start time)."""
+    run_dir = Path(run_dir)
+    try:
+        own = configuration(summary, read_json(run_dir / CONFIG_FILE).get("requested"))
+        siblings = sorted(p for p in run_dir.parent.iterdir() if p.is_dir() and p != run_dir)
+    except (OSError, ValueError, AttributeError):
+        return []
+    found = []
+    for sibling in siblings:
+        try:
+            other = read_summary(sibling)
+            requested = read_json(sibling / CONFIG_FILE).get("requested")
+        except (OSError, ValueError, AttributeError):
+            continue  # not a finished run directory
+        if (other.run_id < summary.run_id and other.measured and other.device_kind == summary.device_kind
+                and configuration(other, requested) == own):
+            found.append(other)
+    return found

@@ -18,6 +18,7 @@ from bench.resolve import ResolvedRun
 from bench.results import mllog
 from bench.results.eventfile import EventFileWriter
 from bench.results.runfiles import RunFiles
+from bench.results.summary import configuration_of
 from bench.train.checkpoints import Checkpointer, StopAndCheckpointCallback
 from bench.train.evaluation import EvalCallback
 from bench.train.progress import ProgressCallback
@@ -38,13 +39,34 @@ class EventFileCallback(tf_keras.callbacks.Callback):
 
     The learning rate is computed from the schedule (methodology/schedule.py),
     not read back from the optimizer: that would cost a device round trip a step.
+    ``loss`` is the step's own loss (the mean over the steps since the previous
+    event when a host round trip runs several), as the reference's tag means:
+    tf-keras reports the mean since the epoch began, so it is undone here
+    (step_losses). Each fit (segment) begins with a ``SessionLog.START`` at its
+    first step, so TensorBoard drops what a killed segment logged past the
+    checkpoint it resumed from, and with the run's configuration as hparams.
     """
 
     def __init__(self, writer: EventFileWriter, timer: StepTimerCallback, schedule: lr.Schedule, steps_per_epoch: int,
-                 global_batch_size: int, evals: EvalCallback | None = None):
+                 global_batch_size: int, evals: EvalCallback | None = None, hparams: dict | None = None,
+                 saves: "SaveNotice | None" = None):
         super().__init__()
         self._writer, self._timer, self._schedule = writer, timer, schedule
         self._steps_per_epoch, self._global_batch_size, self._evals = steps_per_epoch, global_batch_size, evals
+        self._hparams, self._saves = hparams, saves
+        self._loss = StepLoss()
+
+    def on_train_begin(self, logs=None):
+        if self._hparams:
+            self._writer.hparams(self._hparams, trial_id=None)
+        # The timer's first record (taken at the first epoch's start) is where this session begins.
+        self._begun = False
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if not self._begun:
+            self._begun = True
+            self._writer.session_start(self._timer.last_step + 1)
+        self._loss.epoch_begins(self._timer.last_step)
 
     def on_train_batch_end(self, batch, logs=None):
         records = self._timer.records
@@ -52,12 +74,16 @@ class EventFileCallback(tf_keras.callbacks.Callback):
         # The rate step `step` trained with: the optimizer had done step - 1 updates then.
         values = {LEARNING_RATE_TAG: lr.learning_rate(self._schedule, (step - 1) / self._steps_per_epoch)}
         if logs and "loss" in logs:
-            values[LOSS_TAG] = float(logs["loss"])
+            values[LOSS_TAG] = self._loss.step_loss(step, float(logs["loss"]))
         if len(records) > 1 and records[-1].time_s > records[-2].time_s:
             previous = records[-2]
             values[IMAGES_PER_SEC_TAG] = ((step - previous.step) * self._global_batch_size
                                           / (records[-1].time_s - previous.time_s))
         self._writer.scalars(values, step)
+        if self._saves is not None and self._saves.take():
+            # Every event up to a checkpoint's step is on disk: a SIGKILL then loses only
+            # events of steps a resumed run does again (and its SessionLog.START hides).
+            self._writer.flush()
 
     def on_epoch_end(self, epoch, logs=None):
         if self._evals is None or not self._evals.records or self._evals.records[-1].epoch != epoch + 1:
@@ -75,20 +101,73 @@ class EventFileCallback(tf_keras.callbacks.Callback):
         self._writer.flush()
 
 
+class SaveNotice:
+    """A checkpointer that notes each save, for the event callback (called after the checkpoint
+    callback in the same step) to flush the event file once that step's events are written."""
+
+    def __init__(self, checkpointer: Checkpointer):
+        self._checkpointer, self._saved = checkpointer, False
+
+    def save(self, step: int) -> str:
+        path = self._checkpointer.save(step)
+        self._saved = True
+        return path
+
+    def take(self) -> bool:
+        """Whether a checkpoint was saved since the last call."""
+        saved, self._saved = self._saved, False
+        return saved
+
+    def __getattr__(self, name):
+        return getattr(self._checkpointer, name)
+
+
+class StepLoss:
+    """A step's own loss from tf-keras's running mean since the epoch began.
+
+    The mean after n steps times n is their sum; the difference of two sums over
+    the steps between them is those steps' mean loss. Sums are kept in float64;
+    the float32 mean's rounding grows with n (about 1e-7 x n of the loss).
+    """
+
+    def __init__(self):
+        self._first_step, self._last_step, self._sum = 0, 0, 0.0
+
+    def epoch_begins(self, step: int) -> None:
+        """tf-keras resets its mean at each epoch's (or a resumed fit's) first step."""
+        self._first_step = self._last_step = step
+        self._sum = 0.0
+
+    def step_loss(self, step: int, running_mean: float) -> float:
+        """The mean loss of the steps after the previous call, up to ``step``."""
+        total = running_mean * (step - self._first_step)
+        loss = (total - self._sum) / max(step - self._last_step, 1)
+        self._sum, self._last_step = total, step
+        return loss
+
+
 class MLPerfLogCallback(tf_keras.callbacks.Callback):
     """``:::MLLOG`` lines for the training part of a run: run, epochs, evaluations, and the stop.
 
     ``init_start`` is logged by the runner when it starts; ``init_stop`` and
-    ``run_start`` when training begins; ``run_stop`` once (the writer keeps it
-    to one), with status success only if the target was reached.
+    ``run_start`` when training begins (a resumed segment logs
+    ``podbench_segment_start`` instead: the run started once); ``run_stop`` once
+    (the writer keeps it to one), with status success only if the target was
+    reached. A stop notice ends the segment without ``run_stop``: the run can be resumed.
     """
 
-    def __init__(self, writer: mllog.MLLogWriter, evals: EvalCallback | None):
+    def __init__(self, writer: mllog.MLLogWriter, evals: EvalCallback | None, request: StopRequest | None = None,
+                 segment: int = 0, initial_step: int = 0):
         super().__init__()
-        self._log, self._evals = writer, evals
+        self._log, self._evals, self._request = writer, evals, request
+        self._segment, self._initial_step = segment, initial_step
         self._epoch = 0
 
     def on_train_begin(self, logs=None):
+        if self._segment:
+            self._log.event(mllog.SEGMENT_START, metadata={"segment": self._segment,
+                                                           "first_step": self._initial_step + 1})
+            return
         self._log.end(mllog.INIT_STOP)
         self._log.start(mllog.RUN_START)
 
@@ -108,7 +187,17 @@ class MLPerfLogCallback(tf_keras.callbacks.Callback):
         self._log.end(mllog.EPOCH_STOP, metadata={mllog.EPOCH_NUM: epoch + 1})
 
     def on_train_end(self, logs=None):
-        self._log.stop_run(self._evals is not None and self._evals.reached_target)
+        if self._request is not None and self._request.requested:
+            self._log.stop_segment("interrupted", self._request.signal_name)
+        else:
+            self._log.stop_run(self._evals is not None and self._evals.reached_target)
+
+
+def run_hparams(requested, plan: ResolvedRun) -> dict:
+    """The run's configuration for TensorBoard's HParams view: what makes runs comparable (no seed,
+    so repeats of one configuration form one group)."""
+    return {**configuration_of(requested, plan), "optimizer": plan.schedule.optimizer,
+            "steps_per_execution": plan.steps_per_execution}
 
 
 @dataclass(frozen=True)
@@ -152,6 +241,7 @@ def make_callbacks(plan: ResolvedRun, files: RunFiles, target_accuracy: float | 
                 on_eval(e)
 
         evals = EvalCallback(timer, target_accuracy, record, segment=c.segment)
+    saves = SaveNotice(c.checkpointer) if c.checkpointer is not None else None
     # A resumed fit re-traces: its first block is warm-up, as the summary counts it.
     warmup = plan.warmup_steps if not c.initial_step else max(plan.warmup_steps, c.initial_step + 1)
     callbacks = [
@@ -159,13 +249,13 @@ def make_callbacks(plan: ResolvedRun, files: RunFiles, target_accuracy: float | 
         ProgressCallback(timer, plan.global_batch_size, warmup, plan.train_steps, plan.log_steps,
                          stream, pauses=evals),
         StopAtStepCallback(timer, plan.train_steps),
-        StopAndCheckpointCallback(timer, c.request, files.lifecycle, c.checkpointer, c.checkpoint_every_s,
+        StopAndCheckpointCallback(timer, c.request, files.lifecycle, saves, c.checkpoint_every_s,
                                   c.grace_s, c.segment, c.agree),
     ]
     if evals is not None:
         callbacks.append(evals)
     callbacks.append(EventFileCallback(files.events, timer, plan.schedule, plan.steps_per_epoch,
-                                       plan.global_batch_size, evals))
+                                       plan.global_batch_size, evals, run_hparams(files.requested, plan), saves))
     if files.mllog is not None:
-        callbacks.append(MLPerfLogCallback(files.mllog, evals))
+        callbacks.append(MLPerfLogCallback(files.mllog, evals, c.request, c.segment, c.initial_step))
     return timer, callbacks

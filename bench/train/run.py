@@ -163,11 +163,10 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
                          f"{config.model.image_size}) under {setup.info.name} on {setup.plan.platform}, "
                          f"{setup.plan.num_replicas} replica(s), global batch {setup.plan.global_batch_size}, "
                          f"{setup.plan.precision}…")
-        with RunFiles(run_dir, run_id, config, setup.plan, None if resume else config.output.mllog,
-                      resume=resume) as files:
+        with RunFiles(run_dir, run_id, config, setup.plan, mllog_path(run_dir, config), resume=resume) as files:
             segment = start_segment(files, run_id)
-            if files.mllog is not None:
-                mllog.log_run_config(files.mllog, setup.plan, config.train.seed)
+            if files.mllog is not None and not resume:  # a resumed segment continues the same MLPerf run
+                mllog.log_run_config(files.mllog, setup.plan, config.train.seed, recipe.SGD_MOMENTUM)
             restoring = resume if restore_checkpoint is None else restore_checkpoint
             controls = Controls(request=request, segment=segment, grace_s=config.checkpoint.grace_s)
             ending = train(config, setup, files, controls, start_s, stream, restoring)
@@ -186,13 +185,24 @@ def _outcome(summary: Summary, run_dir: Path, ending: dict) -> Outcome:
 
 
 def start_segment(files: RunFiles, run_id: str) -> int:
-    """Records this process's start: its segment number, and where its step records begin."""
+    """Records this process's start: its segment number, where its step records begin, its MLPerf log."""
     earlier = [e for e in jsonl.read_lifecycle(files.run_dir / LIFECYCLE_FILE) if e["event"] == jsonl.START]
     steps_path = files.run_dir / STEPS_FILE
     logged = len(jsonl.read_steps(steps_path)) if steps_path.exists() else 0
     files.lifecycle.event(jsonl.START, run_id=run_id, segment=len(earlier), first_record=logged,
-                          pid=os.getpid(), host=socket.gethostname())
+                          pid=os.getpid(), host=socket.gethostname(), mllog=files.mllog_path)
     return len(earlier)
+
+
+def mllog_path(run_dir: Path, config: RunConfig) -> str | None:
+    """The run's MLPerf log, absolute: the first segment's (a resumed run appends to it from any directory)."""
+    if not config.output.mllog:
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        for e in jsonl.read_lifecycle(run_dir / LIFECYCLE_FILE):
+            if e["event"] == jsonl.START and e.get("mllog"):
+                return e["mllog"]
+    return os.path.abspath(config.output.mllog)
 
 
 def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, start_s: float,
