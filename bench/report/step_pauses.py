@@ -45,11 +45,17 @@ def steps_and_pauses(run: tables.Run) -> tuple[pd.DataFrame, pd.DataFrame]:
       pause fell in, its kind (evaluation, checkpoint) and its length in seconds.
     """
     pauses = run_pauses(run)
-    paused = dataclasses.replace(run, steps=tuple(exclude_pauses(run.steps, [(s, e) for _, s, e, _ in pauses])))
+    if not run.segments:
+        return tables.steps_table(run), pd.DataFrame([], columns=list(PAUSE_COLUMNS))
+    # The pauses are the first segment's (run_pauses): only its clock is stopped for them.
+    first = run.segments[0]
+    records = first.records
+    paused_first = dataclasses.replace(first, records=tuple(exclude_pauses(records, [(s, e) for _, s, e, _ in pauses])))
+    paused = dataclasses.replace(run, segments=(paused_first, *run.segments[1:]))
     rows = []
     for kind, start_s, end_s, step in pauses:
-        after = next((b for b in run.steps if b.time_s >= end_s), None)
-        before = max((a for a in run.steps if a.time_s <= start_s), key=lambda a: a.time_s, default=None)
+        after = next((b for b in records if b.time_s >= end_s), None)
+        before = max((a for a in records if a.time_s <= start_s), key=lambda a: a.time_s, default=None)
         if after is None or before is None:
             continue  # outside the step log (e.g. the last checkpoint, after the last record)
         rows.append({"kind": kind, "step": step, "step_start": before.step, "step_end": after.step,
