@@ -21,6 +21,7 @@ import time
 import tensorflow as tf
 import tf_keras
 
+from bench.errors import UsageError
 from bench.results import jsonl
 from bench.train.stopping import DEFAULT_GRACE_S, Interrupted, StopRequest
 from bench.train.timer import StepTimerCallback
@@ -86,21 +87,50 @@ def checkpoint_bytes(path: str) -> int | None:
 def agreement(strategy: tf.distribute.Strategy):
     """A function that makes every worker of a multi_worker run see the same decisions.
 
-    Returns None where there is one process (nothing to agree on). The flags are
-    summed across workers: a decision any worker takes, every worker takes.
+    Returns None where there is one process (nothing to agree on). The values are
+    summed across workers: a flag any worker raises, every worker sees raised.
+    float64 holds the integers exactly (to 2**53) on every device, NCCL's included.
     """
     if not strategy.extended._in_multi_worker_mode():  # noqa: SLF001
         return None
 
-    @tf.function  # traced once: eager collectives cost far more per call
-    def total(flags):
-        per_replica = strategy.run(tf.identity, args=(flags,))
+    @tf.function  # traced once per length: eager collectives cost far more per call
+    def total(values):
+        per_replica = strategy.run(tf.identity, args=(values,))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
-    def agree(flags: tuple[int, ...]) -> tuple[bool, ...]:
-        return tuple(bool(v) for v in total(tf.constant(flags, tf.int32)).numpy())
+    def agree(values: tuple[int, ...]) -> tuple[int, ...]:
+        # Each worker's value counts once, however many replicas (devices) it has.
+        sums = total(tf.constant(values, tf.float64)).numpy() / strategy.extended._num_devices_per_worker  # noqa: SLF001
+        return tuple(int(round(v)) for v in sums)
 
     return agree
+
+
+def check_same_step(agree, step: int, directory: str) -> None:
+    """Every worker restored the same step, or every worker raises the same one line (before training).
+
+    MultiWorkerMirroredStrategy broadcasts variables only when it creates them, not
+    after a restore: workers from different checkpoints would train apart, and one
+    from step 0 would wait in an all-reduce once the others finished. The steps are
+    all equal exactly when workers x sum(step^2) == sum(step)^2 (Cauchy-Schwarz).
+
+    Raises:
+      UsageError: the workers' steps differ.
+    """
+    total, squares, workers = agree((step, step * step, 1))
+    if workers * squares != total * total:
+        raise UsageError(f"the {workers} workers restored different steps (this one {step} from {directory}; "
+                         f"their mean {total / workers:g}): every worker must read the chief's checkpoints, from a "
+                         "shared file system or gs:// (--checkpoint-dir)")
+
+
+def stop_signal(values: tuple[int, ...], own_signal: str | None) -> str | None:
+    """The signal the workers stop with: this worker's own, else SIGTERM if any peer had it, else SIGINT."""
+    stops, sigterms = values
+    if not stops:
+        return None
+    return own_signal or ("SIGTERM" if sigterms else "SIGINT")
 
 
 class StopAndCheckpointCallback(tf_keras.callbacks.Callback):
@@ -133,18 +163,34 @@ class StopAndCheckpointCallback(tf_keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         due = self.checkpointer is not None and self.every_s is not None \
             and self.clock() - self._last_s >= self.every_s
-        stop = self.request.requested
-        final = stop and self.checkpointer is not None and self._final_fits()
-        save, stop = (due or final, stop) if self.agree is None else self.agree((int(due or final), int(stop)))
+        final = self.request.requested and self.checkpointer is not None and self._final_fits()
+        if self.agree is None:
+            save, stop = due or final, self.request.requested
+        else:
+            save, *stops = self.agree((int(due or final), *self._stop_flags()))
+            stop = self._agreed_stop(stops)
         if save:
             self._save()
         if stop:
             self.model.stop_training = True
 
     def on_test_batch_end(self, batch, logs=None):
-        # An evaluation can take minutes: a stop notice does not wait for its end.
-        if self.request.requested:
+        # An evaluation can take minutes: a stop notice does not wait for its end. Under
+        # multi_worker every evaluation step is all-reduced, so the workers stop together.
+        stop = self.request.requested if self.agree is None else self._agreed_stop(self.agree(self._stop_flags()))
+        if stop:
             raise Interrupted(self.request.signal_name)
+
+    def _stop_flags(self) -> tuple[int, int]:
+        own = self.request.own
+        return int(own), int(own and self.request.signal_name == "SIGTERM")
+
+    def _agreed_stop(self, values) -> bool:
+        """A stop any worker received stops this one, which then ends interrupted with that signal (N1)."""
+        name = stop_signal(tuple(values), self.request.signal_name if self.request.own else None)
+        if name is not None and not self.request.requested:
+            self.request.peer(name)
+        return name is not None
 
     def _final_fits(self) -> bool:
         expected_s = self._write_s if self._write_s is not None else FIRST_WRITE_ESTIMATE_S

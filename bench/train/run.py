@@ -41,7 +41,7 @@ from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import Summary, write_summary
 from bench.train import environment, peak, recipe
 from bench.train.callbacks import Controls, make_callbacks
-from bench.train.checkpoints import Checkpointer, agreement
+from bench.train.checkpoints import Checkpointer, agreement, check_same_step
 from bench.train.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
 from bench.train.strategy import StrategyInfo, make_strategy
 from bench.train.summary import build_summary
@@ -85,7 +85,7 @@ class Built:
         return sum(int(c.numpy()) for c in counters) if counters else None
 
 
-def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
+def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopRequest | None = None) -> Setup:
     """The strategy, then what the data holds (no batch size needed), then the one complete plan.
 
     A resumed run's plan must be the plan it ran with: the same replicas, batches
@@ -98,6 +98,8 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
     rt = config.runtime
     try:
         info = make_strategy(rt.strategy, tpu=rt.tpu, replicas=rt.replicas)
+        if request is not None:
+            reclaim(request)  # at once: the strategy may have taken SIGTERM over (counting gs:// shards follows)
         splits = ("train", "validation") if config.train.evaluates else ("train",)
         counts = pipeline.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
         plan = resolve(config, info.platform, info.num_replicas, counts, strategy=info.name,
@@ -147,8 +149,7 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
     with handling_stop_signals(request):
         start_s = time.perf_counter()
         try:
-            setup = prepare(config, run_dir if resume else None)
-            reclaim(request)  # the strategy may have taken SIGTERM over
+            setup = prepare(config, run_dir if resume else None, request)
         except UsageError:
             with contextlib.suppress(OSError):  # only if empty: --output may hold the user's files
                 run_dir.rmdir()
@@ -263,9 +264,15 @@ def describe_failure(err: BaseException, run_dir: Path) -> str:
 
 def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, controls: Controls, say,
             restoring: bool) -> Controls:
-    """The checkpointer, and when resuming its latest checkpoint restored (the fit then starts there)."""
+    """The checkpointer, and when resuming its latest checkpoint restored (the fit then starts there).
+
+    Under multi_worker the workers agree at every block end on when to stop, with
+    or without checkpoints (else each stops at its own next block, and the later
+    ones wait in an all-reduce for a peer that has gone), and on the step they restored.
+    """
+    agree = agreement(setup.info.strategy)
     if not config.checkpoint.every_minutes:
-        return controls
+        return dataclasses.replace(controls, agree=agree)
     directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
     checkpointer = Checkpointer(built.model, setup.info.strategy, directory)
     latest = checkpointer.latest() if restoring else None
@@ -277,9 +284,11 @@ def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, cont
                               segment=controls.segment)
         say(f"restored {latest}: continuing after step {step} of {setup.plan.train_steps}")
     elif restoring:
-        say(f"no checkpoint in {directory}: starting again from step 0 (what earlier segments measured is kept)")
+        say(f"no checkpoint in {directory}: starting from step 0 (what earlier segments measured is kept)")
+    if agree is not None:
+        check_same_step(agree, step, directory)
     return dataclasses.replace(controls, checkpointer=checkpointer, checkpoint_every_s=config.checkpoint.every_s,
-                               initial_step=step, agree=agreement(setup.info.strategy))
+                               initial_step=step, agree=agree)
 
 
 def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int = 0) -> Built:
