@@ -201,7 +201,7 @@ def _stop_one_task(cluster, tmp_path: Path, argv: list, when) -> tuple[subproces
     run_dir = wait_for(lambda: next(iter((tmp_path / results.DEFAULT_RUNS_DIR).glob("slurm-*")), None),
                        "the chief's run directory")
     job_id = run_dir.name.removeprefix("slurm-").split(".")[0]
-    pids = wait_for(lambda: (found := task_pids(job_id)) if len(found) == 2 else None, "both tasks")
+    pids = wait_for(lambda: found if len(found := task_pids(job_id)) == 2 else None, "both tasks")
     wait_for(lambda: when(run_dir), "the moment to stop")
     start_s = time.monotonic()
     os.kill(pids[1], signal.SIGTERM)  # one host's notice: a preempted node, a killed pod
@@ -222,7 +222,7 @@ def test_sigterm_to_one_task_mid_training_then_srun_resume_reaches_the_planned_s
     assert (summary["status"], summary["signal"]) == ("interrupted", "SIGTERM")
     assert 0 < summary["steps_completed"] < planned
 
-    proc = srun(slurm_cluster, "-n", 2, PODBENCH, "run", "--strategy", "multi_worker", "--resume", run_dir,
+    proc = srun(slurm_cluster, "-n", 2, PODBENCH, "run", "--resume", run_dir,
                 "--json", cwd=tmp_path)
     stdout, stderr = communicate(proc)
     assert proc.returncode == 0, stderr[-3000:]
@@ -269,7 +269,7 @@ def test_the_example_script_requeues_on_sigterm_and_the_requeued_job_resumes(slu
         shown = slurm_cluster.run("scontrol", "show", "job", job_id).stdout
         return re.search(r"JobState=(\S+)", shown).group(1) + ":" + re.search(r"Restarts=(\d+)", shown).group(1)
 
-    final = wait_for(lambda: (s := state()) if s.split(":")[0] in ("COMPLETED", "FAILED", "CANCELLED") else None,
+    final = wait_for(lambda: s if (s := state()).split(":")[0] in ("COMPLETED", "FAILED", "CANCELLED") else None,
                      "the requeued job to end")
     log = (tmp_path / f"podbench-{job_id}.out").read_text()
     assert final == "COMPLETED:1", log[-3000:]

@@ -83,6 +83,8 @@ def check_outputs(config: RunConfig) -> None:
     ckpt = config.checkpoint.dir
     if ckpt and not ckpt.startswith("gs://"):
         checks.output_dir(ckpt, "--checkpoint-dir", refuse_runs=False)  # its own checkpoints may be there
+    elif ckpt:  # a typo'd bucket or a missing permission fails now, not at the first or the last checkpoint
+        storage.check_results_uri(ckpt, flag="--checkpoint-dir", what="write checkpoints to")
     if config.output.results_uri is not None:
         storage.check_results_uri(config.output.results_uri)  # a typo'd bucket fails now, not after the run
 

@@ -16,6 +16,7 @@ each write, as tf_keras does; all of them restore from the chief's.
 """
 from __future__ import annotations
 
+import tempfile
 import time
 
 import tensorflow as tf
@@ -51,9 +52,8 @@ class Checkpointer:
         self._temporary = extended._in_multi_worker_mode() and not extended.should_checkpoint  # noqa: SLF001
         self.writer = self.reader
         if self._temporary:
-            task = strategy.cluster_resolver.task_id
-            self.writer = tf.train.CheckpointManager(self.checkpoint, f"{directory.rstrip('/')}/tmp-worker-{task}",
-                                                     max_to_keep=1)
+            self.writer = tf.train.CheckpointManager(self.checkpoint, temporary_dir(
+                directory, strategy.cluster_resolver.task_id), max_to_keep=1)
 
     def save(self, step: int) -> str:
         """Writes the state after ``step``; returns the path (the temporary one on a non-chief worker)."""
@@ -74,6 +74,18 @@ class Checkpointer:
         """
         self.checkpoint.restore(path).assert_existing_objects_matched()
         return int(self.step.numpy())
+
+
+def temporary_dir(directory: str, task_id: int) -> str:
+    """Where a non-chief worker writes the checkpoint it deletes at once.
+
+    The write itself is needed (saving all-reduces the batch-norm statistics), its
+    bytes are not: for a gs:// (or any remote) directory they go to a local
+    temporary directory, not N-1 uploads of the whole model thrown away (N11).
+    """
+    if "://" in directory:
+        return tempfile.mkdtemp(prefix=f"podbench-checkpoint-worker{task_id}-")
+    return f"{directory.rstrip('/')}/tmp-worker-{task_id}"
 
 
 def checkpoint_bytes(path: str) -> int | None:
