@@ -99,36 +99,6 @@ def test_gpus_bound_per_task_by_slurm_are_kept():
                                                                     SLURM_GPUS_PER_TASK="1"))
 
 
-# --- the example batch script ------------------------------------------------------------------------
-
-def sbatch_flags(text: str) -> list[str]:
-    """The podbench flags the script's PODBENCH_FLAGS array holds (bash's own words)."""
-    words = subprocess.run(["bash", "-c", text.split("\nsrun ")[0] + '\nprintf "%s\\n" "${PODBENCH_FLAGS[@]}"'],
-                           capture_output=True, text=True, check=True).stdout.splitlines()
-    return words
-
-
-def test_the_example_script_runs_a_command_podbench_accepts(tmp_path, monkeypatch):
-    from bench import cli
-    from bench.cli import run_flags
-    from imagenet_fixture import write_imagenet_dir
-
-    text = SBATCH.read_text()
-    assert subprocess.run(["bash", "-n", str(SBATCH)]).returncode == 0
-    for directive in ("--signal=TERM@120", "--requeue"):
-        assert f"#SBATCH {directive}" in text
-    assert re.search(r'if \[ "\$code" -eq 143 \]; then[^\n]*\n\s+scontrol requeue "\$SLURM_JOB_ID"', text)
-    srun = next(line for line in text.splitlines() if line.startswith("srun "))
-    argv = srun.split(" podbench ", 1)[1].replace('"${PODBENCH_FLAGS[@]}"', "").split()
-    flags = sbatch_flags(text)
-    data = write_imagenet_dir(tmp_path / "imagenet", num_classes=5, train_per_class=2, validation_per_class=1)
-    flags[flags.index("--data-dir") + 1] = str(data)  # the script's path exists on its cluster, not here
-    args = cli.build_parser().parse_args([*argv, *flags])
-    assert args.resume_if_present and args.strategy == "multi_worker"
-    config = run_flags.config_from_args(args)  # every check that needs no TensorFlow
-    assert config.checkpoint.every_minutes == 30
-
-
 # --- under a real Slurm ---------------------------------------------------------------------------------
 
 def srun(cluster, *args, cwd: Path, timeout: float = RUN_TIMEOUT_S) -> subprocess.Popen:
@@ -250,9 +220,9 @@ def test_sigterm_to_one_task_mid_evaluation_ends_every_task_interrupted(slurm_cl
 
 
 def test_the_example_script_requeues_on_sigterm_and_the_requeued_job_resumes(slurm_cluster, tmp_path):
-    planned = 200
+    planned = 60
     text = SBATCH.read_text()
-    flags = " ".join([*SMALL, "--train-steps", str(planned), "--checkpoint-every", "0.002"])
+    flags = " ".join([*SMALL, "--train-steps", str(planned), "--checkpoint-every", "0.05"])  # every 3 s
     script = re.sub(r"PODBENCH_FLAGS=\(.*?\)", f"PODBENCH_FLAGS=({flags})", text, flags=re.S)
     script = re.sub(r"#SBATCH --(nodes|ntasks-per-node|gpus-per-task|cpus-per-task)=\S+\n", "", script)
     (tmp_path / "job.sbatch").write_text(script)
@@ -260,7 +230,7 @@ def test_the_example_script_requeues_on_sigterm_and_the_requeued_job_resumes(slu
     assert submitted.returncode == 0, submitted.stderr
     job_id = submitted.stdout.strip().split(";")[0]
     run_dir = tmp_path / results.DEFAULT_RUNS_DIR / f"slurm-{job_id}.0"
-    wait_for(lambda: list((run_dir / "checkpoints").glob("*.index")) and steps_logged(run_dir) >= 8,
+    wait_for(lambda: list((run_dir / "checkpoints").glob("*.index")) and steps_logged(run_dir) >= 4,
              "a checkpoint")
     # What --signal=TERM@120 does before the time limit, now: SIGTERM to every task of the job's steps.
     assert slurm_cluster.run("scancel", "--signal=TERM", job_id).returncode == 0
