@@ -20,7 +20,7 @@ from bench import presets
 from bench.cli import checks
 from bench.cli.run_flags import RUN_FLAGS, add_run_flags, config_from_args, load_config
 from bench.cli import run_cluster
-from bench.cluster import supervisor, tf_config
+from bench.cluster import supervisor, tf_config, tpu_slice
 from bench.cluster.launch import describe_exit
 from bench.config import RunConfig
 from bench.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunFailed, UsageError
@@ -180,6 +180,8 @@ def supervise(config: RunConfig, run_id: str, run_dir: Path, resume: bool, as_js
     request = {"config": dataclasses.asdict(config), "run_id": run_id, "run_dir": str(run_dir), "resume": resume,
                "restore": restore}
     child = load_runner()(request, config.checkpoint.grace_s)
+    if config.runtime.tpu and child.returncode < 0:  # killed: libtpu may have left its lockfile (N13)
+        tpu_slice.release_stale_lockfile()
     summary = supervisor.finalize(run_dir, child)
     uri = config.output.results_uri
     if summary is not None and uri:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import MutableMapping
 
 from bench.cli.run_flags import load_config
-from bench.cluster import gpus, slurm
+from bench.cluster import gpus, slurm, tpu_slice
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.results import rundir
@@ -26,10 +26,25 @@ from bench.results.rundir import read_json
 from bench.results.summary import read_summary
 
 
-def join_cluster(config: RunConfig, environ: MutableMapping[str, str] = os.environ) -> None:
-    """Under multi_worker inside a Slurm step with no TF_CONFIG: sets TF_CONFIG, the run id and this task's GPUs."""
+def join_cluster(config: RunConfig, environ: MutableMapping[str, str] = os.environ, tpu_worker=None) -> None:
+    """This worker's place, set in ``environ`` for the training process it starts.
+
+    Under multi_worker inside a Slurm step with no TF_CONFIG: TF_CONFIG, the run id
+    and this task's GPUs. With --tpu: refuses a TPU slice's worker other than 0, and
+    keeps libtpu out of a named or grpc:// TPU's client (TPU_LOAD_LIBRARY=0).
+
+    Args:
+      tpu_worker: this host's TPU worker number (default: GKE's variable or the TPU VM's metadata).
+
+    Raises:
+      UsageError: a Slurm step that cannot be one cluster; a TPU slice's non-zero worker.
+    """
     if config.runtime.strategy == "multi_worker":
         environ.update(slurm.cluster_env(environ, gpus.driver_gpus()))
+    tpu = config.runtime.tpu
+    if tpu:
+        tpu_slice.check_worker(tpu, tpu_worker(environ) if tpu_worker else tpu_slice.tpu_worker(environ))
+        environ.update(tpu_slice.client_env(tpu, environ))
 
 
 def results_dir(config: RunConfig, run_id: str) -> Path:

@@ -41,10 +41,15 @@ class Checkpointer:
       model: the compiled model (its optimizer is saved with it).
       strategy: the run's strategy (who writes where under multi_worker).
       directory: where the chief's checkpoints go.
+      io_device: the device whose filesystem reads and writes them (None: each
+        variable's host, TensorFlow's default). A remote TPU's variables live on
+        its hosts, which cannot see this client's local directory (N4):
+        ``client_io_device`` names this client's.
     """
 
-    def __init__(self, model, strategy: tf.distribute.Strategy, directory: str):
+    def __init__(self, model, strategy: tf.distribute.Strategy, directory: str, io_device: str | None = None):
         self.directory = directory
+        self.options = tf.train.CheckpointOptions(experimental_io_device=io_device)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="podbench_global_step")
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer, step=self.step)
         self.reader = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=MAX_TO_KEEP)
@@ -58,7 +63,7 @@ class Checkpointer:
     def save(self, step: int) -> str:
         """Writes the state after ``step``; returns the path (the temporary one on a non-chief worker)."""
         self.step.assign(step)
-        path = self.writer.save(checkpoint_number=step)
+        path = self.writer.save(checkpoint_number=step, options=self.options)
         if self._temporary:
             tf.io.gfile.rmtree(self.writer.directory)
         return path
@@ -72,8 +77,15 @@ class Checkpointer:
         The optimizer's slot variables do not exist until its first step: TensorFlow
         restores them then (deferred restoration), before any update uses them.
         """
-        self.checkpoint.restore(path).assert_existing_objects_matched()
+        self.checkpoint.restore(path, options=self.options).assert_existing_objects_matched()
         return int(self.step.numpy())
+
+
+def client_io_device(tpu: str | None, directory: str) -> str | None:
+    """This client's device for checkpoint I/O when a remote TPU (a name, grpc://) would write a
+    local ``directory`` on its own hosts; None otherwise (gs:// is seen from every host)."""
+    remote_tpu = bool(tpu) and tpu != "local"
+    return "/job:localhost/replica:0/task:0/device:CPU:0" if remote_tpu and "://" not in directory else None
 
 
 def temporary_dir(directory: str, task_id: int) -> str:

@@ -41,7 +41,7 @@ from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import Summary, write_summary
 from bench.train import environment, peak, recipe
 from bench.train.callbacks import Controls, make_callbacks
-from bench.train.checkpoints import Checkpointer, agreement, check_same_step
+from bench.train.checkpoints import Checkpointer, agreement, check_same_step, client_io_device
 from bench.train.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
 from bench.train.strategy import StrategyInfo, make_strategy
 from bench.train.summary import build_summary
@@ -274,7 +274,8 @@ def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, cont
     if not config.checkpoint.every_minutes:
         return dataclasses.replace(controls, agree=agree)
     directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
-    checkpointer = Checkpointer(built.model, setup.info.strategy, directory)
+    checkpointer = Checkpointer(built.model, setup.info.strategy, directory,
+                                client_io_device(config.runtime.tpu, directory))
     latest = checkpointer.latest() if restoring else None
     step = 0
     if latest:
