@@ -214,6 +214,7 @@ class StopAndCheckpointCallback(tf_keras.callbacks.Callback):
         name = stop_signal(tuple(values), self.request.signal_name if self.request.own else None)
         if name is not None and not self.request.requested:
             self.request.peer(name)
+        self.request.agreed = name is not None
         return name is not None
 
     def _final_fits(self) -> bool:

@@ -221,6 +221,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
             files.lifecycle.event(jsonl.SETUP, setup_s=time.perf_counter() - start_s)
             with graceful(controls.request):
                 fit(built, plan, config.train.target_accuracy, files, stream, controls)
+            controls.request.agreed = True  # fit returned: under multi_worker, on every worker at this step
         if controls.request.requested:
             ending = {"status": "interrupted", "signal": controls.request.signal_name}
     except KeyboardInterrupt as err:
@@ -230,11 +231,21 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
     except Exception as err:  # noqa: BLE001 (any failure ends the same way: recorded, summarized, one line)
         ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
     if ending["status"] == "interrupted":
-        say(f"interrupted ({ending['signal']}): summarizing the steps measured so far")
+        peer = " (another worker received it: every worker stops)" if controls.request.from_peer else ""
+        say(f"interrupted ({ending['signal']}){peer}: summarizing the steps measured so far")
     fields = {k: v for k, v in ending.items() if k != "usage"}
-    files.end(skipped_records=built.skipped_records() if built else None,
+    files.end(skipped_records=_skipped_records(built, controls, ending),
               optimizer_steps=_optimizer_steps(built), **fields)
     return ending
+
+
+def _skipped_records(built: Built | None, controls: Controls, ending: dict) -> int | None:
+    """Records --skip-corrupt dropped, every worker's (N14): summed with one more agreement when
+    the workers' fits ended together (at the planned step, or by an agreed stop), else this worker's own."""
+    skipped = built.skipped_records() if built else None
+    if skipped is None or controls.agree is None or ending["status"] == "failed" or not controls.request.agreed:
+        return skipped
+    return controls.agree((skipped,))[0]
 
 
 def _optimizer_steps(built: Built | None) -> int | None:

@@ -44,6 +44,7 @@ class StopRequest:
     at_s: float | None = None
     graceful: bool = False
     from_peer: bool = False
+    agreed: bool = False  # multi_worker: every worker stopped at the same place (bench/train/checkpoints.py)
     clock: object = field(default=time.monotonic, repr=False)
 
     @property
