@@ -128,6 +128,8 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
 def handle(args: argparse.Namespace) -> int:
     protect_std_streams()  # a closed console (`| head`) never stops a run or hides its exit code
     resume = args.resume is not None
+    if resume and args.resume_if_present:
+        raise UsageError("give --resume RUN_DIR (that run) or --resume-if-present (this command's run), not both")
     if resume:
         config, run_id, run_dir = resume_target(args)
     else:
