@@ -160,8 +160,13 @@ def test_three_workers_print_the_chiefs_summary_in_the_default_run_directory(tmp
     worker1 = (run_dir / "workers" / "worker-1.log").read_text()
     assert "step 6/6" in worker1 and "worker 1 of 3: the chief writes the results" in worker1
     scratch = [line.split("go to ")[1].split(" (removed")[0] for line in worker1.splitlines()
-               if line.startswith("worker 1 of 3")][0]
+               if line.startswith("worker 1 of 3") and "go to " in line][0]
     assert not Path(scratch).exists()  # the non-chief's run directory is gone
+    # Its last word: one line saying where the results are, not a second summary (issue 24, N12).
+    run_id = summary["run_id"]
+    assert (f"worker 1 of 3: results in {results.DEFAULT_RUNS_DIR / run_id} on the chief (run {run_id}; this "
+            "worker completed)") in worker1
+    assert "  measured " not in worker1  # the summary table is the chief's alone
     assert summary["run_id"] in worker1  # one run id for every worker
 
 
