@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test perf reference clean
+.PHONY: demo test perf reference clean slurm-packages
 
 $(STAMP): setup.cfg pyproject.toml
 	@$(PYTHON_BIN) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "error: podbench needs Python 3.11 (TensorFlow 2.20 pins); set PYTHON_BIN=/path/to/python3.11")'
@@ -16,8 +16,18 @@ $(STAMP): setup.cfg pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/podbench run
 
-test: $(STAMP)
+test: $(STAMP) slurm-packages
 	$(PY) -m pytest
+
+# The Slurm tests run a real one-node cluster (tests/slurm_cluster.py). As root with apt (CI), install its
+# packages once; elsewhere, or if apt fails, those tests say why they skipped in pytest's summary.
+SLURM_PACKAGES := slurmctld slurmd slurm-client munge
+slurm-packages:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! command -v slurmd >/dev/null; then \
+	  echo "installing $(SLURM_PACKAGES) for the Slurm tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    $(SLURM_PACKAGES) >/dev/null) || echo "could not install $(SLURM_PACKAGES): the Slurm tests will skip"; \
+	fi
 
 perf: $(STAMP)
 	@# --noconftest: the test suite splits the CPU into 2 logical devices; benchmarks run on the plain CPU.

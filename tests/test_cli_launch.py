@@ -160,8 +160,13 @@ def test_three_workers_print_the_chiefs_summary_in_the_default_run_directory(tmp
     worker1 = (run_dir / "workers" / "worker-1.log").read_text()
     assert "step 6/6" in worker1 and "worker 1 of 3: the chief writes the results" in worker1
     scratch = [line.split("go to ")[1].split(" (removed")[0] for line in worker1.splitlines()
-               if line.startswith("worker 1 of 3")][0]
+               if line.startswith("worker 1 of 3") and "go to " in line][0]
     assert not Path(scratch).exists()  # the non-chief's run directory is gone
+    # Its last word: one line saying where the results are, not a second summary (issue 24, N12).
+    run_id = summary["run_id"]
+    assert (f"worker 1 of 3: results in {results.DEFAULT_RUNS_DIR / run_id} on the chief (run {run_id}; this "
+            "worker completed)") in worker1
+    assert "  measured " not in worker1  # the summary table is the chief's alone
     assert summary["run_id"] in worker1  # one run id for every worker
 
 
@@ -262,3 +267,70 @@ def test_sigterm_to_the_launcher_stops_every_worker_at_a_step(tmp_path):
     checkpoint = [e for e in jsonl.read_lifecycle(out / results.LIFECYCLE_FILE) if e["event"] == "checkpoint"]
     assert checkpoint and checkpoint[-1]["step"] == summary["steps_completed"]  # the last one, on the notice
     assert not any(alive(pid) for pid in pids)
+
+
+# --- a stop notice to ONE worker stops every worker (review N1, N2, N3) ---------------------------
+
+@pytest.mark.parametrize("checkpoint_every", [None, "0"], ids=["checkpoints_on_the_notice", "checkpoint_every_0"])
+def test_sigterm_to_one_worker_stops_every_worker_interrupted(tmp_path, checkpoint_every):
+    out = tmp_path / "run"
+    every = ["--checkpoint-every", checkpoint_every] if checkpoint_every else []
+    with _launch("--workers", "2", "--", "run", "--depth", "10", *map(str, SMALL[:-2]), "--train-steps", "400",
+                 *every, "--output", str(out)) as proc:
+        pids = _pids_then_first_step(proc)
+        _wait_for_line(out / "workers" / "worker-1.log", "step ")
+        stopped_s = _sigterm_and_time_exits(pids[1:], pids)
+        stdout, stderr = proc.communicate()
+    assert proc.returncode == 143, stderr[-3000:]
+    assert not error_lines(stderr), stderr[-3000:]  # a stop, not a failure
+    summary = json.loads((out / results.SUMMARY_FILE).read_text())
+    assert (summary["status"], summary["signal"]) == ("interrupted", "SIGTERM")
+    assert 0 < summary["steps_completed"] < 400
+    worker1 = (out / "workers" / "worker-1.log").read_text()
+    assert "interrupted (SIGTERM)" in worker1 and "this worker interrupted" in worker1
+    checkpoints = [e for e in jsonl.read_lifecycle(out / results.LIFECYCLE_FILE) if e["event"] == "checkpoint"]
+    if checkpoint_every is None:  # the signalled worker's notice decided the last checkpoint for both
+        assert checkpoints and checkpoints[-1]["step"] == summary["steps_completed"]
+    else:
+        assert not checkpoints
+    print(f"SIGTERM to worker 1 -> every worker's exit: {stopped_s:.2f} s")  # read with -s (the report's figure)
+
+
+def test_sigterm_to_one_worker_during_an_evaluation_stops_every_worker(tmp_path):
+    from imagenet_fixture import write_imagenet_dir
+
+    # 5 x 400 validation records, 2 workers of batch 4: a 250-step evaluation, seconds long.
+    data = write_imagenet_dir(tmp_path / "data", num_classes=5, train_per_class=4, validation_per_class=400,
+                              validation_shards=4)
+    out = tmp_path / "run"
+    with _launch("--workers", "2", "--", "run", "--depth", "10", "--image-size", "32", "--num-classes", "5",
+                 "--batch-size", "4", "--data", "imagenet", "--data-dir", str(data), "--input-bench-batches", "0",
+                 "--steps-per-epoch", "2", "--epochs", "3", "--eval-every-epochs", "1", "--log-steps", "1",
+                 "--output", str(out)) as proc:
+        pids = _pids_then_first_step(proc)
+        _wait_for_line(out / "workers" / "worker-0.log", "step 2/")  # epoch 1 ends: its evaluation begins
+        _sigterm_and_time_exits(pids[1:], pids)
+        stdout, stderr = proc.communicate()
+    assert proc.returncode == 143, stderr[-3000:]
+    summary = json.loads((out / results.SUMMARY_FILE).read_text())
+    assert (summary["status"], summary["signal"]) == ("interrupted", "SIGTERM")
+    assert summary["steps_completed"] == 2 and not summary["eval_curve"]  # stopped inside the first evaluation
+    assert "interrupted (SIGTERM)" in (out / "workers" / "worker-1.log").read_text()
+
+
+def _wait_for_line(path: Path, text: str) -> None:
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while not (path.exists() and text in path.read_text()):
+        assert time.monotonic() < deadline, f"no {text!r} in {path}"
+        time.sleep(0.02)
+
+
+def _sigterm_and_time_exits(targets: list[int], pids: list[int]) -> float:
+    """SIGTERM to ``targets``; seconds until every one of ``pids`` has exited."""
+    start_s = time.monotonic()
+    for pid in targets:
+        os.kill(pid, signal.SIGTERM)
+    while any(alive(pid) for pid in pids):
+        assert time.monotonic() - start_s < RUN_TIMEOUT_S
+        time.sleep(0.02)
+    return time.monotonic() - start_s

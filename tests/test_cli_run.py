@@ -135,6 +135,8 @@ CHEAP_BAD_INPUTS = [
                  id="input_bench_negative"),
     pytest.param(["--results-uri", "s3://bucket/runs"], "not a gs:// URI", id="results_uri_not_gs"),
     pytest.param(["--results-uri", "gs://"], "names no bucket", id="results_uri_without_bucket"),
+    pytest.param(["--checkpoint-dir", "gs://"], "--checkpoint-dir: ", id="checkpoint_bucket_checked_before"),
+    pytest.param(["--resume", "{tmp}", "--resume-if-present"], "not both", id="two_kinds_of_resume"),
 ]
 
 

@@ -91,6 +91,9 @@ def test_describe_split(ids, shares, text):
         pytest.param(8, 8, {}, False, id="all_seen"),
         pytest.param(0, 0, {}, False, id="cpu_host"),
         pytest.param(0, 8, {"CUDA_VISIBLE_DEVICES": ""}, False, id="hidden_on_purpose"),
+        pytest.param(0, 8, {"CUDA_VISIBLE_DEVICES": "-1"}, False, id="hidden_with_minus_one"),
+        # Slurm's GRES and Kubernetes set a list for every GPU job: a CPU-only TensorFlow there is amiss (N7).
+        pytest.param(0, 8, {"CUDA_VISIBLE_DEVICES": "0,1"}, True, id="scheduler_list_is_not_hiding"),
     ],
 )
 def test_tensorflow_missing_gpus(tensorflow_gpus, driver, environ, amiss):

@@ -41,8 +41,8 @@ def test_parse_tf_config(raw, task_type, index, num_workers, is_chief, name):
 @pytest.mark.parametrize(
     "raw, fragment",
     [
-        pytest.param(None, "needs TF_CONFIG", id="unset"),
-        pytest.param("", "needs TF_CONFIG", id="empty"),
+        pytest.param(None, "needs a cluster: TF_CONFIG", id="unset"),
+        pytest.param("", "needs a cluster: TF_CONFIG", id="empty"),
         pytest.param("{not json", "not JSON", id="not_json"),
         pytest.param(json.dumps(["worker"]), "cluster.worker", id="a_list"),
         pytest.param(json.dumps({"task": {"type": "worker", "index": 0}}), "cluster.worker", id="no_cluster"),
@@ -111,5 +111,5 @@ def test_scratch_dir_only_for_a_non_chief_worker():
 
 
 def test_scratch_dir_checks_tf_config_before_tensorflow():
-    with pytest.raises(UsageError, match="needs TF_CONFIG"):
+    with pytest.raises(UsageError, match="needs a cluster: TF_CONFIG"):
         cluster.worker_scratch_dir("multi_worker", {})

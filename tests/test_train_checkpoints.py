@@ -124,3 +124,61 @@ def test_a_stop_request_does_not_wait_for_an_evaluation(tmp_path):
 
 def test_one_process_has_nothing_to_agree_on():
     assert checkpoints.agreement(tf.distribute.get_strategy()) is None
+
+
+# --- multi_worker: what the workers agree on (the all-reduce's sums, given here by a stand-in) ------
+
+def cluster_sums(*others):
+    """An agreement as every worker sees it: this worker's values plus the other workers' (the all-reduce's sum)."""
+    return lambda values: tuple(v + sum(o[k] for o in others) for k, v in enumerate(values))
+
+
+def test_a_stop_any_worker_received_stops_this_one_interrupted_with_that_signal(tmp_path):
+    request = StopRequest()  # this worker received nothing
+    m, timer, life, cb = controls(tmp_path, [0.0, 1.0, 2.0], request=request, every_s=None, with_saver=False)
+    cb.agree = cluster_sums((0, 1, 1))  # another worker: no checkpoint due, a stop, by SIGTERM
+    assert drive(cb, timer, m, blocks=3) == 1 and m.stop_training
+    assert (request.signal_name, request.from_peer, request.own) == ("SIGTERM", True, False)
+
+
+def test_during_an_evaluation_the_workers_stop_at_the_same_step(tmp_path):
+    request = StopRequest()
+    _, _, _, cb = controls(tmp_path, [0.0], request=request, with_saver=False)
+    cb.agree = cluster_sums((0, 0))
+    cb.on_test_batch_end(0)  # nobody asked: the evaluation goes on
+    cb.agree = cluster_sums((1, 0))  # a peer's Ctrl-C
+    with pytest.raises(KeyboardInterrupt):
+        cb.on_test_batch_end(1)
+    assert request.signal_name == "SIGINT" and request.from_peer
+
+
+@pytest.mark.parametrize("values, own, expected", [
+    ((0, 0), None, None), ((1, 1), None, "SIGTERM"), ((2, 0), None, "SIGINT"), ((2, 1), "SIGINT", "SIGINT")])
+def test_stop_signal(values, own, expected):
+    assert checkpoints.stop_signal(values, own) == expected
+
+
+def test_workers_that_restored_different_steps_are_refused_before_training():
+    checkpoints.check_same_step(cluster_sums((40, 1600, 1), (40, 1600, 1)), 40, "d")  # three at step 40
+    for mine, others in ((40, [0, 80]), (0, [40, 80]), (80, [0, 40])):  # 0, 40, 80: the mean is 40, yet they differ
+        agree = cluster_sums(*[(s, s * s, 1) for s in others])
+        with pytest.raises(checkpoints.UsageError, match="the 3 workers restored different steps"):
+            checkpoints.check_same_step(agree, mine, "d")
+
+
+def test_a_non_chiefs_throwaway_copy_of_a_gs_checkpoint_stays_local(tmp_path):
+    local = checkpoints.temporary_dir("gs://bucket/ckpt", 3)
+    assert "://" not in local and "podbench-checkpoint-worker3-" in local
+    assert checkpoints.temporary_dir(str(tmp_path), 1) == f"{tmp_path}/tmp-worker-1"
+
+
+def test_a_remote_tpu_writes_a_local_checkpoint_directory_through_this_client(tmp_path):
+    assert checkpoints.client_io_device("my-tpu", str(tmp_path)).startswith("/job:localhost/")
+    assert checkpoints.client_io_device("grpc://10.0.0.2:8470", "ckpts").startswith("/job:localhost/")
+    assert checkpoints.client_io_device("my-tpu", "gs://b/ckpt") is None  # every TPU host sees gs://
+    assert checkpoints.client_io_device("local", str(tmp_path)) is None
+    # The option itself, on this process's own CPU: saved and restored through the named device.
+    device = checkpoints.client_io_device("my-tpu", str(tmp_path))
+    saver = checkpoints.Checkpointer(model(), tf.distribute.get_strategy(), str(tmp_path), device)
+    path = saver.save(7)
+    assert checkpoints.Checkpointer(model(), tf.distribute.get_strategy(), str(tmp_path), device).restore(path) == 7

@@ -313,3 +313,21 @@ def test_evaluation_on_two_replicas_pads_rather_than_drops(tmp_path):
     assert [e["epoch"] for e in summary["eval_curve"]] == [1, 2]
     # Top-1 over 15 records is a whole number of fifteenths (over 16 examples it need not be).
     assert all(round(e["top_1"] * 15, 4) == round(e["top_1"] * 15) for e in summary["eval_curve"])
+
+
+def test_skipped_records_are_every_workers_when_the_workers_ended_together():
+    from types import SimpleNamespace
+
+    from bench.train.callbacks import Controls
+    from bench.train.run import _skipped_records
+    from bench.train.stopping import StopRequest
+
+    built = SimpleNamespace(skipped_records=lambda: 3)
+    others = 4  # the other worker's count, as the agreement all-reduce adds it
+    agree = lambda values: tuple(v + others for v in values)  # noqa: E731
+    together = StopRequest(agreed=True)
+    assert _skipped_records(built, Controls(request=together, agree=agree), {"status": "completed"}) == 7
+    assert _skipped_records(built, Controls(request=together, agree=agree), {"status": "interrupted"}) == 7
+    # A worker that stopped alone (a signal outside fit) must not wait in an all-reduce nobody joins.
+    assert _skipped_records(built, Controls(request=StopRequest(), agree=agree), {"status": "interrupted"}) == 3
+    assert _skipped_records(built, Controls(request=together), {"status": "completed"}) == 3  # one process

@@ -19,7 +19,8 @@ from bench import config as cfg
 from bench import presets
 from bench.cli import checks
 from bench.cli.run_flags import RUN_FLAGS, add_run_flags, config_from_args, load_config
-from bench.cluster import supervisor, tf_config
+from bench.cli import run_cluster
+from bench.cluster import supervisor, tf_config, tpu_slice
 from bench.cluster.launch import describe_exit
 from bench.config import RunConfig
 from bench.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunFailed, UsageError
@@ -82,6 +83,8 @@ def check_outputs(config: RunConfig) -> None:
     ckpt = config.checkpoint.dir
     if ckpt and not ckpt.startswith("gs://"):
         checks.output_dir(ckpt, "--checkpoint-dir", refuse_runs=False)  # its own checkpoints may be there
+    elif ckpt:  # a typo'd bucket or a missing permission fails now, not at the first or the last checkpoint
+        storage.check_results_uri(ckpt, flag="--checkpoint-dir", what="write checkpoints to")
     if config.output.results_uri is not None:
         storage.check_results_uri(config.output.results_uri)  # a typo'd bucket fails now, not after the run
 
@@ -125,17 +128,28 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
 def handle(args: argparse.Namespace) -> int:
     protect_std_streams()  # a closed console (`| head`) never stops a run or hides its exit code
     resume = args.resume is not None
+    if resume and args.resume_if_present:
+        raise UsageError("give --resume RUN_DIR (that run) or --resume-if-present (this command's run), not both")
     if resume:
         config, run_id, run_dir = resume_target(args)
     else:
         config = config_from_args(args)
-        # `podbench launch` gives its workers one run id.
+    run_cluster.join_cluster(config)  # TF_CONFIG, or the Slurm step's cluster
+    if not resume:
+        # `podbench launch`, a Slurm step or the user (Kubernetes) gives every worker one run id.
         run_id = os.environ.get(tf_config.RUN_ID_ENV) or rundir.new_run_id()
+        if args.resume_if_present:
+            present = run_cluster.present_run(config, run_id)
+            if present.completed:
+                print(f"run {run_id} in {present.run_dir} has completed: nothing to resume", file=sys.stderr)
+                return EXIT_OK
+            config, resume, run_dir = present.config, present.resume, present.run_dir
     check_outputs(config)
+    results_dir = run_dir if resume else run_cluster.results_dir(config, run_id)
     # A multi_worker run's non-chief workers write to a temporary directory, never where the
     # user's results go (the chief writes those), and keep no MLPerf log or upload of their own.
     scratch = tf_config.worker_scratch_dir(config.runtime.strategy)
-    restore = resume
+    restore = resume or bool(args.resume_if_present)
     if scratch is not None:
         parts = {"output": dict(dir=scratch.name, mllog=None, results_uri=None)}
         if resume:  # it restores the chief's checkpoints (all workers must), into a fresh directory of its own
@@ -146,7 +160,8 @@ def handle(args: argparse.Namespace) -> int:
         run_dir = rundir.prepare_run_dir(config.output.dir, run_id)
     print(f"podbench run {run_id}: {'resuming' if resume else 'loading TensorFlow'}…", file=sys.stderr, flush=True)
     try:
-        return supervise(config, run_id, run_dir, resume, args.json, restore)
+        return supervise(config, run_id, run_dir, resume, args.json, restore,
+                         None if scratch is None else f"{scratch.worker}: results in {results_dir} on the chief")
     finally:
         if scratch is not None:
             scratch.cleanup()
@@ -158,11 +173,17 @@ def load_runner():
 
 
 def supervise(config: RunConfig, run_id: str, run_dir: Path, resume: bool, as_json: bool,
-              restore: bool = False) -> int:
-    """Runs the training in a supervised child; then the summary, printed and uploaded."""
+              restore: bool = False, elsewhere: str | None = None) -> int:
+    """Runs the training in a supervised child; then the summary, printed and uploaded.
+
+    ``elsewhere``: a non-chief worker's one line saying where the results are; it
+    prints that (on stderr) instead of a summary, so a cluster's stdout holds one.
+    """
     request = {"config": dataclasses.asdict(config), "run_id": run_id, "run_dir": str(run_dir), "resume": resume,
                "restore": restore}
     child = load_runner()(request, config.checkpoint.grace_s)
+    if config.runtime.tpu and child.returncode < 0:  # killed: libtpu may have left its lockfile (N13)
+        tpu_slice.release_stale_lockfile()
     summary = supervisor.finalize(run_dir, child)
     uri = config.output.results_uri
     if summary is not None and uri:
@@ -172,7 +193,10 @@ def supervise(config: RunConfig, run_id: str, run_dir: Path, resume: bool, as_js
     if summary is None:
         raise RunFailed(f"the training process ended with {describe_exit(child.returncode)} before the run "
                         "started; see the lines above")
-    print(rundir.dumps(summary.to_json()) if as_json else format_summary(summary, earlier_runs(run_dir, summary)))
+    if elsewhere is not None:
+        print(f"{elsewhere} (run {run_id}; this worker {summary.status})", file=sys.stderr, flush=True)
+    else:
+        print(rundir.dumps(summary.to_json()) if as_json else format_summary(summary, earlier_runs(run_dir, summary)))
     if summary.status == "failed":
         raise RunFailed(f"{summary.error} (what was measured is in {run_dir})")
     return EXIT_OK if summary.status == "completed" else exit_code_of(summary)

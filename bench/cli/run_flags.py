@@ -153,6 +153,9 @@ def add_run_flags(parser: argparse.ArgumentParser, skip: frozenset[str] = frozen
     parser.add_argument("--resume", metavar="RUN_DIR",
                         help="continue a stopped run from its latest checkpoint, with its own config.json, in its "
                              "own directory (only flags that do not change the benchmark may be given)")
+    parser.add_argument("--resume-if-present", action="store_true", default=None,
+                        help="for a restarted pod or a requeued job re-running the same command: resume this run "
+                             "(its id from PODBENCH_RUN_ID or the Slurm job) if its directory already holds it")
     groups: dict[str, argparse._ArgumentGroup] = {}
     for flag in RUN_FLAGS:
         if flag.name in skip:

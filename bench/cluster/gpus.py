@@ -90,9 +90,10 @@ def split_gpus(ids: list[str], workers: int) -> list[str]:
 def tensorflow_missing_gpus(tensorflow_gpus: int, driver_count: int, environ: Mapping[str, str]) -> str | None:
     """One line when the driver lists GPUs that TensorFlow does not see; None when nothing is amiss.
 
-    Hiding the GPUs on purpose (CUDA_VISIBLE_DEVICES set) is not amiss.
+    Hiding the GPUs on purpose (CUDA_VISIBLE_DEVICES "" or "-1") is not amiss; a list of
+    GPUs is not hiding them (Slurm and Kubernetes set one for every GPU allocation).
     """
-    if tensorflow_gpus or not driver_count or VISIBLE_ENV in environ:
+    if tensorflow_gpus or not driver_count or not visible_gpus(environ, driver_count):
         return None
     return (f"this host has {driver_count} NVIDIA GPU(s) but TensorFlow sees none: install podbench with "
             f"pip install -e '.[gpu]' (TensorFlow's CUDA libraries), or set {VISIBLE_ENV}= to run on the CPU "

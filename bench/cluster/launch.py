@@ -37,6 +37,8 @@ STOP_GRACE_S = 40.0
 STRAGGLER_S = 120.0
 POLL_S = 0.2  # how often deadlines are checked; exits are seen at once
 EXIT_TIMED_OUT = 124  # as timeout(1)
+# A worker's exit code when a stop signal interrupted its run (it stopped at a step and summarized).
+INTERRUPTED = {128 + signal.SIGINT: "SIGINT", 128 + signal.SIGTERM: "SIGTERM"}
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -221,22 +223,27 @@ def _watch(workers: list[_Worker], exits: queue.Queue, timeout_s: float | None,
     """Waits until every worker exited 0, one failed, the deadline passed, or one straggles."""
     start_s = time.monotonic()
     first_done_s = None
-    finished = set()
+    finished, stopped = set(), {}
     while len(finished) < len(workers):
         with contextlib.suppress(queue.Empty):
             index, code = exits.get(timeout=POLL_S)
-            if code != 0:
+            if code in INTERRUPTED:  # a stop notice: the workers agree to stop at one step, all of them
+                stopped[index] = INTERRUPTED[code]
+            elif code != 0:
                 return _failure(workers[index], code, len(workers))
             finished.add(index)
             first_done_s = first_done_s or time.monotonic()
         now_s = time.monotonic()
-        if first_done_s is not None and now_s - first_done_s > straggler_s:
+        if first_done_s is not None and now_s - first_done_s > (STOP_GRACE_S if stopped else straggler_s):
             late = sorted(set(range(len(workers))) - finished)
             return LaunchOutcome(1, f"worker(s) {', '.join(map(str, late))} still running {straggler_s:g} s "
                                     f"after another finished: stopped them (logs in {_log_dir(workers)})")
         if timeout_s is not None and now_s - start_s > timeout_s:
             return LaunchOutcome(EXIT_TIMED_OUT, f"timed out after {timeout_s:g} s (--timeout): stopped every "
                                                  f"worker (logs in {_log_dir(workers)})")
+    if stopped:
+        name = stopped.get(0) or next(iter(stopped.values()))
+        return LaunchOutcome(128 + signal.Signals[name].value, stop_signal=name)
     return LaunchOutcome(workers[0].proc.returncode)
 
 

@@ -91,8 +91,9 @@ def parse_tf_config(raw: str | None) -> ClusterTask:
       UsageError: unset, not JSON, not a cluster spec, or a task missing or out of range.
     """
     if not raw:
-        raise UsageError("--strategy multi_worker needs TF_CONFIG (the cluster spec) set on every worker; "
-                         "to try it on one machine: podbench launch --workers 2 -- run ...")
+        raise UsageError("--strategy multi_worker needs a cluster: TF_CONFIG set on every worker, or a Slurm "
+                         "step (srun podbench run ...); to try it on one machine: podbench launch --workers 2 "
+                         "-- run ...")
     try:
         spec = json.loads(raw)
     except ValueError as err:
@@ -133,8 +134,16 @@ def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
         return [s.getsockname()[1] for s in sockets]
 
 
+class WorkerScratch(tempfile.TemporaryDirectory):
+    """A non-chief worker's temporary run directory; ``worker`` names it ("worker 1 of 2")."""
+
+    def __init__(self, task: ClusterTask):
+        super().__init__(prefix=f"podbench-{task.name.replace(' ', '')}-")
+        self.worker = f"{task.name} of {task.num_workers}"
+
+
 def worker_scratch_dir(strategy: str, environ: Mapping[str, str] = os.environ,
-                       stream: TextIO = sys.stderr) -> tempfile.TemporaryDirectory | None:
+                       stream: TextIO = sys.stderr) -> WorkerScratch | None:
     """A temporary run directory for a non-chief worker; None for every other run.
 
     Only the chief writes where the user's results go; the other workers train
@@ -150,7 +159,7 @@ def worker_scratch_dir(strategy: str, environ: Mapping[str, str] = os.environ,
     task = parse_tf_config(environ.get("TF_CONFIG"))
     if task.is_chief:
         return None
-    scratch = tempfile.TemporaryDirectory(prefix=f"podbench-{task.name.replace(' ', '')}-")
-    print(f"{task.name} of {task.num_workers}: the chief writes the results; this worker's go to "
-          f"{scratch.name} (removed at the end)", file=stream, flush=True)
+    scratch = WorkerScratch(task)
+    print(f"{scratch.worker}: the chief writes the results; this worker's go to {scratch.name} (removed at "
+          "the end)", file=stream, flush=True)
     return scratch

@@ -77,7 +77,7 @@ def format_gs_uri(bucket: str, *parts: str) -> str:
     return SCHEME + "/".join([bucket, *(p.strip("/") for p in parts if p.strip("/"))])
 
 
-def check_results_uri(uri: str, client=None) -> None:
+def check_results_uri(uri: str, client=None, flag: str = "--results-uri", what: str = "upload results to") -> None:
     """Before a run: the URI is well formed and its bucket exists and takes new objects.
 
     A typo in the bucket or missing credentials then cost seconds, not a run's worth of
@@ -87,6 +87,7 @@ def check_results_uri(uri: str, client=None) -> None:
     Args:
       uri: the --results-uri value.
       client: a google.cloud.storage.Client; by default one from Application Default Credentials.
+      flag, what: the flag that named it and what it is for (--checkpoint-dir: "write checkpoints to").
 
     Raises:
       UsageError: malformed URI, no credentials, no such bucket, or no permission to write.
@@ -94,15 +95,15 @@ def check_results_uri(uri: str, client=None) -> None:
     try:
         bucket_name, _ = parse_gs_uri(uri)
     except ValueError as err:
-        raise UsageError(f"--results-uri: {err}") from None
-    what = f"cannot upload results to {uri}"
+        raise UsageError(f"{flag}: {err}") from None
+    what = f"cannot {what} {uri}"
     with translate_errors(what, bucket_name):
         client = client or make_client()
         granted = client.bucket(bucket_name).test_iam_permissions(
             [WRITE_PERMISSION], retry=_retry(CHECK_RETRY_TIMEOUT_S))
     if WRITE_PERMISSION not in granted:
         raise UsageError(f"{what}: no permission to create objects in bucket {bucket_name} "
-                         "(needs roles/storage.objectCreator); fix --results-uri or use another account")
+                         f"(needs roles/storage.objectCreator); fix {flag} or use another account")
 
 
 def check_readable_prefix(uri: str, what: str, client=None) -> None:

@@ -16,11 +16,13 @@ each write, as tf_keras does; all of them restore from the chief's.
 """
 from __future__ import annotations
 
+import tempfile
 import time
 
 import tensorflow as tf
 import tf_keras
 
+from bench.errors import UsageError
 from bench.results import jsonl
 from bench.train.stopping import DEFAULT_GRACE_S, Interrupted, StopRequest
 from bench.train.timer import StepTimerCallback
@@ -39,10 +41,15 @@ class Checkpointer:
       model: the compiled model (its optimizer is saved with it).
       strategy: the run's strategy (who writes where under multi_worker).
       directory: where the chief's checkpoints go.
+      io_device: the device whose filesystem reads and writes them (None: each
+        variable's host, TensorFlow's default). A remote TPU's variables live on
+        its hosts, which cannot see this client's local directory (N4):
+        ``client_io_device`` names this client's.
     """
 
-    def __init__(self, model, strategy: tf.distribute.Strategy, directory: str):
+    def __init__(self, model, strategy: tf.distribute.Strategy, directory: str, io_device: str | None = None):
         self.directory = directory
+        self.options = tf.train.CheckpointOptions(experimental_io_device=io_device)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="podbench_global_step")
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer, step=self.step)
         self.reader = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=MAX_TO_KEEP)
@@ -50,14 +57,13 @@ class Checkpointer:
         self._temporary = extended._in_multi_worker_mode() and not extended.should_checkpoint  # noqa: SLF001
         self.writer = self.reader
         if self._temporary:
-            task = strategy.cluster_resolver.task_id
-            self.writer = tf.train.CheckpointManager(self.checkpoint, f"{directory.rstrip('/')}/tmp-worker-{task}",
-                                                     max_to_keep=1)
+            self.writer = tf.train.CheckpointManager(self.checkpoint, temporary_dir(
+                directory, strategy.cluster_resolver.task_id), max_to_keep=1)
 
     def save(self, step: int) -> str:
         """Writes the state after ``step``; returns the path (the temporary one on a non-chief worker)."""
         self.step.assign(step)
-        path = self.writer.save(checkpoint_number=step)
+        path = self.writer.save(checkpoint_number=step, options=self.options)
         if self._temporary:
             tf.io.gfile.rmtree(self.writer.directory)
         return path
@@ -71,8 +77,27 @@ class Checkpointer:
         The optimizer's slot variables do not exist until its first step: TensorFlow
         restores them then (deferred restoration), before any update uses them.
         """
-        self.checkpoint.restore(path).assert_existing_objects_matched()
+        self.checkpoint.restore(path, options=self.options).assert_existing_objects_matched()
         return int(self.step.numpy())
+
+
+def client_io_device(tpu: str | None, directory: str) -> str | None:
+    """This client's device for checkpoint I/O when a remote TPU (a name, grpc://) would write a
+    local ``directory`` on its own hosts; None otherwise (gs:// is seen from every host)."""
+    remote_tpu = bool(tpu) and tpu != "local"
+    return "/job:localhost/replica:0/task:0/device:CPU:0" if remote_tpu and "://" not in directory else None
+
+
+def temporary_dir(directory: str, task_id: int) -> str:
+    """Where a non-chief worker writes the checkpoint it deletes at once.
+
+    The write itself is needed (saving all-reduces the batch-norm statistics), its
+    bytes are not: for a gs:// (or any remote) directory they go to a local
+    temporary directory, not N-1 uploads of the whole model thrown away (N11).
+    """
+    if "://" in directory:
+        return tempfile.mkdtemp(prefix=f"podbench-checkpoint-worker{task_id}-")
+    return f"{directory.rstrip('/')}/tmp-worker-{task_id}"
 
 
 def checkpoint_bytes(path: str) -> int | None:
@@ -86,21 +111,50 @@ def checkpoint_bytes(path: str) -> int | None:
 def agreement(strategy: tf.distribute.Strategy):
     """A function that makes every worker of a multi_worker run see the same decisions.
 
-    Returns None where there is one process (nothing to agree on). The flags are
-    summed across workers: a decision any worker takes, every worker takes.
+    Returns None where there is one process (nothing to agree on). The values are
+    summed across workers: a flag any worker raises, every worker sees raised.
+    float64 holds the integers exactly (to 2**53) on every device, NCCL's included.
     """
     if not strategy.extended._in_multi_worker_mode():  # noqa: SLF001
         return None
 
-    @tf.function  # traced once: eager collectives cost far more per call
-    def total(flags):
-        per_replica = strategy.run(tf.identity, args=(flags,))
+    @tf.function  # traced once per length: eager collectives cost far more per call
+    def total(values):
+        per_replica = strategy.run(tf.identity, args=(values,))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
-    def agree(flags: tuple[int, ...]) -> tuple[bool, ...]:
-        return tuple(bool(v) for v in total(tf.constant(flags, tf.int32)).numpy())
+    def agree(values: tuple[int, ...]) -> tuple[int, ...]:
+        # Each worker's value counts once, however many replicas (devices) it has.
+        sums = total(tf.constant(values, tf.float64)).numpy() / strategy.extended._num_devices_per_worker  # noqa: SLF001
+        return tuple(int(round(v)) for v in sums)
 
     return agree
+
+
+def check_same_step(agree, step: int, directory: str) -> None:
+    """Every worker restored the same step, or every worker raises the same one line (before training).
+
+    MultiWorkerMirroredStrategy broadcasts variables only when it creates them, not
+    after a restore: workers from different checkpoints would train apart, and one
+    from step 0 would wait in an all-reduce once the others finished. The steps are
+    all equal exactly when workers x sum(step^2) == sum(step)^2 (Cauchy-Schwarz).
+
+    Raises:
+      UsageError: the workers' steps differ.
+    """
+    total, squares, workers = agree((step, step * step, 1))
+    if workers * squares != total * total:
+        raise UsageError(f"the {workers} workers restored different steps (this one {step} from {directory}; "
+                         f"their mean {total / workers:g}): every worker must read the chief's checkpoints, from a "
+                         "shared file system or gs:// (--checkpoint-dir)")
+
+
+def stop_signal(values: tuple[int, ...], own_signal: str | None) -> str | None:
+    """The signal the workers stop with: this worker's own, else SIGTERM if any peer had it, else SIGINT."""
+    stops, sigterms = values
+    if not stops:
+        return None
+    return own_signal or ("SIGTERM" if sigterms else "SIGINT")
 
 
 class StopAndCheckpointCallback(tf_keras.callbacks.Callback):
@@ -133,18 +187,35 @@ class StopAndCheckpointCallback(tf_keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         due = self.checkpointer is not None and self.every_s is not None \
             and self.clock() - self._last_s >= self.every_s
-        stop = self.request.requested
-        final = stop and self.checkpointer is not None and self._final_fits()
-        save, stop = (due or final, stop) if self.agree is None else self.agree((int(due or final), int(stop)))
+        final = self.request.requested and self.checkpointer is not None and self._final_fits()
+        if self.agree is None:
+            save, stop = due or final, self.request.requested
+        else:
+            save, *stops = self.agree((int(due or final), *self._stop_flags()))
+            stop = self._agreed_stop(stops)
         if save:
             self._save()
         if stop:
             self.model.stop_training = True
 
     def on_test_batch_end(self, batch, logs=None):
-        # An evaluation can take minutes: a stop notice does not wait for its end.
-        if self.request.requested:
+        # An evaluation can take minutes: a stop notice does not wait for its end. Under
+        # multi_worker every evaluation step is all-reduced, so the workers stop together.
+        stop = self.request.requested if self.agree is None else self._agreed_stop(self.agree(self._stop_flags()))
+        if stop:
             raise Interrupted(self.request.signal_name)
+
+    def _stop_flags(self) -> tuple[int, int]:
+        own = self.request.own
+        return int(own), int(own and self.request.signal_name == "SIGTERM")
+
+    def _agreed_stop(self, values) -> bool:
+        """A stop any worker received stops this one, which then ends interrupted with that signal (N1)."""
+        name = stop_signal(tuple(values), self.request.signal_name if self.request.own else None)
+        if name is not None and not self.request.requested:
+            self.request.peer(name)
+        self.request.agreed = name is not None
+        return name is not None
 
     def _final_fits(self) -> bool:
         expected_s = self._write_s if self._write_s is not None else FIRST_WRITE_ESTIMATE_S

@@ -8,21 +8,19 @@ import re
 import socket
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import tensorflow as tf
 
+from bench.cluster import tpu_slice
 from bench.train.peak import MeasuredPeak
 from bench.train.strategy import StrategyInfo, cluster_task
 from methodology import mfu, peaks
 
 _REPO = Path(__file__).resolve().parent.parent
-# Where a TPU VM names its accelerator type (GKE sets the variable; every TPU VM's metadata
-# server answers the URL: cloud.google.com/compute/docs/metadata/overview).
-TPU_TYPE_ENV = "TPU_ACCELERATOR_TYPE"
-GCE_ACCELERATOR_TYPE_URL = "http://metadata.google.internal/computeMetadata/v1/instance/attributes/accelerator-type"
-METADATA_TIMEOUT_S = 1.0
+# The TPU VM's own description (no TensorFlow needed): bench/cluster/tpu_slice.py.
+TPU_TYPE_ENV, GCE_ACCELERATOR_TYPE_URL = tpu_slice.TPU_TYPE_ENV, tpu_slice.GCE_ACCELERATOR_TYPE_URL
+tpu_accelerator_type = tpu_slice.tpu_accelerator_type
 
 
 def cpu_info(cpuinfo_path: str = "/proc/cpuinfo") -> dict:
@@ -75,26 +73,6 @@ def gpu_details() -> tuple[str, tuple[int, int] | None]:
     details = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
     capability = details.get("compute_capability")
     return details.get("device_name", "GPU"), tuple(capability) if capability else None
-
-
-def tpu_accelerator_type(environ=os.environ, metadata_url: str = GCE_ACCELERATOR_TYPE_URL,
-                         timeout_s: float = METADATA_TIMEOUT_S) -> str | None:
-    """The Cloud TPU accelerator type ("v4-8", "v5litepod-8"), where the TPU VM says it; else None.
-
-    TensorFlow does not name the generation (its device details cover GPUs only):
-    GKE and some TPU VM images set TPU_ACCELERATOR_TYPE, and every TPU VM's metadata
-    server answers ``instance/attributes/accelerator-type``. A machine without one
-    costs a refused connection or ``timeout_s``, never a hang.
-    """
-    if environ.get(TPU_TYPE_ENV):
-        return environ[TPU_TYPE_ENV].strip()
-    request = urllib.request.Request(metadata_url, headers={"Metadata-Flavor": "Google"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 (a fixed http URL)
-            text = answer.read(256).decode("utf-8", "replace").strip()
-    except (OSError, ValueError):
-        return None
-    return text or None
 
 
 def device_kind(info: StrategyInfo, cpu: dict, gpu_name: str | None = None, tpu_type: str | None = None) -> str:

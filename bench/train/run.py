@@ -41,7 +41,7 @@ from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import Summary, write_summary
 from bench.train import environment, peak, recipe
 from bench.train.callbacks import Controls, make_callbacks
-from bench.train.checkpoints import Checkpointer, agreement
+from bench.train.checkpoints import Checkpointer, agreement, check_same_step, client_io_device
 from bench.train.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
 from bench.train.strategy import StrategyInfo, make_strategy
 from bench.train.summary import build_summary
@@ -85,7 +85,7 @@ class Built:
         return sum(int(c.numpy()) for c in counters) if counters else None
 
 
-def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
+def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopRequest | None = None) -> Setup:
     """The strategy, then what the data holds (no batch size needed), then the one complete plan.
 
     A resumed run's plan must be the plan it ran with: the same replicas, batches
@@ -98,6 +98,8 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
     rt = config.runtime
     try:
         info = make_strategy(rt.strategy, tpu=rt.tpu, replicas=rt.replicas)
+        if request is not None:
+            reclaim(request)  # at once: the strategy may have taken SIGTERM over (counting gs:// shards follows)
         splits = ("train", "validation") if config.train.evaluates else ("train",)
         counts = pipeline.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
         plan = resolve(config, info.platform, info.num_replicas, counts, strategy=info.name,
@@ -147,8 +149,7 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
     with handling_stop_signals(request):
         start_s = time.perf_counter()
         try:
-            setup = prepare(config, run_dir if resume else None)
-            reclaim(request)  # the strategy may have taken SIGTERM over
+            setup = prepare(config, run_dir if resume else None, request)
         except UsageError:
             with contextlib.suppress(OSError):  # only if empty: --output may hold the user's files
                 run_dir.rmdir()
@@ -230,6 +231,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
             files.lifecycle.event(jsonl.SETUP, setup_s=time.perf_counter() - start_s)
             with graceful(controls.request):
                 fit(built, plan, config.train.target_accuracy, files, stream, controls)
+            controls.request.agreed = True  # fit returned: under multi_worker, on every worker at this step
         if controls.request.requested:
             ending = {"status": "interrupted", "signal": controls.request.signal_name}
     except KeyboardInterrupt as err:
@@ -239,11 +241,21 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
     except Exception as err:  # noqa: BLE001 (any failure ends the same way: recorded, summarized, one line)
         ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
     if ending["status"] == "interrupted":
-        say(f"interrupted ({ending['signal']}): summarizing the steps measured so far")
+        peer = " (another worker received it: every worker stops)" if controls.request.from_peer else ""
+        say(f"interrupted ({ending['signal']}){peer}: summarizing the steps measured so far")
     fields = {k: v for k, v in ending.items() if k != "usage"}
-    files.end(skipped_records=built.skipped_records() if built else None,
+    files.end(skipped_records=_skipped_records(built, controls, ending),
               optimizer_steps=_optimizer_steps(built), **fields)
     return ending
+
+
+def _skipped_records(built: Built | None, controls: Controls, ending: dict) -> int | None:
+    """Records --skip-corrupt dropped, every worker's (N14): summed with one more agreement when
+    the workers' fits ended together (at the planned step, or by an agreed stop), else this worker's own."""
+    skipped = built.skipped_records() if built else None
+    if skipped is None or controls.agree is None or ending["status"] == "failed" or not controls.request.agreed:
+        return skipped
+    return controls.agree((skipped,))[0]
 
 
 def _optimizer_steps(built: Built | None) -> int | None:
@@ -273,11 +285,18 @@ def describe_failure(err: BaseException, run_dir: Path) -> str:
 
 def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, controls: Controls, say,
             restoring: bool) -> Controls:
-    """The checkpointer, and when resuming its latest checkpoint restored (the fit then starts there)."""
+    """The checkpointer, and when resuming its latest checkpoint restored (the fit then starts there).
+
+    Under multi_worker the workers agree at every block end on when to stop, with
+    or without checkpoints (else each stops at its own next block, and the later
+    ones wait in an all-reduce for a peer that has gone), and on the step they restored.
+    """
+    agree = agreement(setup.info.strategy)
     if not config.checkpoint.every_minutes:
-        return controls
+        return dataclasses.replace(controls, agree=agree)
     directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
-    checkpointer = Checkpointer(built.model, setup.info.strategy, directory)
+    checkpointer = Checkpointer(built.model, setup.info.strategy, directory,
+                                client_io_device(config.runtime.tpu, directory))
     latest = checkpointer.latest() if restoring else None
     step = 0
     if latest:
@@ -287,9 +306,11 @@ def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, cont
                               segment=controls.segment)
         say(f"restored {latest}: continuing after step {step} of {setup.plan.train_steps}")
     elif restoring:
-        say(f"no checkpoint in {directory}: starting again from step 0 (what earlier segments measured is kept)")
+        say(f"no checkpoint in {directory}: starting from step 0 (what earlier segments measured is kept)")
+    if agree is not None:
+        check_same_step(agree, step, directory)
     return dataclasses.replace(controls, checkpointer=checkpointer, checkpoint_every_s=config.checkpoint.every_s,
-                               initial_step=step, agree=agreement(setup.info.strategy))
+                               initial_step=step, agree=agree)
 
 
 def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int = 0) -> Built:

@@ -43,11 +43,24 @@ class StopRequest:
     signal_name: str | None = None
     at_s: float | None = None
     graceful: bool = False
+    from_peer: bool = False
+    agreed: bool = False  # multi_worker: every worker stopped at the same place (bench/train/checkpoints.py)
     clock: object = field(default=time.monotonic, repr=False)
 
     @property
     def requested(self) -> bool:
         return self.signal_name is not None
+
+    @property
+    def own(self) -> bool:
+        """A signal this process received (not one a peer worker received and the workers agreed on)."""
+        return self.requested and not self.from_peer
+
+    def peer(self, signal_name: str) -> None:
+        """Another worker of the cluster received ``signal_name`` and every worker stops with it:
+        this one ends interrupted too, with that signal's exit code (143 for SIGTERM)."""
+        if self.signal_name is None:
+            self.signal_name, self.at_s, self.from_peer = signal_name, self.clock(), True
 
     def handle(self, signum: int, frame=None) -> None:
         name = signal.Signals(signum).name

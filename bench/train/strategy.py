@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 import tensorflow as tf
 
 from bench.cluster import gpus as host_gpus
+from bench.cluster import tpu_slice
 from bench.cluster.tf_config import ClusterTask, parse_tf_config
 from bench.errors import UsageError
 
@@ -312,8 +313,12 @@ def _tpu_strategy(tpu: str | None) -> StrategyInfo:
             f"cannot use TPU {tpu!r}: {first_line[:200]}; on a single-host TPU VM use --tpu local, on a "
             f"Pod slice's worker 0 the TPU's name, elsewhere grpc://HOST:8470{hint}"
         ) from None
-    strategy = tf.distribute.TPUStrategy(resolver)
     devices = tuple(d.name for d in tf.config.list_logical_devices("TPU"))
+    if tpu == "local":  # one host of a larger slice (`ssh --worker=all`) would claim the whole slice (N8)
+        problem = tpu_slice.local_slice_problem(tpu_slice.tpu_accelerator_type(), len(devices))
+        if problem:
+            raise UsageError(problem)
+    strategy = tf.distribute.TPUStrategy(resolver)
     return _info(strategy, "tpu", "tpu", devices, strategy.extended.num_hosts)
 
 

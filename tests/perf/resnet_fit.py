@@ -30,16 +30,17 @@ class CompiledResNet:
     strategy: object
 
 
-def compiled_resnet(batch: int, steps_per_fit: int, precision: str | None = None) -> CompiledResNet:
-    """ResNet-50 v1.5 at 224x224 on synthetic data under the default strategy, traced and warm.
+def compiled_resnet(batch: int, steps_per_fit: int, precision: str | None = None,
+                    strategy: str = "default") -> CompiledResNet:
+    """ResNet-50 v1.5 at 224x224 on synthetic data under ``strategy``, traced and warm.
 
     ``precision``: None keeps the platform's float32-era default (float32 on a CPU).
     """
-    info = make_strategy("default")
+    info = make_strategy(strategy)
     config = cfg.replace(cfg.RunConfig(), data=dict(steps_per_epoch=steps_per_fit),
                          train=dict(per_replica_batch_size=batch, train_steps=10**6, warmup_steps=0,
                                     precision=precision))
-    plan = resolve(config, info.platform, info.num_replicas)
+    plan = resolve(config, info.platform, info.num_replicas, strategy=info.name)
     model = build_model(config.model, plan, config.train.seed, info.strategy)
     dataset = make_dataset(info.strategy, make_pipeline(plan.train_input, DataCounts()))
     model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0)  # trace + first steps, not measured

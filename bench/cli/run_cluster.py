@@ -1,0 +1,96 @@
+"""`podbench run` as one worker of a cluster: where its cluster comes from, and a restarted worker's run.
+
+Two things a scheduler needs that a single-host run does not, kept out of
+bench/cli/run.py:
+
+- the cluster: TF_CONFIG when a Kubeflow TFJob (or the user, or `podbench
+  launch`) sets it, else the Slurm step's own variables (bench/cluster/slurm.py);
+- ``--resume-if-present``: a pod or a requeued job re-runs the very command that
+  started the run. With the same run id (PODBENCH_RUN_ID, or the Slurm job's),
+  a run directory that already holds this run is resumed, one that holds
+  another run is refused, and none starts the run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import MutableMapping
+
+from bench.cli.run_flags import load_config
+from bench.cluster import gpus, slurm, tpu_slice
+from bench.config import RunConfig
+from bench.errors import UsageError
+from bench.results import rundir
+from bench.results.rundir import read_json
+from bench.results.summary import read_summary
+
+
+def join_cluster(config: RunConfig, environ: MutableMapping[str, str] = os.environ, tpu_worker=None) -> None:
+    """This worker's place, set in ``environ`` for the training process it starts.
+
+    Under multi_worker inside a Slurm step with no TF_CONFIG: TF_CONFIG, the run id
+    and this task's GPUs. With --tpu: refuses a TPU slice's worker other than 0, and
+    keeps libtpu out of a named or grpc:// TPU's client (TPU_LOAD_LIBRARY=0).
+
+    Args:
+      tpu_worker: this host's TPU worker number (default: GKE's variable or the TPU VM's metadata).
+
+    Raises:
+      UsageError: a Slurm step that cannot be one cluster; a TPU slice's non-zero worker.
+    """
+    if config.runtime.strategy == "multi_worker":
+        environ.update(slurm.cluster_env(environ, gpus.driver_gpus()))
+    tpu = config.runtime.tpu
+    if tpu:
+        tpu_slice.check_worker(tpu, tpu_worker(environ) if tpu_worker else tpu_slice.tpu_worker(environ))
+        environ.update(tpu_slice.client_env(tpu, environ))
+
+
+def results_dir(config: RunConfig, run_id: str) -> Path:
+    """Where the chief writes the run (as rundir.prepare_run_dir chooses it)."""
+    return Path(config.output.dir) if config.output.dir else rundir.DEFAULT_RUNS_DIR / run_id
+
+
+@dataclasses.dataclass(frozen=True)
+class PresentRun:
+    """What ``--resume-if-present`` found for this run id.
+
+    Attributes:
+      config: the run's own config.json (a resumed run does not change), else the command's.
+      run_dir: the run directory.
+      resume: it holds this run, not completed: continue it there.
+      completed: it holds this run, completed: nothing to do.
+    """
+
+    config: RunConfig
+    run_dir: Path
+    resume: bool = False
+    completed: bool = False
+
+
+def present_run(config: RunConfig, run_id: str) -> PresentRun:
+    """This run's directory, if a previous attempt of the same command left it.
+
+    Raises:
+      UsageError: the directory holds another run, or an unreadable one.
+    """
+    path = results_dir(config, run_id)
+    if not (path / rundir.CONFIG_FILE).is_file():
+        return PresentRun(config, path)
+    try:
+        held = str(read_json(path / rundir.CONFIG_FILE)["run_id"])
+        stored = load_config(str(path))
+    except (OSError, KeyError, ValueError):
+        raise UsageError(f"{path} holds an unreadable run (config.json); move it away or choose another "
+                         "--output") from None
+    if held != run_id:
+        raise UsageError(f"{path} holds run {held}, not this run ({run_id}): choose another --output, or set "
+                         f"PODBENCH_RUN_ID={held} to resume that one")
+    try:
+        completed = read_summary(path).status == "completed"
+    except (FileNotFoundError, ValueError):
+        completed = False
+    kept = dataclasses.replace(stored, output=dataclasses.replace(stored.output, dir=str(path)),
+                               checkpoint=config.checkpoint)
+    return PresentRun(kept, path, resume=not completed, completed=completed)
