@@ -24,7 +24,7 @@ from bench.cluster.launch import describe_exit
 from bench.config import RunConfig
 from bench.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunFailed, UsageError
 from bench.report.summary_text import format_summary
-from bench.results import rundir, storage
+from bench.results import rundir, runlock, storage
 from bench.results.rundir import read_json
 from bench.results.summary import Summary, read_summary
 from bench.streams import protect_std_streams
@@ -125,12 +125,14 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
 def handle(args: argparse.Namespace) -> int:
     protect_std_streams()  # a closed console (`| head`) never stops a run or hides its exit code
     resume = args.resume is not None
+    lock = None
     if resume:
         config, run_id, run_dir = resume_target(args)
     else:
         config = config_from_args(args)
-        # `podbench launch` gives its workers one run id.
-        run_id = os.environ.get(tf_config.RUN_ID_ENV) or rundir.new_run_id()
+        # `podbench launch` gives its workers one run id; it becomes a path, so it is checked.
+        run_id = rundir.check_run_id(os.environ[tf_config.RUN_ID_ENV]) \
+            if tf_config.RUN_ID_ENV in os.environ else rundir.new_run_id()
     check_outputs(config)
     # A multi_worker run's non-chief workers write to a temporary directory, never where the
     # user's results go (the chief writes those), and keep no MLPerf log or upload of their own.
@@ -142,12 +144,17 @@ def handle(args: argparse.Namespace) -> int:
             parts["checkpoint"] = dict(dir=config.checkpoint.dir or str(run_dir / rundir.CHECKPOINTS_DIR))
         config = cfg.replace(config, **parts)
         resume = False
-    if not resume:
-        run_dir = rundir.prepare_run_dir(config.output.dir, run_id)
-    print(f"podbench run {run_id}: {'resuming' if resume else 'loading TensorFlow'}…", file=sys.stderr, flush=True)
     try:
-        return supervise(config, run_id, run_dir, resume, args.json, restore)
+        if resume:
+            lock = runlock.acquire(run_dir, "resume it")
+        else:
+            run_dir, lock = rundir.claim_run_dir(config.output.dir, run_id)
+        print(f"podbench run {run_id}: {'resuming' if resume else 'loading TensorFlow'}…", file=sys.stderr,
+              flush=True)
+        return supervise(config, run_id, run_dir, resume, args.json, restore, lock)
     finally:
+        if lock is not None:
+            lock.release()
         if scratch is not None:
             scratch.cleanup()
 
@@ -158,16 +165,25 @@ def load_runner():
 
 
 def supervise(config: RunConfig, run_id: str, run_dir: Path, resume: bool, as_json: bool,
-              restore: bool = False) -> int:
-    """Runs the training in a supervised child; then the summary, printed and uploaded."""
+              restore: bool = False, lock: runlock.RunLock | None = None) -> int:
+    """Runs the training in a supervised child; then the summary, printed and uploaded.
+
+    The child shares the run directory's lock (``lock``): it outlives a killed supervisor by the
+    seconds it takes to summarize, and no second writer may start in them.
+    """
     request = {"config": dataclasses.asdict(config), "run_id": run_id, "run_dir": str(run_dir), "resume": resume,
                "restore": restore}
-    child = load_runner()(request, config.checkpoint.grace_s)
-    summary = supervisor.finalize(run_dir, child)
+    child = load_runner()(request, config.checkpoint.grace_s, pass_fds=(lock.fd,) if lock else ())
+    final = supervisor.finalize(run_dir, child, run_id)
+    summary = final.summary
     uri = config.output.results_uri
-    if summary is not None and uri:
+    if summary is not None and uri and final.unwritten is None:
         storage.upload_run(run_dir, uri, run_id, failure=summary.error if summary.status == "failed" else None)
-    if child.returncode in (EXIT_USAGE, EXIT_FAILED):  # the child said why, in one line
+    if final.unwritten:  # the directory cannot hold it: the summary goes to stdout, and a line says so
+        print(rundir.dumps(summary.to_json()) if as_json else format_summary(summary))
+        raise RunFailed(f"{summary.error} ({final.unwritten}; the summary is above"
+                        f"{'' if as_json else ', --json prints it as JSON'})")
+    if child.returncode in (EXIT_USAGE, EXIT_FAILED) and not child.dir_problem:  # the child said why
         return child.returncode
     if summary is None:
         raise RunFailed(f"the training process ended with {describe_exit(child.returncode)} before the run "

@@ -16,11 +16,14 @@ each write, as tf_keras does; all of them restore from the chief's.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 
 import tensorflow as tf
 import tf_keras
 
+from bench.errors import RunFailed
 from bench.results import jsonl
 from bench.train.stopping import DEFAULT_GRACE_S, Interrupted, StopRequest
 from bench.train.timer import StepTimerCallback
@@ -30,6 +33,8 @@ MAX_TO_KEEP = 2  # the newest, and the one before it in case the newest was cut 
 FIRST_WRITE_ESTIMATE_S = 10.0
 # Kept for the summary and the upload after the last checkpoint.
 SUMMARY_MARGIN_S = 5.0
+# A failed write with less than this free is a full disk (a checkpoint is MBs; a write stops short of 0).
+FULL_BELOW_BYTES = 16 * 2**20
 
 
 class Checkpointer:
@@ -57,7 +62,13 @@ class Checkpointer:
     def save(self, step: int) -> str:
         """Writes the state after ``step``; returns the path (the temporary one on a non-chief worker)."""
         self.step.assign(step)
-        path = self.writer.save(checkpoint_number=step)
+        try:
+            path = self.writer.save(checkpoint_number=step)
+        except (tf.errors.OpError, OSError) as err:
+            full = directory_full(self.writer.directory)
+            if full is None:
+                raise
+            raise RunFailed(full) from err
         if self._temporary:
             tf.io.gfile.rmtree(self.writer.directory)
         return path
@@ -73,6 +84,23 @@ class Checkpointer:
         """
         self.checkpoint.restore(path).assert_existing_objects_matched()
         return int(self.step.numpy())
+
+
+def directory_full(directory: str) -> str | None:
+    """If a local checkpoint directory's filesystem is full: one line saying so and what to do (else None).
+
+    A full disk reaches TensorFlow's writer as an error naming its internal op
+    (ResourceExhaustedError, ... SaveV2); the user needs the directory and the fix.
+    """
+    if "://" in directory:
+        return None
+    with contextlib.suppress(OSError):
+        fs = os.statvfs(directory)
+        free_bytes = fs.f_bavail * fs.f_frsize
+        if free_bytes < FULL_BELOW_BYTES:
+            return (f"the checkpoint directory {directory} is full ({free_bytes // 1024} KiB free); free space, "
+                    "or give --checkpoint-dir on a larger disk (--checkpoint-every 0 writes none)")
+    return None
 
 
 def checkpoint_bytes(path: str) -> int | None:

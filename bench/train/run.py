@@ -253,6 +253,8 @@ def _training_line(config: RunConfig, plan: ResolvedRun, initial_step: int) -> s
 
 def describe_failure(err: BaseException, run_dir: Path) -> str:
     """One line naming an unexpected error; its traceback goes to RUN_DIR/error.log."""
+    if isinstance(err, RunFailed):  # already one line that names the cause and the fix
+        return str(err)
     with contextlib.suppress(OSError):
         (run_dir / ERROR_LOG_FILE).write_text("".join(traceback.format_exception(err)), encoding="utf-8")
     text = str(err).strip().splitlines()
