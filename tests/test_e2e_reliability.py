@@ -210,3 +210,156 @@ def test_every_signal_that_ends_the_supervisor_ends_the_run_with_a_summary(tmp_p
     summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
     assert (summary["status"], summary["signal"]) == ("interrupted", sig.name)
     assert not child_pids(proc.pid)
+
+
+# --- class 3: no command writes into another run's files --------------------------------------------------
+
+MID = ("--preset", "smoke", "--depth", "10", "--steps-per-epoch", "4", "--train-steps", "40", "--no-peak",
+       "--log-steps", "1", "--checkpoint-every", "1e-9")  # a checkpoint after every step (two kept)
+
+
+@pytest.fixture(scope="module")
+def interrupted_run(tmp_path_factory):
+    """A run SIGTERMed mid-fit, with its checkpoints: copied by each test that damages or resumes one."""
+    run_dir = tmp_path_factory.mktemp("interrupted") / "run"
+    proc = start(*MID, "--output", run_dir)
+    wait_measuring(run_dir, proc, lines=12)
+    proc.send_signal(signal.SIGTERM)
+    code, _, err = finish(proc)
+    assert code == 143, err
+    return run_dir
+
+
+def copy_run(run_dir: Path, to: Path) -> Path:
+    subprocess.run(["cp", "-a", str(run_dir), str(to)], check=True)
+    return to
+
+
+def snapshot(path: Path) -> dict:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("run_id", ["../escaped", "/tmp/escaped", "a\nb", ".hidden"])
+def test_a_run_id_that_is_not_a_plain_name_is_refused(tmp_path, run_id):
+    proc = podbench("run", *SHORT, cwd=tmp_path, env={**ENV, "PODBENCH_RUN_ID": run_id}, timeout=60)
+    line = one_error(proc.stderr)
+    assert proc.returncode == 2 and "PODBENCH_RUN_ID" in line
+    assert list(tmp_path.iterdir()) == [] and not Path("/tmp/escaped").exists()
+
+
+def test_another_runs_checkpoints_are_neither_deleted_nor_adopted(interrupted_run, tmp_path):
+    before = snapshot(interrupted_run)
+    for target in (interrupted_run / rundir.CHECKPOINTS_DIR, interrupted_run):
+        proc = podbench("run", *SHORT, "--output", tmp_path / "new", "--checkpoint-dir", target, timeout=60)
+        line = one_error(proc.stderr)
+        assert proc.returncode == 2 and ("holds checkpoints" in line or "holds a run" in line), line
+    assert snapshot(interrupted_run) == before and not (tmp_path / "new").exists()
+
+
+def test_reproduce_never_draws_into_a_run_directory(interrupted_run):
+    before = snapshot(interrupted_run)
+    proc = podbench("reproduce", "--chart", interrupted_run, timeout=60)
+    assert proc.returncode == 2 and "holds a run" in one_error(proc.stderr)
+    assert snapshot(interrupted_run) == before
+
+
+def test_a_config_rerun_has_its_own_checkpoints_and_mllog(tmp_path, monkeypatch, capsys):
+    from bench.cli import main, run  # noqa: PLC0415
+
+    original = tmp_path / "original"
+    seen = {}
+    monkeypatch.setattr(run, "load_runner", lambda: lambda request, grace_s, pass_fds=(): seen.update(request))
+    monkeypatch.setattr(run.supervisor, "finalize", lambda *a: run.supervisor.Final(None))
+    with pytest.raises(Exception):  # the stand-in child ran nothing: "ended before the run started"
+        main(["run", *SHORT, "--output", str(original), "--checkpoint-dir", str(tmp_path / "ck"),
+              "--mllog", str(tmp_path / "mlperf.log")])
+    (original / rundir.CONFIG_FILE).write_text(json.dumps({"run_id": "r", "requested": seen["config"]}))
+    with pytest.raises(Exception):
+        main(["run", "--config", str(original / rundir.CONFIG_FILE), "--output", str(tmp_path / "again")])
+    assert seen["config"]["checkpoint"]["dir"] is None and seen["config"]["output"]["mllog"] is None
+    notes = capsys.readouterr().err
+    assert "not the original's" in notes and "does not append to the original's MLPerf log" in notes
+
+
+# --- class 5: a resume never silently changes what it resumes ---------------------------------------------
+
+
+def test_a_resume_that_would_start_from_step_zero_is_refused(interrupted_run, tmp_path):
+    run_dir = copy_run(interrupted_run, tmp_path / "run")
+    before = snapshot(run_dir)
+    proc = podbench("run", "--resume", run_dir, "--checkpoint-every", "0", timeout=60)
+    assert proc.returncode == 2 and "from step 0" in one_error(proc.stderr)
+    config = json.loads((run_dir / rundir.CONFIG_FILE).read_text())
+    config["requested"]["checkpoint"]["every_minutes"] = 0
+    (run_dir / rundir.CONFIG_FILE).write_text(json.dumps(config))
+    proc = podbench("run", "--resume", run_dir, timeout=60)
+    assert proc.returncode == 2 and "--checkpoint-every 0 (no checkpoints)" in one_error(proc.stderr)
+    assert json.loads((run_dir / rundir.SUMMARY_FILE).read_text()) == json.loads(before[rundir.SUMMARY_FILE])
+
+
+def test_a_relative_checkpoint_dir_is_recorded_absolute(tmp_path, monkeypatch):
+    from bench.cli import main, run  # noqa: PLC0415
+
+    seen = {}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(run, "load_runner", lambda: lambda request, grace_s, pass_fds=(): seen.update(request))
+    monkeypatch.setattr(run.supervisor, "finalize", lambda *a: run.supervisor.Final(None))
+    with pytest.raises(Exception):
+        main(["run", *SHORT, "--output", "out", "--checkpoint-dir", "ck"])
+    assert seen["config"]["checkpoint"]["dir"] == str(tmp_path / "ck")
+
+
+def test_a_resume_under_a_tf_config_a_fresh_run_refuses_is_refused_alike(interrupted_run, tmp_path):
+    tf_config = json.dumps({"cluster": {"worker": ["localhost:1", "localhost:2"]}, "task": {"type": "worker",
+                                                                                         "index": 0}})
+    env = {**ENV, "TF_CONFIG": tf_config}
+    fresh = podbench("run", *SHORT, "--output", tmp_path / "fresh", env=env, timeout=60)
+    resumed = podbench("run", "--resume", copy_run(interrupted_run, tmp_path / "run"), env=env, timeout=60)
+    assert fresh.returncode == resumed.returncode == 2
+    assert one_error(fresh.stderr) == one_error(resumed.stderr)
+
+
+# --- class 6: resuming from a bad checkpoint ---------------------------------------------------------------
+
+
+def newest_checkpoint(run_dir: Path) -> Path:
+    found = sorted((run_dir / rundir.CHECKPOINTS_DIR).glob("ckpt-*.index"), key=lambda p: int(p.stem[5:]))
+    return found[-1].with_suffix("")
+
+
+def damage(prefix: Path, how: str) -> None:
+    data = prefix.parent / f"{prefix.name}.data-00000-of-00001"
+    if how == "truncated":
+        data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    elif how == "corrupted":
+        raw = bytearray(data.read_bytes())
+        for i in range(len(raw) // 3, len(raw) // 3 + 4096):
+            raw[i] ^= 0xFF
+        data.write_bytes(bytes(raw))
+    else:  # removed: the newest's files go, the state file still names it
+        for path in prefix.parent.glob(prefix.name + ".*"):
+            path.unlink()
+
+
+@pytest.mark.parametrize("how", ["truncated", "corrupted", "removed"])
+def test_a_bad_newest_checkpoint_is_named_and_the_older_one_restored(interrupted_run, tmp_path, how):
+    run_dir = copy_run(interrupted_run, tmp_path / "run")
+    bad = newest_checkpoint(run_dir)
+    damage(bad, how)
+    proc = podbench("run", "--resume", run_dir, "--json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"checkpoint {bad} does not restore" in proc.stderr and "falling back" in proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["status"] == "completed" and summary["steps_completed"] == 40
+
+
+def test_a_checkpoint_of_another_model_is_refused_and_the_run_stays_interrupted(interrupted_run, tmp_path):
+    run_dir = copy_run(interrupted_run, tmp_path / "run")
+    config = json.loads((run_dir / rundir.CONFIG_FILE).read_text())
+    config["requested"]["model"]["depth"] = 18
+    (run_dir / rundir.CONFIG_FILE).write_text(json.dumps(config))
+    proc = podbench("run", "--resume", run_dir)
+    line = one_error(proc.stderr)
+    assert proc.returncode == 2 and "no checkpoint in" in line and "config.json was edited" in line, proc.stderr
+    assert json.loads((run_dir / rundir.SUMMARY_FILE).read_text())["status"] == "interrupted"
+    assert json.loads(podbench("summarize", run_dir, "--json").stdout)[0]["status"] == "interrupted"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench import config as cfg
 from bench import presets
-from bench.cli import checks
+from bench.cli import checks, run_checks
 from bench.cli.run_flags import RUN_FLAGS, add_run_flags, config_from_args, load_config
 from bench.cluster import supervisor, tf_config
 from bench.cluster.launch import describe_exit
@@ -63,11 +63,13 @@ def register(sub) -> None:
     p.set_defaults(handler=handle)
 
 
-def check_outputs(config: RunConfig) -> None:
-    """Where results go, checked before TensorFlow loads: the MLPerf log is writable, the bucket exists.
+def check_outputs(config: RunConfig, resume: bool = False) -> None:
+    """Where results go, checked before TensorFlow loads: the MLPerf log is writable, the bucket exists,
+    and a fresh run's checkpoint directory holds nobody else's checkpoints.
 
     Raises:
-      UsageError: an unwritable --mllog, or a --results-uri that cannot be written.
+      UsageError: an unwritable --mllog, a --results-uri that cannot be written, or a --checkpoint-dir
+        holding checkpoints or a run (a fresh run would delete the older ones, and a resume restore them).
     """
     if config.output.mllog:
         with contextlib.suppress(OSError):  # opening a FIFO for writing waits for a reader: forever
@@ -81,7 +83,9 @@ def check_outputs(config: RunConfig) -> None:
                              "choose a writable --mllog FILE") from None
     ckpt = config.checkpoint.dir
     if ckpt and not ckpt.startswith("gs://"):
-        checks.output_dir(ckpt, "--checkpoint-dir", refuse_runs=False)  # its own checkpoints may be there
+        if not resume:
+            run_checks.check_fresh_checkpoint_dir(ckpt)
+        checks.output_dir(ckpt, "--checkpoint-dir", refuse_runs=not resume)  # a resume's own are there
     if config.output.results_uri is not None:
         storage.check_results_uri(config.output.results_uri)  # a typo'd bucket fails now, not after the run
 
@@ -114,12 +118,43 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
         if read_summary(run_dir).status == "completed":
             raise UsageError(f"{run_dir} holds a completed run: nothing to resume")
     config = dataclasses.replace(config, output=dataclasses.replace(config.output, dir=str(run_dir)))
+    check_resumable(config, run_dir, args.checkpoint_every)
     override = {k: v for k, v in (("results_uri", args.results_uri),) if v is not None}
     parts = {"output": override, "train": {"log_steps": args.log_steps} if args.log_steps else {},
              "checkpoint": {k: v for k, v in (("every_minutes", args.checkpoint_every),
                                               ("grace_s", args.grace_period)) if v is not None},
              "measure": {"measure_peak": False} if args.measure_peak is False else {}}
     return cfg.replace(config, **{k: v for k, v in parts.items() if v}), run_id, run_dir
+
+
+def check_resumable(config: RunConfig, run_dir: Path, checkpoint_every: float | None) -> None:
+    """A resume continues the run it names, or refuses: it never quietly becomes another run.
+
+    Raises:
+      UsageError: no checkpoints to continue from (written with, or resumed with, --checkpoint-every 0),
+        a relative checkpoint directory that does not exist from here, or a multi-worker TF_CONFIG
+        a fresh run would refuse.
+    """
+    every = config.checkpoint.every_minutes if checkpoint_every is None else checkpoint_every
+    if not every:
+        why = ("--checkpoint-every 0 restores no checkpoint" if checkpoint_every == 0
+               else f"{run_dir} was run with --checkpoint-every 0 (no checkpoints)")
+        raise UsageError(f"{why}: a resume would train again from step 0; start a new run instead, or resume "
+                         "with --checkpoint-every MINUTES")
+    ckpt = config.checkpoint.dir
+    if ckpt and "://" not in ckpt and not Path(ckpt).is_absolute() and not Path(ckpt).is_dir():
+        raise UsageError(f"{run_dir} keeps its checkpoints in the relative directory {ckpt}, which is not "
+                         f"here ({Path.cwd()}): resume from the directory the run was started in")
+    run_checks.check_run(config)  # what a fresh run of this config would refuse (TF_CONFIG, memory, GPUs)
+
+
+def absolute_checkpoint_dir(config: RunConfig) -> RunConfig:
+    """A relative --checkpoint-dir, made absolute as config.json records it: a resume from another
+    directory finds the same checkpoints."""
+    ckpt = config.checkpoint.dir
+    if not ckpt or "://" in ckpt or Path(ckpt).is_absolute():
+        return config
+    return cfg.replace(config, checkpoint=dict(dir=os.path.abspath(ckpt)))
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -129,11 +164,11 @@ def handle(args: argparse.Namespace) -> int:
     if resume:
         config, run_id, run_dir = resume_target(args)
     else:
-        config = config_from_args(args)
+        config = absolute_checkpoint_dir(own_outputs(config_from_args(args), args))
         # `podbench launch` gives its workers one run id; it becomes a path, so it is checked.
         run_id = rundir.check_run_id(os.environ[tf_config.RUN_ID_ENV]) \
             if tf_config.RUN_ID_ENV in os.environ else rundir.new_run_id()
-    check_outputs(config)
+    check_outputs(config, resume)
     # A multi_worker run's non-chief workers write to a temporary directory, never where the
     # user's results go (the chief writes those), and keep no MLPerf log or upload of their own.
     scratch = tf_config.worker_scratch_dir(config.runtime.strategy)
@@ -157,6 +192,27 @@ def handle(args: argparse.Namespace) -> int:
             lock.release()
         if scratch is not None:
             scratch.cleanup()
+
+
+def own_outputs(config: RunConfig, args: argparse.Namespace) -> RunConfig:
+    """A `--config RUN` re-run writes its own checkpoints and MLPerf log, never the original run's.
+
+    The file's --checkpoint-dir and --mllog are the original's: sharing them would
+    mix two runs' checkpoints (the newer deleting the older) and two runs in one
+    MLPerf log. Flags given on this command line are kept.
+    """
+    if getattr(args, "config", None) is None:
+        return config
+    dropped = {}
+    if config.checkpoint.dir and getattr(args, "checkpoint_dir", None) is None:
+        dropped["checkpoint"] = dict(dir=None)
+        print(f"note: the new run writes its checkpoints in its own directory, not the original's "
+              f"{config.checkpoint.dir} (--checkpoint-dir DIR chooses another)", file=sys.stderr)
+    if config.output.mllog and getattr(args, "mllog", None) is None:
+        dropped["output"] = dict(mllog=None)
+        print(f"note: the new run does not append to the original's MLPerf log {config.output.mllog} "
+              "(--mllog FILE gives it one)", file=sys.stderr)
+    return cfg.replace(config, **dropped) if dropped else config
 
 
 def load_runner():

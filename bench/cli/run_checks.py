@@ -116,3 +116,18 @@ def check_blocks(config: RunConfig) -> None:
             raise UsageError(f"the {name} ({value} steps) must end a block of --steps-per-execution {block} "
                              f"steps or an epoch ({epoch} steps): the host sees only block ends; choose a "
                              "multiple of it")
+
+
+def check_fresh_checkpoint_dir(path: str) -> None:
+    """A new run's --checkpoint-dir must hold no checkpoints: tf.train.CheckpointManager would
+    adopt them, delete all but its last few, and a later resume would restore them as its own.
+
+    Raises:
+      UsageError: checkpoints (a ``checkpoint`` state file or ``*.index`` files) are there.
+    """
+    directory = Path(path)
+    with contextlib.suppress(OSError):
+        if directory.is_dir() and ((directory / "checkpoint").exists() or any(directory.glob("*.index"))):
+            raise UsageError(f"--checkpoint-dir {path} already holds checkpoints (another run's, or an earlier "
+                             "one's): a new run would delete them; give an empty directory, or resume that run "
+                             "(podbench run --resume RUN_DIR)")

@@ -23,7 +23,7 @@ import time
 import tensorflow as tf
 import tf_keras
 
-from bench.errors import RunFailed
+from bench.errors import RunFailed, UsageError
 from bench.results import jsonl
 from bench.train.stopping import DEFAULT_GRACE_S, Interrupted, StopRequest
 from bench.train.timer import StepTimerCallback
@@ -76,6 +76,35 @@ class Checkpointer:
     def latest(self) -> str | None:
         return self.reader.latest_checkpoint
 
+    def candidates(self) -> list[str]:
+        """Every checkpoint in the directory, newest first: the state file's, and any it lost track of."""
+        found = {p[: -len(".index")] for p in tf.io.gfile.glob(f"{self.directory.rstrip('/')}/ckpt-*.index")}
+        found.update(p for p in self.reader.checkpoints if tf.io.gfile.exists(p + ".index"))
+        return sorted(found, key=_number, reverse=True)
+
+    def restore_intact(self) -> tuple[str | None, int, list[tuple[str, str]]]:
+        """Restores the newest checkpoint that restores whole.
+
+        Returns:
+          (its path, its step, [(path, why) of each newer one that did not restore]);
+          (None, 0, []) when the directory holds no checkpoint.
+
+        Raises:
+          UsageError: checkpoints are there but none restores (truncated, corrupted, another model's).
+        """
+        damaged = []
+        for path in self.candidates():
+            try:
+                return path, self.restore(path), damaged
+            except (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError) as err:
+                damaged.append((path, _first_line(err)))
+        if damaged:
+            newest, why = damaged[0]
+            raise UsageError(f"no checkpoint in {self.directory} restores ({len(damaged)} tried; the newest, "
+                             f"{newest}: {why}); if config.json was edited, restore it, else start a new run "
+                             "(what was measured stays in the run directory)")
+        return None, 0, []
+
     def restore(self, path: str) -> int:
         """Restores ``path``; returns the global step it was written after.
 
@@ -84,6 +113,16 @@ class Checkpointer:
         """
         self.checkpoint.restore(path).assert_existing_objects_matched()
         return int(self.step.numpy())
+
+
+def _number(path: str) -> int:
+    tail = path.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0][:160] if lines else ''}"
 
 
 def directory_full(directory: str) -> str | None:

@@ -179,7 +179,7 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
 
 def _outcome(summary: Summary, run_dir: Path, ending: dict) -> Outcome:
     if ending["status"] == "failed":
-        what = f"{summary.error} (what was measured is in {run_dir})"
+        what = f"{ending.get('error') or summary.error} (what was measured is in {run_dir})"
         raise UsageError(what) if ending.get("usage") else RunFailed(what)
     code = EXIT_OK if ending["status"] == "completed" else exit_code(ending.get("signal") or "SIGINT")
     return Outcome(summary, run_dir, code)
@@ -207,7 +207,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
     anything else (its traceback goes to error.log in the run directory).
     """
     say, plan = _printer(stream), setup.plan
-    ending, built = {"status": "completed"}, None
+    ending, built, trained = {"status": "completed"}, None, False
     try:
         probe, note = peak.measure_run(setup.info, plan.precision, config.measure.measure_peak, say)
         start_s += probe.probe_s if probe else 0.0  # the probe is not set-up: it is left out of setup_s
@@ -219,6 +219,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
             say(_training_line(config, plan, controls.initial_step))
             files.lifecycle.event(jsonl.SETUP, setup_s=time.perf_counter() - start_s)
             with graceful(controls.request):
+                trained = True
                 fit(built, plan, config.train.target_accuracy, files, stream, controls)
         if controls.request.requested:
             ending = {"status": "interrupted", "signal": controls.request.signal_name}
@@ -230,6 +231,10 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
         ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
     if ending["status"] == "interrupted":
         say(f"interrupted ({ending['signal']}): summarizing the steps measured so far")
+    if ending["status"] == "failed" and controls.segment and not trained:
+        # A resume that failed before it trained (a checkpoint that would not restore) leaves the run as
+        # its last segment ended (interrupted, resumable), not `failed`: the summary keeps saying so.
+        ending["resume_failed"] = True
     fields = {k: v for k, v in ending.items() if k != "usage"}
     files.end(skipped_records=built.skipped_records() if built else None,
               optimizer_steps=_optimizer_steps(built), **fields)
@@ -270,11 +275,13 @@ def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, cont
         return controls
     directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
     checkpointer = Checkpointer(built.model, setup.info.strategy, directory)
-    latest = checkpointer.latest() if restoring else None
-    step = 0
+    latest, step, start_s = None, 0, time.perf_counter()
+    if restoring:
+        latest, step, damaged = checkpointer.restore_intact()
+        for path, why in damaged:  # named, and passed over for the newest intact one
+            say(f"checkpoint {path} does not restore ({why}): falling back to an older one")
+            files.lifecycle.event(jsonl.RESTORE, path=path, failed=why, segment=controls.segment)
     if latest:
-        start_s = time.perf_counter()
-        step = checkpointer.restore(latest)
         files.lifecycle.event(jsonl.RESTORE, start_s=start_s, end_s=time.perf_counter(), step=step, path=latest,
                               segment=controls.segment)
         say(f"restored {latest}: continuing after step {step} of {setup.plan.train_steps}")

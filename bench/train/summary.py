@@ -36,10 +36,16 @@ def last_event(lifecycle: list[dict], name: str) -> dict | None:
 def end_status(lifecycle: list[dict]) -> dict:
     """How the run (its last segment) ended: the newest ``end`` event after the last ``start``
     (a supervisor may add one after the process's own), or status "killed" when there is
-    none (SIGKILL, a power cut: nothing could record it)."""
-    last_start = max((i for i, e in enumerate(lifecycle) if e["event"] == jsonl.START), default=-1)
-    ends = [e for e in lifecycle[last_start + 1:] if e["event"] == jsonl.END]
-    return ends[-1] if ends else {"status": "killed"}
+    none (SIGKILL, a power cut: nothing could record it). A resumed segment that failed
+    before it trained (``resume_failed``) is passed over for the segment before it."""
+    starts = [i for i, e in enumerate(lifecycle) if e["event"] == jsonl.START] or [-1]
+    bounds = list(zip(starts, [*starts[1:], len(lifecycle)]))
+    for k, (first, stop) in reversed(list(enumerate(bounds))):
+        ends = [e for e in lifecycle[first + 1:stop] if e["event"] == jsonl.END]
+        end = ends[-1] if ends else {"status": "killed"}
+        if not (k and end.get("resume_failed")):  # a resume that failed before training changes nothing
+            return end
+    return {"status": "killed"}
 
 
 @dataclass(frozen=True)
