@@ -363,3 +363,42 @@ def test_a_checkpoint_of_another_model_is_refused_and_the_run_stays_interrupted(
     assert proc.returncode == 2 and "no checkpoint in" in line and "config.json was edited" in line, proc.stderr
     assert json.loads((run_dir / rundir.SUMMARY_FILE).read_text())["status"] == "interrupted"
     assert json.loads(podbench("summarize", run_dir, "--json").stdout)[0]["status"] == "interrupted"
+
+
+# --- class 8: finite nonsense on podbench's side -----------------------------------------------------------
+
+
+def test_sigterm_to_a_sweep_stops_its_run_and_writes_sweep_json(tmp_path):
+    out = tmp_path / "sweep"
+    proc = subprocess.Popen([str(PODBENCH), "sweep", "--batch-sizes", "4,8", *LONG[2:], "--output", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
+    run_dir = out / "batch-4"
+    wait_measuring(run_dir, proc)
+    (run_pid,) = child_pids(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    code, out_text, err = finish(proc, 120)
+    assert code == 130 and "Traceback" not in err, err
+    assert not alive(run_pid)  # its run did not train on as an orphan
+    sweep = json.loads((out / "sweep.json").read_text())
+    assert sweep["interrupted"] and sweep["sizes"][0]["status"] == "interrupted"
+    assert json.loads((run_dir / rundir.SUMMARY_FILE).read_text())["signal"] == "SIGTERM"
+
+
+@pytest.mark.parametrize("field, value, fragment", [
+    ("seed", 2e40, "train.seed = 2e+40 is not"),
+    ("seed", 2**40, "seed must be an integer"),
+    ("base_learning_rate", 1e308, "learning rate must be positive and at most"),
+])
+def test_nonsense_in_config_json_never_reaches_tensorflow(tmp_path, monkeypatch, capsys, field, value, fragment):
+    """A seed or learning rate past what the flags allow is refused in one line, and no run directory is left."""
+    import dataclasses  # noqa: PLC0415
+
+    from bench import presets  # noqa: PLC0415
+    from console import podbench_in_process  # noqa: PLC0415
+
+    config = {"run_id": "r", "requested": dataclasses.asdict(presets.from_preset("smoke"))}
+    config["requested"]["train"][field] = value
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    code, _, err = podbench_in_process(monkeypatch, capsys, "run", "--config", tmp_path / "config.json",
+                                       "--output", tmp_path / "again")
+    assert code == 2 and fragment in one_error(err) and not (tmp_path / "again").exists()

@@ -11,8 +11,10 @@ loads (README: "What is checked before TensorFlow loads").
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from pathlib import Path
 from typing import Mapping
 
 from bench.cli import checks
@@ -38,6 +40,7 @@ def check_run(config: RunConfig, environ: Mapping[str, str] = os.environ,
     check_sizes(config, memory_bytes)
     check_replicas(config, environ, memory_bytes, gpu_count)
     check_cluster(config, environ)
+    check_cluster_addresses(environ)
     check_blocks(config)
     if config.data.real and config.data.data_dir:
         checks.data_dir(config.data.data_dir)
@@ -96,6 +99,24 @@ def check_cluster(config: RunConfig, environ: Mapping[str, str]) -> None:
         raise UsageError(f"TF_CONFIG describes a cluster of {workers} workers, but --strategy auto trains on this "
                          "host alone (TensorFlow ignores TF_CONFIG then): give --strategy multi_worker, or unset "
                          "TF_CONFIG")
+
+
+def check_cluster_addresses(environ: Mapping[str, str]) -> None:
+    """Every address of a TF_CONFIG cluster is HOST:PORT, a host without spaces and a port 1-65535.
+
+    TensorFlow takes any string: a host with a space in it starts a server on an address
+    no peer can reach, and the workers wait for each other with no word until killed.
+    """
+    try:
+        cluster = json.loads(environ.get("TF_CONFIG") or "{}").get("cluster", {})
+        addresses = [(job, a) for job, tasks in cluster.items() if isinstance(tasks, list) for a in tasks]
+    except (ValueError, AttributeError, TypeError):
+        return  # not a cluster spec: the strategy that reads it says why
+    for job, address in addresses:
+        host, _, port = str(address).rpartition(":")
+        if not host or any(c.isspace() for c in str(address)) or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(f"TF_CONFIG's {job} address {address!r} is not HOST:PORT (a host name without spaces, "
+                             "a port 1-65535): no peer could reach it; fix TF_CONFIG")
 
 
 def check_blocks(config: RunConfig) -> None:

@@ -76,33 +76,40 @@ class Checkpointer:
     def latest(self) -> str | None:
         return self.reader.latest_checkpoint
 
-    def candidates(self) -> list[str]:
-        """Every checkpoint in the directory, newest first: the state file's, and any it lost track of."""
+    def candidates(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """(every checkpoint in the directory, newest first; [(path, why)] of those the state file
+        names whose files are gone): the state file's, and any it lost track of."""
         found = {p[: -len(".index")] for p in tf.io.gfile.glob(f"{self.directory.rstrip('/')}/ckpt-*.index")}
-        found.update(p for p in self.reader.checkpoints if tf.io.gfile.exists(p + ".index"))
-        return sorted(found, key=_number, reverse=True)
+        state = tf.train.get_checkpoint_state(self.directory)
+        named = list(state.all_model_checkpoint_paths) if state else []
+        missing = [(p, "its files are missing") for p in named
+                   if p not in found and not tf.io.gfile.exists(p + ".index")]
+        return sorted(found, key=_number, reverse=True), sorted(missing, key=lambda m: _number(m[0]), reverse=True)
 
     def restore_intact(self) -> tuple[str | None, int, list[tuple[str, str]]]:
-        """Restores the newest checkpoint that restores whole.
+        """Restores the newest checkpoint whose every tensor reads back whole (checksums checked).
 
         Returns:
-          (its path, its step, [(path, why) of each newer one that did not restore]);
+          (its path, its step, [(path, why) of each newer one passed over]);
           (None, 0, []) when the directory holds no checkpoint.
 
         Raises:
           UsageError: checkpoints are there but none restores (truncated, corrupted, another model's).
         """
-        damaged = []
-        for path in self.candidates():
+        found, damaged = self.candidates()
+        newest = _number(found[0]) if found else -1
+        damaged = [d for d in damaged if _number(d[0]) > newest]
+        for path in found:
             try:
+                verify(path)  # the optimizer's slots restore later, inside fit: read everything now
                 return path, self.restore(path), damaged
             except (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError) as err:
                 damaged.append((path, _first_line(err)))
         if damaged:
-            newest, why = damaged[0]
+            newest_path, why = damaged[0]
             raise UsageError(f"no checkpoint in {self.directory} restores ({len(damaged)} tried; the newest, "
-                             f"{newest}: {why}); if config.json was edited, restore it, else start a new run "
-                             "(what was measured stays in the run directory)")
+                             f"{newest_path}: {why}); if config.json was edited, restore it, else start a new "
+                             "run (what was measured stays in the run directory)")
         return None, 0, []
 
     def restore(self, path: str) -> int:
@@ -113,6 +120,17 @@ class Checkpointer:
         """
         self.checkpoint.restore(path).assert_existing_objects_matched()
         return int(self.step.numpy())
+
+
+def verify(path: str) -> None:
+    """Reads every tensor of the checkpoint at ``path`` (its checksums are checked as it reads).
+
+    Raises:
+      tf.errors.OpError (DataLossError...), IndexError, ValueError: truncated or corrupted.
+    """
+    reader = tf.train.load_checkpoint(path)
+    for name in reader.get_variable_to_shape_map():
+        reader.get_tensor(name)
 
 
 def _number(path: str) -> int:
