@@ -402,3 +402,31 @@ def test_nonsense_in_config_json_never_reaches_tensorflow(tmp_path, monkeypatch,
     code, _, err = podbench_in_process(monkeypatch, capsys, "run", "--config", tmp_path / "config.json",
                                        "--output", tmp_path / "again")
     assert code == 2 and fragment in one_error(err) and not (tmp_path / "again").exists()
+
+
+# --- class 7: every wait bounded and announced -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_credentials_file_that_never_ends_is_refused_at_once(tmp_path, kind):
+    path = tmp_path / "key.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path = Path(kind)
+    env = {**ENV, "GOOGLE_APPLICATION_CREDENTIALS": str(path)}
+    start_s = time.monotonic()
+    proc = podbench("run", *SHORT, "--results-uri", "gs://podbench-bucket/runs", "--output", tmp_path / "run",
+                    env=env, timeout=60)
+    assert time.monotonic() - start_s < 30
+    line = one_error(proc.stderr)
+    assert proc.returncode == 2 and "GOOGLE_APPLICATION_CREDENTIALS" in line and "not a regular file" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_tf_config_host_with_a_space_is_refused_before_any_wait(tmp_path):
+    tf_config = json.dumps({"cluster": {"worker": ["local host:2222", "localhost:2223"]},
+                            "task": {"type": "worker", "index": 0}})
+    proc = podbench("run", *SHORT, "--strategy", "multi_worker", "--output", tmp_path / "run",
+                    env={**ENV, "TF_CONFIG": tf_config}, timeout=60)
+    assert proc.returncode == 2 and "'local host:2222' is not HOST:PORT" in one_error(proc.stderr)

@@ -115,6 +115,8 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, pass
     # A child that failed on its own (a write that hit the full disk before a poll saw it) is asked about too.
     lost = watch is not None and proc.returncode and not stop
     problem = stop.get("problem") or (watch.problem() if lost else None)
+    if watch is not None:
+        watch.close()
     return ChildExit(proc.returncode, stop.get("signal"), killed, problem)
 
 

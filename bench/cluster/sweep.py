@@ -151,9 +151,12 @@ def run_size(command: Sequence[str], value: int, run_dir: Path, log_path: Path,
                     forward(line.rstrip("\n"))
             exit_code = proc.wait()
         except KeyboardInterrupt as err:
-            # A terminal's Ctrl-C reached the run too; a signal sent to the sweep alone did not.
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.Signals[getattr(err, "signal_name", "SIGINT")])
+            # A terminal's Ctrl-C reaches the run too (one process group); SIGTERM, SIGHUP... sent to the
+            # sweep alone do not, and the run would train on as an orphan: they are passed on.
+            name = getattr(err, "signal_name", "SIGINT")
+            if name != "SIGINT":
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.Signals[name])
             _stop(proc)
             raise
     return SizeResult(value, exit_code, summary_of(run_dir), error, run_dir, axis)

@@ -19,31 +19,33 @@ MIN_FREE_BYTES = 1 * 2**20
 
 @dataclass(frozen=True)
 class DirWatch:
-    """A run directory and the identity it had when the run started (device, inode).
+    """A run directory, held open: an open directory that was removed has no links, even if another
+    directory (perhaps with the same inode number) now stands at its path.
 
     Attributes:
       path: the run directory.
-      identity: (st_dev, st_ino) at the start; another directory at the same path is not the run's.
+      fd: the directory, opened when the run started (``close`` it after).
     """
 
     path: Path
-    identity: tuple[int, int]
+    fd: int
 
     @classmethod
     def start(cls, path: Path) -> "DirWatch":
-        info = os.stat(path)
-        return cls(Path(path), (info.st_dev, info.st_ino))
+        return cls(Path(path), os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+
+    def close(self) -> None:
+        os.close(self.fd)
 
     def problem(self) -> str | None:
         """What stops the run writing here (one phrase naming the directory), or None."""
+        if os.fstat(self.fd).st_nlink == 0:
+            again = " and replaced" if self.path.exists() else ""
+            return f"the run directory {self.path} was deleted{again} while the run wrote to it"
         try:
-            info = os.stat(self.path)
-        except FileNotFoundError:
-            return f"the run directory {self.path} was deleted while the run wrote to it"
+            os.stat(self.path)
         except OSError as err:
             return f"the run directory {self.path} became unreadable ({err.strerror})"
-        if (info.st_dev, info.st_ino) != self.identity:
-            return f"the run directory {self.path} was deleted and replaced while the run wrote to it"
         try:
             fs = os.statvfs(self.path)
         except OSError as err:

@@ -304,15 +304,16 @@ def check_credentials_file(environ) -> None:
     fills the memory until the kernel kills the process.
 
     Raises:
-      UsageError: missing, a FIFO, a device or a directory, or larger than a key file can be.
+      UsageError: a FIFO, a device or a directory, or larger than a key file can be (a missing
+        file is google.auth's to report).
     """
     path = environ.get(CREDENTIALS_ENV)
-    if not path:
-        return
+    if not path or not os.path.exists(path):
+        return  # google.auth says "no usable credentials" (and the path, a secret's name, stays unsaid)
     try:
         results.regular_file(Path(path), CREDENTIALS_MAX_BYTES)
     except OSError as err:
-        raise UsageError(f"{CREDENTIALS_ENV}={path} cannot be the credentials file ({results.os_reason(err)}); "
+        raise UsageError(f"{CREDENTIALS_ENV} cannot name the credentials file: it is {results.os_reason(err)}; "
                          "give a service-account key file, or unset it to use gcloud's login") from None
 
 
