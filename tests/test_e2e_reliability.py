@@ -430,3 +430,18 @@ def test_a_tf_config_host_with_a_space_is_refused_before_any_wait(tmp_path):
     proc = podbench("run", *SHORT, "--strategy", "multi_worker", "--output", tmp_path / "run",
                     env={**ENV, "TF_CONFIG": tf_config}, timeout=60)
     assert proc.returncode == 2 and "'local host:2222' is not HOST:PORT" in one_error(proc.stderr)
+
+
+def test_a_stopped_training_childs_stall_is_named_in_the_summary(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = start(*LONG, "--output", run_dir, "--json")
+    wait_measuring(run_dir, proc)
+    (child,) = child_pids(proc.pid)
+    os.kill(child, signal.SIGSTOP)
+    time.sleep(4)
+    os.kill(child, signal.SIGCONT)
+    wait_measuring(run_dir, proc, lines=steps_logged(run_dir) + 4)
+    proc.send_signal(signal.SIGTERM)
+    code, out, err = finish(proc)
+    summary = json.loads(out)
+    assert code == 143 and len(summary["stalls"]) == 1 and summary["stalls"][0]["seconds"] >= 4, summary["stalls"]

@@ -97,15 +97,35 @@ def measured_windows(record: RunRecord) -> list[list[StepRecord]]:
     return windows(segments_of(record).adjusted(), record.plan.warmup_steps)
 
 
+# A measured interval this many times the median step, and at least STALL_MIN_S long, is a stall:
+# far beyond any step's jitter (p99 is within 1.5x the median on a quiet CPU here), and long enough
+# that a person would call it one (a SIGSTOP, a swapping host, a preempted vCPU).
+STALL_FACTOR = 10.0
+STALL_MIN_S = 1.0
+
+
+def find_stalls(measured: list[list], median_step_s: float | None) -> list[dict]:
+    """The measured intervals that stalled: [{"step": its last step, "seconds": its length}]."""
+    if not median_step_s:
+        return []
+    found = []
+    for window in measured:
+        for a, b in zip(window, window[1:]):
+            seconds = b.time_s - a.time_s
+            if seconds >= STALL_MIN_S and seconds / (b.step - a.step) >= STALL_FACTOR * median_step_s:
+                found.append({"step": b.step, "seconds": round(seconds, 3)})
+    return found
+
+
 def build_summary(record: RunRecord) -> Summary:
     """summary.json of one run directory, from its raw logs."""
     plan, requested, env = record.plan, record.requested, record.environment
     end = end_status(record.lifecycle)
     parts = segments_of(record)
     adjusted = parts.adjusted()
-    stats = throughput.summarize_windows(adjusted[0].records if adjusted else [],
-                                         windows(adjusted, plan.warmup_steps), plan.global_batch_size,
-                                         plan.warmup_steps, plan.num_replicas)
+    measured = windows(adjusted, plan.warmup_steps)
+    stats = throughput.summarize_windows(adjusted[0].records if adjusted else [], measured,
+                                         plan.global_batch_size, plan.warmup_steps, plan.num_replicas)
     setup = last_event(record.lifecycle, jsonl.SETUP)
     fields = dict(
         run_id=record.run_id, status=end["status"], signal=end.get("signal"), error=end.get("error"),
@@ -120,6 +140,7 @@ def build_summary(record: RunRecord) -> Summary:
         device_kind=env.get("device_kind"),
         segments=max(1, len(parts.raw)), restarts=max(0, parts.starts - 1),
         restart_gaps_s=restart_gaps_s(parts.raw, plan.warmup_steps), lost_steps=lost_steps(parts.raw),
+        stalls=find_stalls(measured, stats.step_time_s["median"]),
         data_position=DATA_POSITION_NOT_RESTORED if parts.starts > 1 else None,
         **_input(record, stats.images_per_sec, end),
         **_flops(record, stats.images_per_sec),
