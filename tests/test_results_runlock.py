@@ -73,3 +73,15 @@ def test_a_fifo_for_a_lock_file_never_blocks(tmp_path):
     start = time.monotonic()
     assert runlock.holder(tmp_path) == {}
     assert time.monotonic() - start < 1
+
+
+def test_a_directory_holding_only_the_lock_is_removed(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    runlock.acquire(run_dir, "start").release()
+    (tmp_path / "kept").mkdir()
+    runlock.acquire(tmp_path / "kept", "start").release()
+    (tmp_path / "kept" / "steps.jsonl").write_text("")
+    runlock.remove_if_alone(run_dir)
+    runlock.remove_if_alone(tmp_path / "kept")
+    assert not run_dir.exists() and (tmp_path / "kept" / runlock.LOCK_FILE).exists()

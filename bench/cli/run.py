@@ -190,6 +190,8 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         if lock is not None:
             lock.release()
+            if not resume:  # a run refused before it wrote anything leaves no directory behind
+                runlock.remove_if_alone(run_dir)
         if scratch is not None:
             scratch.cleanup()
 

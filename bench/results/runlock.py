@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,9 @@ from pathlib import Path
 from bench.errors import UsageError
 
 LOCK_FILE = "run.lock"
-HOLDER_MAX_BYTES = 4096  # a holder line is ~100 bytes; never read more (a hostile file could be a device)
+HOLDER_MAX_BYTES = 4096
+# Filesystems that cannot lock (some network mounts) say so with one of these.
+UNLOCKABLE = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)  # a holder line is ~100 bytes; never read more (a hostile file could be a device)
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,10 @@ def acquire(run_dir: Path, doing: str) -> RunLock:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as err:
+        if err.errno in UNLOCKABLE:  # a filesystem without flock: run, unguarded, and say so
+            print(f"note: {run_dir} cannot be locked ({os.strerror(err.errno)}): nothing stops a second "
+                  "writer there", file=sys.stderr)
+            return RunLock(fd, path)
         os.close(fd)
         if err.errno not in (errno.EWOULDBLOCK, errno.EACCES):
             raise
@@ -86,6 +93,14 @@ def acquire(run_dir: Path, doing: str) -> RunLock:
     except OSError:
         pass  # a full disk: the flock still guards the directory, the refusal just names nobody
     return RunLock(fd, path)
+
+
+def remove_if_alone(run_dir: Path) -> None:
+    """Removes the lock file, and the directory, if nothing else is in it (a run refused before it wrote)."""
+    with contextlib.suppress(OSError):
+        if [p.name for p in Path(run_dir).iterdir()] == [LOCK_FILE]:
+            (Path(run_dir) / LOCK_FILE).unlink()
+            Path(run_dir).rmdir()
 
 
 @contextlib.contextmanager
