@@ -181,7 +181,7 @@ def handle(args: argparse.Namespace) -> int:
         resume = False
     try:
         if resume:
-            lock = runlock.acquire(run_dir, "resume it")
+            lock = _lock_for_resume(run_dir)
         else:
             run_dir, lock = rundir.claim_run_dir(config.output.dir, run_id)
         print(f"podbench run {run_id}: {'resuming' if resume else 'loading TensorFlow'}…", file=sys.stderr,
@@ -215,6 +215,14 @@ def own_outputs(config: RunConfig, args: argparse.Namespace) -> RunConfig:
         print(f"note: the new run does not append to the original's MLPerf log {config.output.mllog} "
               "(--mllog FILE gives it one)", file=sys.stderr)
     return cfg.replace(config, **dropped) if dropped else config
+
+
+def _lock_for_resume(run_dir: Path) -> runlock.RunLock:
+    try:
+        return runlock.acquire(run_dir, "resume it")
+    except OSError as err:
+        raise UsageError(f"cannot resume {run_dir}: it cannot be written ({checks.os_reason(err)}); "
+                         "copy it somewhere writable and resume the copy") from None
 
 
 def load_runner():
