@@ -156,7 +156,9 @@ def test_a_live_run_cannot_be_resumed_or_summarized_and_is_left_whole(tmp_path):
     summarized = podbench("summarize", run_dir)
     for refused in (resumed, summarized):
         line = one_error(refused.stderr)
-        assert refused.returncode == 2 and f"pid {proc.pid} on {socket.gethostname()}" in line, line
+        (child,) = child_pids(proc.pid)
+        assert refused.returncode == 2 and f"pid {proc.pid} (training: pid {child}) on {socket.gethostname()}" \
+            in line, line
     assert not (run_dir / rundir.SUMMARY_FILE).exists()  # no `killed` summary over a live run
     proc.send_signal(signal.SIGTERM)
     code, out, err = finish(proc)
@@ -268,7 +270,7 @@ def test_a_config_rerun_has_its_own_checkpoints_and_mllog(tmp_path, monkeypatch,
 
     original = tmp_path / "original"
     seen = {}
-    monkeypatch.setattr(run, "load_runner", lambda: lambda request, grace_s, pass_fds=(): seen.update(request))
+    monkeypatch.setattr(run, "load_runner", lambda: lambda request, grace_s, lock=None: seen.update(request))
     monkeypatch.setattr(run.supervisor, "finalize", lambda *a: run.supervisor.Final(None))
     with pytest.raises(Exception):  # the stand-in child ran nothing: "ended before the run started"
         main(["run", *SHORT, "--output", str(original), "--checkpoint-dir", str(tmp_path / "ck"),
@@ -302,7 +304,7 @@ def test_a_relative_checkpoint_dir_is_recorded_absolute(tmp_path, monkeypatch):
 
     seen = {}
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(run, "load_runner", lambda: lambda request, grace_s, pass_fds=(): seen.update(request))
+    monkeypatch.setattr(run, "load_runner", lambda: lambda request, grace_s, lock=None: seen.update(request))
     monkeypatch.setattr(run.supervisor, "finalize", lambda *a: run.supervisor.Final(None))
     with pytest.raises(Exception):
         main(["run", *SHORT, "--output", "out", "--checkpoint-dir", "ck"])

@@ -239,7 +239,7 @@ def supervise(config: RunConfig, run_id: str, run_dir: Path, resume: bool, as_js
     """
     request = {"config": dataclasses.asdict(config), "run_id": run_id, "run_dir": str(run_dir), "resume": resume,
                "restore": restore}
-    child = load_runner()(request, config.checkpoint.grace_s, pass_fds=(lock.fd,) if lock else ())
+    child = load_runner()(request, config.checkpoint.grace_s, lock=lock)
     final = supervisor.finalize(run_dir, child, run_id)
     summary = final.summary
     uri = config.output.results_uri

@@ -33,6 +33,7 @@ from pathlib import Path
 from bench.cluster.launch import describe_exit, die_with_parent
 from bench.results import jsonl
 from bench.results.health import DirWatch, with_fix
+from bench.results.runlock import RunLock
 from bench.results.rundir import CONFIG_FILE, LIFECYCLE_FILE, SUMMARY_FILE, os_reason
 from bench.results.runfiles import read_run
 from bench.results.summary import Summary, write_summary
@@ -66,7 +67,7 @@ class ChildExit:
     dir_problem: str | None = None
 
 
-def run_child(request: dict, grace_s: float, argv: list[str] | None = None, pass_fds=()) -> ChildExit:
+def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock: RunLock | None = None) -> ChildExit:
     """Starts the training process with ``request`` on stdin, forwards stop signals, waits for it.
 
     Every poll it also checks the run directory (bench/results/health.py): deleted, read-only
@@ -77,13 +78,15 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, pass
       grace_s: after a forwarded stop signal, how long the child gets before SIGKILL
         (plus the time to write its summary).
       argv: the child's command (default: this interpreter, bench.train.process).
-      pass_fds: descriptors the child shares (the run directory's lock).
+      lock: the run directory's lock: the child shares it (bench/results/runlock.py).
     """
     argv = argv or [sys.executable, "-m", "bench.train.process"]
     watch = _watch(request.get("run_dir"))
     # SIGTERM, not SIGKILL, if this process dies: the child stops at a step boundary and writes its summary.
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, process_group=0, pass_fds=tuple(pass_fds),
-                            preexec_fn=die_with_parent(signal.SIGTERM))
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, process_group=0,
+                            pass_fds=(lock.fd,) if lock else (), preexec_fn=die_with_parent(signal.SIGTERM))
+    if lock is not None:
+        lock.note_child(proc.pid)
     stop: dict = {}
 
     def ask_stop(signum, problem=None):

@@ -24,9 +24,9 @@ from pathlib import Path
 from bench.errors import UsageError
 
 LOCK_FILE = "run.lock"
-HOLDER_MAX_BYTES = 4096
+HOLDER_MAX_BYTES = 4096  # a holder line is ~100 bytes; never read more (a hostile file could be a device)
 # Filesystems that cannot lock (some network mounts) say so with one of these.
-UNLOCKABLE = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)  # a holder line is ~100 bytes; never read more (a hostile file could be a device)
+UNLOCKABLE = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,13 @@ class RunLock:
 
     fd: int
     path: Path
+
+    def note_child(self, child_pid: int) -> None:
+        """Adds the training child's pid to the holder line: it keeps the lock if the supervisor dies."""
+        found = holder(self.path.parent)
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, json.dumps({**found, "child": child_pid}).encode(), 0)
 
     def release(self) -> None:
         with contextlib.suppress(OSError):
@@ -57,7 +64,8 @@ def holder(run_dir: Path) -> dict:
 def describe_holder(found: dict) -> str:
     if not found:
         return "another process"
-    return f"pid {found.get('pid', '?')} on {found.get('host', '?')}, since {found.get('since', '?')}"
+    child = f" (training: pid {found['child']})" if "child" in found else ""
+    return f"pid {found.get('pid', '?')}{child} on {found.get('host', '?')}, since {found.get('since', '?')}"
 
 
 def acquire(run_dir: Path, doing: str) -> RunLock:
