@@ -1,5 +1,7 @@
 """bench/train/checkpoints.py: what a checkpoint holds, and the block-end decisions, on real TensorFlow."""
 import itertools
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -124,3 +126,18 @@ def test_a_stop_request_does_not_wait_for_an_evaluation(tmp_path):
 
 def test_one_process_has_nothing_to_agree_on():
     assert checkpoints.agreement(tf.distribute.get_strategy()) is None
+
+
+def test_a_full_checkpoint_filesystem_is_told_apart_from_other_failures(tmp_path):
+    from bench.train.checkpoints import directory_full  # noqa: PLC0415
+
+    assert directory_full("gs://bucket/checkpoints") is None and directory_full(str(tmp_path)) is None
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    point = tmp_path / "fs"
+    point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)], check=True)
+    try:
+        assert f"the checkpoint directory {point} is full" in directory_full(str(point))
+    finally:
+        subprocess.run(["umount", str(point)], check=True)
