@@ -275,6 +275,7 @@ def test_a_config_rerun_has_its_own_checkpoints_and_mllog(tmp_path, monkeypatch,
     with pytest.raises(Exception):  # the stand-in child ran nothing: "ended before the run started"
         main(["run", *SHORT, "--output", str(original), "--checkpoint-dir", str(tmp_path / "ck"),
               "--mllog", str(tmp_path / "mlperf.log")])
+    original.mkdir(exist_ok=True)  # the stand-in wrote nothing, so its directory was removed
     (original / rundir.CONFIG_FILE).write_text(json.dumps({"run_id": "r", "requested": seen["config"]}))
     with pytest.raises(Exception):
         main(["run", "--config", str(original / rundir.CONFIG_FILE), "--output", str(tmp_path / "again")])
