@@ -92,8 +92,8 @@ def main() -> int:
         return EXIT_FAILED
     except OSError as err:  # the run directory itself failed (full, read-only, deleted): the supervisor says why
         ignore_stop_signals()
-        print(f"podbench: cannot write {err.filename or request['run_dir']} ({err.strerror or err}); "
-              "the supervisor says why the run ended", file=sys.stderr)  # its one error: line
+        print(f"podbench: the training process could not finish its files in {request['run_dir']} "
+              f"({err.strerror or 'gone'}); the supervisor says why the run ended", file=sys.stderr)  # one error: line
         return EXIT_FAILED
     except KeyboardInterrupt as err:  # a second signal while the summary was written: the supervisor finishes it
         return exit_code(getattr(err, "signal_name", "SIGINT"))
