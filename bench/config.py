@@ -122,6 +122,13 @@ class DataConfig:
         return self.source in REAL_DATA_SOURCES
 
 
+# The same bound as `--seed`'s (bench/cli/checks.py SEED_MAX): config.json must not get past what the flag refuses.
+SEED_MAX = 2**32 - 1
+# Per 256 images. Far above any rate SGD or LARS trains with (the reference's is 0.1, Goyal et al. 2017), and
+# far below where one step's update overflows float32 weights: a value above is a typo, not an experiment.
+BASE_LEARNING_RATE_MAX = 100.0
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Attributes (None: the platform default):
@@ -166,8 +173,13 @@ class TrainConfig:
         if self.epochs is not None and self.train_steps is not None:
             raise ValueError("give either epochs or train steps, not both")
         choice("precision", self.precision, PRECISIONS)
-        if not (math.isfinite(self.base_learning_rate) and self.base_learning_rate > 0):
-            raise ValueError(f"learning rate must be positive, got {self.base_learning_rate}")
+        if not (math.isfinite(self.base_learning_rate) and 0 < self.base_learning_rate <= BASE_LEARNING_RATE_MAX):
+            raise ValueError(f"learning rate must be positive and at most {BASE_LEARNING_RATE_MAX:g} per 256 images "
+                             f"({BASE_LEARNING_RATE_MAX / schedule.BASE_LEARNING_RATE_PER_256:,.0f}x the reference's "
+                             f"{schedule.BASE_LEARNING_RATE_PER_256:g}), got {self.base_learning_rate:g}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= SEED_MAX:
+            raise ValueError(f"seed must be an integer from 0 to {SEED_MAX} (numpy's seed range: tf_keras seeds "
+                             f"numpy too), got {self.seed!r}")
         choice("optimizer", self.optimizer, OPTIMIZER_CHOICES)
         positive("eval every epochs", self.eval_every_epochs)
         if self.label_smoothing is not None and not 0.0 <= self.label_smoothing < 1.0:

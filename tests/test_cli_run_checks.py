@@ -104,3 +104,17 @@ def test_data_directory_is_checked(tmp_path):
     with pytest.raises(UsageError, match="no data directory"):
         run_checks.check_run(c, {}, 100 * GB, 0)
     run_checks.check_run(config(data=dict(source="imagenet", data_dir=str(tmp_path))), {}, 100 * GB, 0)
+
+
+@pytest.mark.parametrize("address", ["local host:2222", "localhost", ":2222", "host:0", "host:70000", "host:port"])
+def test_a_tf_config_address_that_no_peer_could_reach_is_refused(address):
+    tf_config = json.dumps({"cluster": {"worker": [address, "localhost:2223"]}, "task": {"type": "worker", "index": 0}})
+    with pytest.raises(UsageError) as err:
+        run_checks.check_cluster_addresses({"TF_CONFIG": tf_config})
+    assert repr(address) in str(err.value) and "HOST:PORT" in str(err.value)
+
+
+def test_ordinary_tf_config_addresses_pass():
+    tf_config = json.dumps({"cluster": {"chief": ["10.0.0.1:2222"], "worker": ["host-b.example:2223", "[::1]:2224"]}})
+    run_checks.check_cluster_addresses({"TF_CONFIG": tf_config})
+    run_checks.check_cluster_addresses({})

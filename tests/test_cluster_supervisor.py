@@ -82,7 +82,7 @@ def test_a_crash_gets_an_end_and_a_summary(tmp_path):
     run_dir = write_run(tmp_path, "20261123T100000Z-crash0", ended=False, write_summary=False)
     outcome = supervisor.run_child(request(run_dir), 5.0, child(tmp_path, "abort"))
     assert outcome.returncode == -signal.SIGABRT
-    summary = supervisor.finalize(run_dir, outcome)
+    summary = supervisor.finalize(run_dir, outcome).summary
     assert summary.status == "failed" and "signal SIGABRT" in summary.error and summary.measured_steps == 8
     (end,) = [e for e in jsonl.read_lifecycle(run_dir / rundir.LIFECYCLE_FILE) if e["event"] == "end"]
     assert end["by"] == "supervisor"
@@ -91,16 +91,16 @@ def test_a_crash_gets_an_end_and_a_summary(tmp_path):
 
 def test_a_stop_the_child_could_not_finish_is_an_interruption(tmp_path):
     run_dir = write_run(tmp_path, "20261123T100000Z-hang00", ended=False, write_summary=False)
-    summary = supervisor.finalize(run_dir, supervisor.ChildExit(-signal.SIGKILL, "SIGTERM", True))
+    summary = supervisor.finalize(run_dir, supervisor.ChildExit(-signal.SIGKILL, "SIGTERM", True)).summary
     assert (summary.status, summary.signal) == ("interrupted", "SIGTERM") and "grace period" in summary.error
 
 
 def test_a_run_that_ended_by_itself_keeps_its_own_end(tmp_path):
     run_dir = write_run(tmp_path, "20261123T100000Z-done00", status="interrupted")
-    summary = supervisor.finalize(run_dir, supervisor.ChildExit(130))
+    summary = supervisor.finalize(run_dir, supervisor.ChildExit(130)).summary
     assert (summary.status, summary.signal) == ("interrupted", "SIGINT")
     assert len([e for e in jsonl.read_lifecycle(run_dir / rundir.LIFECYCLE_FILE) if e["event"] == "end"]) == 1
 
 
 def test_nothing_to_summarize_before_the_run_had_a_plan(tmp_path):
-    assert supervisor.finalize(tmp_path, supervisor.ChildExit(2)) is None
+    assert supervisor.finalize(tmp_path, supervisor.ChildExit(2)).summary is None

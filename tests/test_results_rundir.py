@@ -111,3 +111,24 @@ def test_regular_file_at_its_limit(tmp_path):
     assert results.regular_file(tmp_path / "ok.json", max_bytes=10) == tmp_path / "ok.json"
     with pytest.raises(OSError, match="not a regular file"):
         results.read_json("/dev/zero")  # never read until memory runs out
+
+
+@pytest.mark.parametrize("run_id", ["../x", "/abs", "a\nb", ".hidden", "a/b", "", "x" * 129, "a b"])
+def test_a_run_id_must_be_a_plain_name(run_id):
+    with pytest.raises(UsageError) as err:
+        results.check_run_id(run_id)
+    assert "PODBENCH_RUN_ID" in str(err.value) and "\n" not in str(err.value).replace(repr(run_id), "")
+
+
+def test_plain_run_ids_pass():
+    assert results.check_run_id(results.new_run_id()) and results.check_run_id("sweep_1.2-a") == "sweep_1.2-a"
+
+
+def test_claim_refuses_a_second_writer_and_names_it(tmp_path):
+    path, lock = results.claim_run_dir(str(tmp_path / "run"), "r1")
+    try:
+        with pytest.raises(UsageError) as err:
+            results.claim_run_dir(str(tmp_path / "run"), "r2")
+        assert f"pid {os.getpid()}" in str(err.value)
+    finally:
+        lock.release()

@@ -264,3 +264,14 @@ def test_unreachable_server_is_one_line_without_environment_values(tmp_path, mon
     message = str(err.value)
     assert message.startswith("cannot read gs://podbench-unreachable/runs: cannot reach Cloud Storage")
     assert "\n" not in message and address.split("//")[1] not in message
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_a_credentials_file_that_cannot_be_read_whole_is_refused_without_reading_it(tmp_path, kind):
+    path = {"fifo": tmp_path / "key.json", "device": Path("/dev/zero"), "directory": tmp_path}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    with pytest.raises(UsageError) as err:
+        storage.check_credentials_file({storage.CREDENTIALS_ENV: str(path)})
+    assert str(path) not in str(err.value)  # the key's path is a secret's name
+    storage.check_credentials_file({storage.CREDENTIALS_ENV: str(tmp_path / "missing.json")})  # google.auth's

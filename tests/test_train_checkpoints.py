@@ -1,5 +1,7 @@
 """bench/train/checkpoints.py: what a checkpoint holds, and the block-end decisions, on real TensorFlow."""
 import itertools
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -182,3 +184,18 @@ def test_a_remote_tpu_writes_a_local_checkpoint_directory_through_this_client(tm
     saver = checkpoints.Checkpointer(model(), tf.distribute.get_strategy(), str(tmp_path), device)
     path = saver.save(7)
     assert checkpoints.Checkpointer(model(), tf.distribute.get_strategy(), str(tmp_path), device).restore(path) == 7
+
+
+def test_a_full_checkpoint_filesystem_is_told_apart_from_other_failures(tmp_path):
+    from bench.train.checkpoints import directory_full  # noqa: PLC0415
+
+    assert directory_full("gs://bucket/checkpoints") is None and directory_full(str(tmp_path)) is None
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    point = tmp_path / "fs"
+    point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)], check=True)
+    try:
+        assert f"the checkpoint directory {point} is full" in directory_full(str(point))
+    finally:
+        subprocess.run(["umount", str(point)], check=True)

@@ -179,3 +179,15 @@ def test_stopped_before_any_step():
     s = build_summary(record([], lifecycle=lifecycle))
     assert (s.status, s.steps_completed, s.measured_steps, s.images_per_sec) == ("interrupted", 0, 0, None)
     assert s.model_flops_per_image is None
+
+
+def test_a_stall_is_found_and_ordinary_jitter_is_not():
+    from bench.train.summary import find_stalls  # noqa: PLC0415
+    from methodology.throughput import StepRecord  # noqa: PLC0415
+
+    window = [StepRecord(s, 0.1 * s) for s in range(10)]  # 0.1 s steps
+    stalled = window[:5] + [StepRecord(s, 0.1 * s + 5.0) for s in range(5, 10)]  # 5 s stopped before step 5
+    assert find_stalls([window], 0.1) == []
+    assert find_stalls([stalled], 0.1) == [{"step": 5, "seconds": 5.1}]
+    slow = [StepRecord(s, 0.5 * s) for s in range(10)]  # 0.5 s steps: 5x, no stall
+    assert find_stalls([slow], 0.1) == [] and find_stalls([[]], None) == []

@@ -153,10 +153,10 @@ def output_dir(path: str | Path, flag: str, refuse_runs: bool = True) -> Path:
     """
     path = Path(path)
     try:
-        held = rundir.existing_run_file(path) if refuse_runs and path.is_dir() else None
+        held = _held_by_a_run(path) if refuse_runs else None
         if held:
-            raise UsageError(f"{path} holds a run ({held}); choose another {flag} (podbench never writes over "
-                             "a run's results)")
+            raise UsageError(f"{held} holds a run ({rundir.existing_run_file(held)}); choose another {flag} "
+                             "outside it (podbench never writes over a run's results)")
         path.mkdir(parents=True, exist_ok=True)
         probe = path / f".podbench-write-test-{os.getpid()}"
         probe.touch()
@@ -164,6 +164,11 @@ def output_dir(path: str | Path, flag: str, refuse_runs: bool = True) -> Path:
     except OSError as err:
         raise UsageError(f"cannot write to {path} ({os_reason(err)}); choose a writable {flag}") from None
     return path
+
+
+def _held_by_a_run(path: Path) -> Path | None:
+    """``path`` or its parent, if a run's files are there (RUN_DIR/checkpoints is that run's too)."""
+    return next((p for p in (path, path.parent) if p.is_dir() and rundir.existing_run_file(p)), None)
 
 
 # --- run directories ----------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def handle(args: argparse.Namespace) -> int:
     rows = common.reference_rows(book, era)
     modeled = common.modeled_rows(book, era)
     if args.chart:
-        _write_charts(checks.output_dir(args.chart, "--chart DIR", refuse_runs=False), book)
+        _write_charts(checks.output_dir(args.chart, "--chart DIR"), book)
     # The headline is a claim about 2018 prices, whatever --prices shows in the table.
     headline = reference.headline_check(common.reference_rows(prices.load_prices(), "2018"))
     parts = [p for r in rows for p in r["price_parts"]]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench import config as cfg
 from bench import presets
-from bench.cli import checks
+from bench.cli import checks, run_checks
 from bench.cli.run_flags import RUN_FLAGS, add_run_flags, config_from_args, load_config
 from bench.cli import run_cluster
 from bench.cluster import supervisor, tf_config, tpu_slice
@@ -25,7 +25,7 @@ from bench.cluster.launch import describe_exit
 from bench.config import RunConfig
 from bench.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunFailed, UsageError
 from bench.report.summary_text import format_summary
-from bench.results import rundir, storage
+from bench.results import rundir, runlock, storage
 from bench.results.rundir import read_json
 from bench.results.summary import Summary, earlier_runs, read_summary
 from bench.streams import protect_std_streams
@@ -64,11 +64,13 @@ def register(sub) -> None:
     p.set_defaults(handler=handle)
 
 
-def check_outputs(config: RunConfig) -> None:
-    """Where results go, checked before TensorFlow loads: the MLPerf log is writable, the bucket exists.
+def check_outputs(config: RunConfig, resume: bool = False) -> None:
+    """Where results go, checked before TensorFlow loads: the MLPerf log is writable, the bucket exists,
+    and a fresh run's checkpoint directory holds nobody else's checkpoints.
 
     Raises:
-      UsageError: an unwritable --mllog, or a --results-uri that cannot be written.
+      UsageError: an unwritable --mllog, a --results-uri that cannot be written, or a --checkpoint-dir
+        holding checkpoints or a run (a fresh run would delete the older ones, and a resume restore them).
     """
     if config.output.mllog:
         with contextlib.suppress(OSError):  # opening a FIFO for writing waits for a reader: forever
@@ -82,7 +84,9 @@ def check_outputs(config: RunConfig) -> None:
                              "choose a writable --mllog FILE") from None
     ckpt = config.checkpoint.dir
     if ckpt and not ckpt.startswith("gs://"):
-        checks.output_dir(ckpt, "--checkpoint-dir", refuse_runs=False)  # its own checkpoints may be there
+        if not resume:
+            run_checks.check_fresh_checkpoint_dir(ckpt)
+        checks.output_dir(ckpt, "--checkpoint-dir", refuse_runs=not resume)  # a resume's own are there
     elif ckpt:  # a typo'd bucket or a missing permission fails now, not at the first or the last checkpoint
         storage.check_results_uri(ckpt, flag="--checkpoint-dir", what="write checkpoints to")
     if config.output.results_uri is not None:
@@ -117,6 +121,7 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
         if read_summary(run_dir).status == "completed":
             raise UsageError(f"{run_dir} holds a completed run: nothing to resume")
     config = dataclasses.replace(config, output=dataclasses.replace(config.output, dir=str(run_dir)))
+    check_resumable(config, run_dir, args.checkpoint_every)
     override = {k: v for k, v in (("results_uri", args.results_uri),) if v is not None}
     parts = {"output": override, "train": {"log_steps": args.log_steps} if args.log_steps else {},
              "checkpoint": {k: v for k, v in (("every_minutes", args.checkpoint_every),
@@ -125,26 +130,59 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
     return cfg.replace(config, **{k: v for k, v in parts.items() if v}), run_id, run_dir
 
 
+def check_resumable(config: RunConfig, run_dir: Path, checkpoint_every: float | None) -> None:
+    """A resume continues the run it names, or refuses: it never quietly becomes another run.
+
+    Raises:
+      UsageError: no checkpoints to continue from (written with, or resumed with, --checkpoint-every 0),
+        a relative checkpoint directory that does not exist from here, or a multi-worker TF_CONFIG
+        a fresh run would refuse.
+    """
+    every = config.checkpoint.every_minutes if checkpoint_every is None else checkpoint_every
+    if not every:
+        why = ("--checkpoint-every 0 restores no checkpoint" if checkpoint_every == 0
+               else f"{run_dir} was run with --checkpoint-every 0 (no checkpoints)")
+        raise UsageError(f"{why}: a resume would train again from step 0; start a new run instead, or resume "
+                         "with --checkpoint-every MINUTES")
+    ckpt = config.checkpoint.dir
+    if ckpt and "://" not in ckpt and not Path(ckpt).is_absolute() and not Path(ckpt).is_dir():
+        raise UsageError(f"{run_dir} keeps its checkpoints in the relative directory {ckpt}, which is not "
+                         f"here ({Path.cwd()}): resume from the directory the run was started in")
+    run_checks.check_run(config)  # what a fresh run of this config would refuse (TF_CONFIG, memory, GPUs)
+
+
+def absolute_checkpoint_dir(config: RunConfig) -> RunConfig:
+    """A relative --checkpoint-dir, made absolute as config.json records it: a resume from another
+    directory finds the same checkpoints."""
+    ckpt = config.checkpoint.dir
+    if not ckpt or "://" in ckpt or Path(ckpt).is_absolute():
+        return config
+    return cfg.replace(config, checkpoint=dict(dir=os.path.abspath(ckpt)))
+
+
 def handle(args: argparse.Namespace) -> int:
     protect_std_streams()  # a closed console (`| head`) never stops a run or hides its exit code
     resume = args.resume is not None
     if resume and args.resume_if_present:
         raise UsageError("give --resume RUN_DIR (that run) or --resume-if-present (this command's run), not both")
+    lock = None
     if resume:
         config, run_id, run_dir = resume_target(args)
     else:
-        config = config_from_args(args)
+        config = absolute_checkpoint_dir(own_outputs(config_from_args(args), args))
     run_cluster.join_cluster(config)  # TF_CONFIG, or the Slurm step's cluster
     if not resume:
-        # `podbench launch`, a Slurm step or the user (Kubernetes) gives every worker one run id.
-        run_id = os.environ.get(tf_config.RUN_ID_ENV) or rundir.new_run_id()
+        # `podbench launch`, a Slurm step or the user (Kubernetes) gives every worker one run id;
+        # it becomes a path, so it is checked.
+        run_id = rundir.check_run_id(os.environ[tf_config.RUN_ID_ENV]) \
+            if tf_config.RUN_ID_ENV in os.environ else rundir.new_run_id()
         if args.resume_if_present:
             present = run_cluster.present_run(config, run_id)
             if present.completed:
                 print(f"run {run_id} in {present.run_dir} has completed: nothing to resume", file=sys.stderr)
                 return EXIT_OK
             config, resume, run_dir = present.config, present.resume, present.run_dir
-    check_outputs(config)
+    check_outputs(config, resume)
     results_dir = run_dir if resume else run_cluster.results_dir(config, run_id)
     # A multi_worker run's non-chief workers write to a temporary directory, never where the
     # user's results go (the chief writes those), and keep no MLPerf log or upload of their own.
@@ -156,15 +194,51 @@ def handle(args: argparse.Namespace) -> int:
             parts["checkpoint"] = dict(dir=config.checkpoint.dir or str(run_dir / rundir.CHECKPOINTS_DIR))
         config = cfg.replace(config, **parts)
         resume = False
-    if not resume:
-        run_dir = rundir.prepare_run_dir(config.output.dir, run_id)
-    print(f"podbench run {run_id}: {'resuming' if resume else 'loading TensorFlow'}…", file=sys.stderr, flush=True)
     try:
-        return supervise(config, run_id, run_dir, resume, args.json, restore,
+        if resume:
+            lock = _lock_for_resume(run_dir)
+        else:
+            run_dir, lock = rundir.claim_run_dir(config.output.dir, run_id)
+        print(f"podbench run {run_id}: {'resuming' if resume else 'loading TensorFlow'}…", file=sys.stderr,
+              flush=True)
+        return supervise(config, run_id, run_dir, resume, args.json, restore, lock,
                          None if scratch is None else f"{scratch.worker}: results in {results_dir} on the chief")
     finally:
+        if lock is not None:
+            lock.release()
+            if not resume:  # a run refused before it wrote anything leaves no directory behind
+                runlock.remove_if_alone(run_dir)
         if scratch is not None:
             scratch.cleanup()
+
+
+def own_outputs(config: RunConfig, args: argparse.Namespace) -> RunConfig:
+    """A `--config RUN` re-run writes its own checkpoints and MLPerf log, never the original run's.
+
+    The file's --checkpoint-dir and --mllog are the original's: sharing them would
+    mix two runs' checkpoints (the newer deleting the older) and two runs in one
+    MLPerf log. Flags given on this command line are kept.
+    """
+    if getattr(args, "config", None) is None:
+        return config
+    dropped = {}
+    if config.checkpoint.dir and getattr(args, "checkpoint_dir", None) is None:
+        dropped["checkpoint"] = dict(dir=None)
+        print(f"note: the new run writes its checkpoints in its own directory, not the original's "
+              f"{config.checkpoint.dir} (--checkpoint-dir DIR chooses another)", file=sys.stderr)
+    if config.output.mllog and getattr(args, "mllog", None) is None:
+        dropped["output"] = dict(mllog=None)
+        print(f"note: the new run does not append to the original's MLPerf log {config.output.mllog} "
+              "(--mllog FILE gives it one)", file=sys.stderr)
+    return cfg.replace(config, **dropped) if dropped else config
+
+
+def _lock_for_resume(run_dir: Path) -> runlock.RunLock:
+    try:
+        return runlock.acquire(run_dir, "resume it")
+    except OSError as err:
+        raise UsageError(f"cannot resume {run_dir}: it cannot be written ({checks.os_reason(err)}); "
+                         "copy it somewhere writable and resume the copy") from None
 
 
 def load_runner():
@@ -173,22 +247,29 @@ def load_runner():
 
 
 def supervise(config: RunConfig, run_id: str, run_dir: Path, resume: bool, as_json: bool,
-              restore: bool = False, elsewhere: str | None = None) -> int:
+              restore: bool = False, lock: runlock.RunLock | None = None, elsewhere: str | None = None) -> int:
     """Runs the training in a supervised child; then the summary, printed and uploaded.
 
-    ``elsewhere``: a non-chief worker's one line saying where the results are; it
-    prints that (on stderr) instead of a summary, so a cluster's stdout holds one.
+    The child shares the run directory's lock (``lock``): it outlives a killed supervisor by the
+    seconds it takes to summarize, and no second writer may start in them. ``elsewhere``: a
+    non-chief worker's one line saying where the results are; it prints that (on stderr) instead
+    of a summary, so a cluster's stdout holds one.
     """
     request = {"config": dataclasses.asdict(config), "run_id": run_id, "run_dir": str(run_dir), "resume": resume,
                "restore": restore}
-    child = load_runner()(request, config.checkpoint.grace_s)
+    child = load_runner()(request, config.checkpoint.grace_s, lock=lock)
     if config.runtime.tpu and child.returncode < 0:  # killed: libtpu may have left its lockfile (N13)
         tpu_slice.release_stale_lockfile()
-    summary = supervisor.finalize(run_dir, child)
+    final = supervisor.finalize(run_dir, child, run_id)
+    summary = final.summary
     uri = config.output.results_uri
-    if summary is not None and uri:
+    if summary is not None and uri and final.unwritten is None:
         storage.upload_run(run_dir, uri, run_id, failure=summary.error if summary.status == "failed" else None)
-    if child.returncode in (EXIT_USAGE, EXIT_FAILED):  # the child said why, in one line
+    if final.unwritten:  # the directory cannot hold it: the summary goes to stdout, and a line says so
+        print(rundir.dumps(summary.to_json()) if as_json else format_summary(summary))
+        raise RunFailed(f"{summary.error} ({final.unwritten}; the summary is above"
+                        f"{'' if as_json else ', --json prints it as JSON'})")
+    if child.returncode in (EXIT_USAGE, EXIT_FAILED) and not child.dir_problem:  # the child said why
         return child.returncode
     if summary is None:
         raise RunFailed(f"the training process ended with {describe_exit(child.returncode)} before the run "

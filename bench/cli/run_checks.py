@@ -11,8 +11,10 @@ loads (methodology/RUNNING.md: "What is checked before TensorFlow loads").
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from pathlib import Path
 from typing import Mapping
 
 from bench.cli import checks
@@ -38,6 +40,7 @@ def check_run(config: RunConfig, environ: Mapping[str, str] = os.environ,
     check_sizes(config, memory_bytes)
     check_replicas(config, environ, memory_bytes, gpu_count)
     check_cluster(config, environ)
+    check_cluster_addresses(environ)
     check_blocks(config)
     if config.data.real and config.data.data_dir:
         checks.data_dir(config.data.data_dir)
@@ -98,6 +101,24 @@ def check_cluster(config: RunConfig, environ: Mapping[str, str]) -> None:
                          "TF_CONFIG")
 
 
+def check_cluster_addresses(environ: Mapping[str, str]) -> None:
+    """Every address of a TF_CONFIG cluster is HOST:PORT, a host without spaces and a port 1-65535.
+
+    TensorFlow takes any string: a host with a space in it starts a server on an address
+    no peer can reach, and the workers wait for each other with no word until killed.
+    """
+    try:
+        cluster = json.loads(environ.get("TF_CONFIG") or "{}").get("cluster", {})
+        addresses = [(job, a) for job, tasks in cluster.items() if isinstance(tasks, list) for a in tasks]
+    except (ValueError, AttributeError, TypeError):
+        return  # not a cluster spec: the strategy that reads it says why
+    for job, address in addresses:
+        host, _, port = str(address).rpartition(":")
+        if not host or any(c.isspace() for c in str(address)) or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(f"TF_CONFIG's {job} address {address!r} is not HOST:PORT (a host name without spaces, "
+                             "a port 1-65535): no peer could reach it; fix TF_CONFIG")
+
+
 def check_blocks(config: RunConfig) -> None:
     """The warm-up and the run must end a --steps-per-execution block, where the flags alone fix them.
 
@@ -116,3 +137,18 @@ def check_blocks(config: RunConfig) -> None:
             raise UsageError(f"the {name} ({value} steps) must end a block of --steps-per-execution {block} "
                              f"steps or an epoch ({epoch} steps): the host sees only block ends; choose a "
                              "multiple of it")
+
+
+def check_fresh_checkpoint_dir(path: str) -> None:
+    """A new run's --checkpoint-dir must hold no checkpoints: tf.train.CheckpointManager would
+    adopt them, delete all but its last few, and a later resume would restore them as its own.
+
+    Raises:
+      UsageError: checkpoints (a ``checkpoint`` state file or ``*.index`` files) are there.
+    """
+    directory = Path(path)
+    with contextlib.suppress(OSError):
+        if directory.is_dir() and ((directory / "checkpoint").exists() or any(directory.glob("*.index"))):
+            raise UsageError(f"--checkpoint-dir {path} already holds checkpoints (another run's, or an earlier "
+                             "one's): a new run would delete them; give an empty directory, or resume that run "
+                             "(podbench run --resume RUN_DIR)")

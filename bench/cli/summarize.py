@@ -14,7 +14,7 @@ from pathlib import Path
 from bench.cli import checks
 from bench.errors import UsageError
 from bench.report.summary_text import format_summary
-from bench.results import rundir
+from bench.results import rundir, runlock
 from bench.results.runfiles import read_run
 from bench.results.summary import earlier_runs, write_summary
 from bench.train.summary import build_summary
@@ -49,14 +49,15 @@ def handle(args: argparse.Namespace) -> int:
     summaries = []
     for run_dir in map(Path, checks.distinct_dirs(args.run_dirs)):
         try:
-            record = read_run(run_dir)
+            read_run(run_dir)  # a run directory, before anything is written into it
         except (FileNotFoundError, ValueError) as err:
             raise UsageError(f"{err}") from None
         except OSError as err:  # a name longer than the filesystem allows, a FIFO for a run file
             raise UsageError(f"cannot read {run_dir} ({rundir.os_reason(err)}); give a run directory") from None
-        summary = build_summary(record)
         try:
-            write_summary(run_dir, summary)
+            with runlock.held(run_dir, "summarize it"):  # a live run's summary is its own to write
+                summary = build_summary(read_run(run_dir))
+                write_summary(run_dir, summary)
         except OSError as err:
             raise UsageError(f"cannot write {run_dir / rundir.SUMMARY_FILE} ({rundir.os_reason(err)})") from None
         print(f"wrote {run_dir / rundir.SUMMARY_FILE} ({summary.status})", file=sys.stderr)

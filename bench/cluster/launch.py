@@ -149,15 +149,15 @@ def _copy_lines(pipe, stream: TextIO, log: TextIO, lock: threading.Lock) -> None
                     sink.flush()
 
 
-def die_with_parent():
-    """A preexec_fn asking Linux to SIGKILL the child when the launcher dies (None elsewhere)."""
+def die_with_parent(sig: int = signal.SIGKILL):
+    """A preexec_fn asking Linux to send ``sig`` to the child when the launcher dies (None elsewhere)."""
     if not sys.platform.startswith("linux"):
         return None
     libc = ctypes.CDLL(None, use_errno=True)  # loaded here: nothing may be loaded between fork and exec
     launcher_pid = os.getpid()
 
     def preexec():
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        libc.prctl(_PR_SET_PDEATHSIG, sig)
         if os.getppid() != launcher_pid:  # the launcher died before prctl took effect
             os.kill(os.getpid(), signal.SIGKILL)
 

@@ -14,11 +14,13 @@ summarizes. What the child cannot handle, the supervisor does:
 The child runs in its own process group, so a signal for the group (a
 terminal's Ctrl-C, `podbench launch` stopping a worker) reaches the supervisor
 only, which forwards it once; the child dies with the supervisor (Linux's
-parent-death signal) if the supervisor itself is killed.
+parent-death signal, SIGTERM: it stops and summarizes as on any stop notice) if the
+supervisor itself is killed; a child that cannot be told so (no prctl) polls its parent.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import signal
 import subprocess
@@ -30,15 +32,22 @@ from pathlib import Path
 
 from bench.cluster.launch import describe_exit, die_with_parent
 from bench.results import jsonl
-from bench.results.rundir import CONFIG_FILE, LIFECYCLE_FILE
+from bench.results.health import DirWatch, with_fix
+from bench.results.runlock import RunLock
+from bench.results.rundir import CONFIG_FILE, LIFECYCLE_FILE, SUMMARY_FILE, os_reason
 from bench.results.runfiles import read_run
 from bench.results.summary import Summary, write_summary
+from bench.train.stopping import HANDLED
 from bench.train.summary import build_summary, end_status
 
 POLL_S = 0.2
 # Beyond the platform's grace period, time for the child to write its summary once it stopped.
 SUMMARY_WAIT_S = 10.0
-FORWARDED = (signal.SIGINT, signal.SIGTERM)
+# Every signal that ends a process by default ends the run with a summary: SIGHUP (a closed terminal
+# or SSH session), SIGQUIT, SIGUSR1 as well as Ctrl-C and SIGTERM. The child stops on each the same way.
+FORWARDED = HANDLED
+# When the run directory cannot take the run's writes: the child is asked to stop with this.
+STOP_FOR_DIR = signal.SIGTERM
 
 
 @dataclass(frozen=True)
@@ -49,33 +58,48 @@ class ChildExit:
       returncode: Popen's (negative: killed by that signal).
       stop_signal: the stop signal the supervisor forwarded, if any.
       killed_after_grace: it did not stop within the grace period and was killed.
+      dir_problem: the supervisor stopped it because the run directory could no longer take its writes.
     """
 
     returncode: int
     stop_signal: str | None = None
     killed_after_grace: bool = False
+    dir_problem: str | None = None
 
 
-def run_child(request: dict, grace_s: float, argv: list[str] | None = None) -> ChildExit:
+def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock: RunLock | None = None) -> ChildExit:
     """Starts the training process with ``request`` on stdin, forwards stop signals, waits for it.
+
+    Every poll it also checks the run directory (bench/results/health.py): deleted, read-only
+    or full, the child is stopped as on SIGTERM, within the same grace period.
 
     Args:
       request: what bench/train/process.py reads (config, run_id, run_dir, resume).
       grace_s: after a forwarded stop signal, how long the child gets before SIGKILL
         (plus the time to write its summary).
       argv: the child's command (default: this interpreter, bench.train.process).
+      lock: the run directory's lock: the child shares it (bench/results/runlock.py).
     """
     argv = argv or [sys.executable, "-m", "bench.train.process"]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, process_group=0, preexec_fn=die_with_parent())
+    watch = _watch(request.get("run_dir"))
+    # SIGTERM, not SIGKILL, if this process dies: the child stops at a step boundary and writes its summary.
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, process_group=0,
+                            pass_fds=(lock.fd,) if lock else (), preexec_fn=die_with_parent(signal.SIGTERM))
+    if lock is not None:
+        lock.note_child(proc.pid)
     stop: dict = {}
 
-    def forward(signum, frame):
-        if "signal" not in stop:
-            stop.update(signal=signal.Signals(signum).name, deadline=time.monotonic() + grace_s + SUMMARY_WAIT_S)
+    def ask_stop(signum, problem=None):
+        if "deadline" not in stop:
+            stop.update(deadline=time.monotonic() + grace_s + SUMMARY_WAIT_S)
+            if problem:
+                stop["problem"] = problem
+            else:
+                stop["signal"] = signal.Signals(signum).name
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signum)
 
-    with _handling(forward):
+    with _handling(lambda signum, frame: ask_stop(signum)):
         with contextlib.suppress(BrokenPipeError):  # a child that died at once has closed its stdin
             proc.stdin.write(json.dumps(request))
             proc.stdin.close()
@@ -83,11 +107,26 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None) -> C
         while proc.poll() is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=POLL_S)
+            problem = watch.problem() if watch is not None and "deadline" not in stop else None
+            if problem and proc.poll() is None:
+                print(f"podbench: {problem}: stopping the run", file=sys.stderr, flush=True)
+                ask_stop(STOP_FOR_DIR, problem)
             if "deadline" in stop and time.monotonic() > stop["deadline"] and proc.poll() is None:
                 proc.kill()
                 proc.wait()
                 killed = True
-    return ChildExit(proc.returncode, stop.get("signal"), killed)
+    # A child that failed on its own (a write that hit the full disk before a poll saw it) is asked about too.
+    lost = watch is not None and proc.returncode and not stop
+    problem = stop.get("problem") or (watch.problem() if lost else None)
+    if watch is not None:
+        watch.close()
+    return ChildExit(proc.returncode, stop.get("signal"), killed, problem)
+
+
+def _watch(run_dir: str | None) -> DirWatch | None:
+    with contextlib.suppress(OSError, TypeError):
+        return DirWatch.start(Path(run_dir))
+    return None
 
 
 @contextlib.contextmanager
@@ -103,21 +142,61 @@ def _handling(handler):
             signal.signal(sig, old)
 
 
-def finalize(run_dir: Path, child: ChildExit) -> Summary | None:
+@dataclass(frozen=True)
+class Final:
+    """The run's summary once its child ended, and where it could not be written (None: it was).
+
+    Attributes:
+      summary: None when the child stopped before the run had a configuration.
+      unwritten: why summary.json could not be written (the caller prints the summary instead).
+    """
+
+    summary: Summary | None
+    unwritten: str | None = None
+
+
+def finalize(run_dir: Path, child: ChildExit, run_id: str = "") -> Final:
     """The run's summary once the child has ended; written here if the child could not.
 
-    Returns None when the child stopped before the run had a configuration (its
-    error line says why, and there is nothing to summarize).
+    A run whose directory could not take its writes (``child.dir_problem``) ends
+    ``failed`` with that reason, from whatever the directory still holds, and
+    if summary.json cannot be written there, ``unwritten`` says why.
     """
-    if not (Path(run_dir) / CONFIG_FILE).is_file():
-        return None
+    run_dir = Path(run_dir)
+    if child.dir_problem:
+        return _finalize_lost(run_dir, child.dir_problem, run_id)
+    if not (run_dir / CONFIG_FILE).is_file():
+        return Final(None)
     record = read_run(run_dir)
     if end_status(record.lifecycle)["status"] == "killed" or child.killed_after_grace:
         _record_end(run_dir, child)
         record = read_run(run_dir)
     summary = build_summary(record)
     write_summary(run_dir, summary)
-    return summary
+    return Final(summary)
+
+
+def _finalize_lost(run_dir: Path, problem: str, run_id: str) -> Final:
+    """A summary saying ``failed`` and why, from what is still readable; written if the directory allows."""
+    error = with_fix(problem)
+    try:
+        summary = dataclasses.replace(build_summary(read_run(run_dir)), status="failed", signal=None, error=error)
+    except (OSError, ValueError):  # the directory, or its config, is gone
+        summary = Summary(run_id, "failed", error=error, results_dir=str(run_dir))
+    try:
+        _record_failure(run_dir, error)
+        write_summary(run_dir, summary)
+    except OSError as err:
+        return Final(summary, f"could not write {run_dir / SUMMARY_FILE} ({os_reason(err)})")
+    return Final(summary)
+
+
+def _record_failure(run_dir: Path, error: str) -> None:
+    writer = jsonl.LifecycleWriter(Path(run_dir) / LIFECYCLE_FILE)
+    try:
+        writer.event(jsonl.END, by="supervisor", status="failed", error=error)
+    finally:
+        writer.close()
 
 
 def _record_end(run_dir: Path, child: ChildExit) -> None:

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence, TextIO
 
+from bench.cluster.launch import die_with_parent
 from bench.results import rundir
 from bench.results.summary import Summary, read_summary
 from bench.errors import EXIT_INTERRUPTED, UsageError
+from bench.train.stopping import StopRequest, handling_stop_signals
 from methodology import scaling
 
 DEFAULT_SWEEPS_DIR = Path("results") / "sweeps"
@@ -138,7 +140,7 @@ def run_size(command: Sequence[str], value: int, run_dir: Path, log_path: Path,
     error = None
     with open(log_path, "w", encoding="utf-8") as log, subprocess.Popen(
             list(command), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            errors="replace", bufsize=1) as proc:
+            errors="replace", bufsize=1, preexec_fn=die_with_parent(signal.SIGTERM)) as proc:
         try:
             for line in proc.stderr:
                 log.write(line)
@@ -148,7 +150,13 @@ def run_size(command: Sequence[str], value: int, run_dir: Path, log_path: Path,
                 if forward:
                     forward(line.rstrip("\n"))
             exit_code = proc.wait()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as err:
+            # A terminal's Ctrl-C reaches the run too (one process group); SIGTERM, SIGHUP... sent to the
+            # sweep alone do not, and the run would train on as an orphan: they are passed on.
+            name = getattr(err, "signal_name", "SIGINT")
+            if name != "SIGINT":
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.Signals[name])
             _stop(proc)
             raise
     return SizeResult(value, exit_code, summary_of(run_dir), error, run_dir, axis)
@@ -348,21 +356,27 @@ def run_sweep(sizes: Sequence[int], command_for: Callable[[int, Path], list[str]
       (rows so far, whether Ctrl-C stopped the sweep).
     """
     done: list[SizeResult] = []
-    total = len(sizes)
     say = lambda line: print(line, file=stream, flush=True)  # noqa: E731
     forward = (lambda line: say(f"    {line}")) if forward_output else None
     try:
-        for index, n in enumerate(sizes, start=1):
-            run_dir = size_dir(sweep_dir, n, axis)
-            say(f"[{index}/{total}] {axis} {n}: running…")
-            try:
-                done.append(run_size(command_for(n, run_dir), n, run_dir, Path(f"{run_dir}.log"), forward, axis))
-            except KeyboardInterrupt:
-                done.append(SizeResult(n, EXIT_INTERRUPTED, summary_of(run_dir), None, run_dir, axis))
-                raise
-            row = next(r for r in sweep_rows(done) if r["run_dir"] == str(run_dir))
-            say(progress_line(index, total, row, axis))
+        with handling_stop_signals(StopRequest()):  # SIGTERM, SIGHUP... stop the sweep as Ctrl-C does
+            done = _run_sizes(sizes, command_for, sweep_dir, say, forward, axis, done)
     except KeyboardInterrupt:
         say(f"interrupted: writing the {len(done)} size(s) run so far")
         return sweep_rows(done), True
     return sweep_rows(done), False
+
+
+def _run_sizes(sizes, command_for, sweep_dir: Path, say, forward, axis: str, done: list) -> list:
+    """Runs each size in turn, appending to ``done`` (a stop leaves the sizes run so far there)."""
+    for index, n in enumerate(sizes, start=1):
+        run_dir = size_dir(sweep_dir, n, axis)
+        say(f"[{index}/{len(sizes)}] {axis} {n}: running…")
+        try:
+            done.append(run_size(command_for(n, run_dir), n, run_dir, Path(f"{run_dir}.log"), forward, axis))
+        except KeyboardInterrupt:
+            done.append(SizeResult(n, EXIT_INTERRUPTED, summary_of(run_dir), None, run_dir, axis))
+            raise
+        row = next(r for r in sweep_rows(done) if r["run_dir"] == str(run_dir))
+        say(progress_line(index, len(sizes), row, axis))
+    return done

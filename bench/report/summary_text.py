@@ -96,6 +96,12 @@ def _spread_rows(s: Summary) -> list[tuple[str, str]]:
     if block > 1:
         times += f" (per step, averaged over blocks of {block} steps: per-step tails are not visible)"
     rows = [("step time", times)]
+    if s.stalls:
+        longest = max(s.stalls, key=lambda x: x["seconds"])
+        total_s = sum(x["seconds"] for x in s.stalls)
+        rows.append(("stalls", f"{len(s.stalls)} measured interval(s) stalled, {total_s:.1f} s in all (longest "
+                               f"{longest['seconds']:.1f} s, ending at step {longest['step']}): the images/sec "
+                               "above includes them, the step-time median does not"))
     if s.measured and s.num_intervals < MIN_SPREAD_INTERVALS:
         what = f"block(s) of {block} steps" if block > 1 else "interval(s)"
         rows.append(("note", f"the ±, jitter and percentiles rest on {s.num_intervals} measured {what} "

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import UsageError
+from bench.results import runlock
 
 DEFAULT_RUNS_DIR = Path("results") / "runs"
 CONFIG_FILE = "config.json"
@@ -63,16 +64,69 @@ def prepare_run_dir(output_dir: str | None, run_id: str) -> Path:
     """
     path = Path(output_dir) if output_dir else DEFAULT_RUNS_DIR / run_id
     try:
-        held = existing_run_file(path) if path.is_dir() else None
-        if held:
-            raise UsageError(f"{path} already holds a run ({held}); choose a new --output "
-                             "(podbench never overwrites results)")
+        _refuse_held(path)
         path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path):
-            pass
+        _prove_writable(path)
     except OSError as err:
         raise UsageError(f"cannot write results to {path} ({os_reason(err)}); choose a writable --output") from None
     return path
+
+
+def claim_run_dir(output_dir: str | None, run_id: str) -> tuple[Path, runlock.RunLock]:
+    """``prepare_run_dir``, holding the directory's lock: of two runs started together
+    on one --output, one writes and the other is refused (bench/results/runlock.py).
+
+    Raises:
+      UsageError: as prepare_run_dir, or a live run holds the directory.
+    """
+    path = Path(output_dir) if output_dir else DEFAULT_RUNS_DIR / check_run_id(run_id)
+    try:
+        _refuse_held(path)  # before creating anything in a directory that is not ours
+        path.mkdir(parents=True, exist_ok=True)
+        lock = runlock.acquire(path, "start a run there")
+    except OSError as err:
+        raise UsageError(f"cannot write results to {path} ({os_reason(err)}); choose a writable --output") from None
+    try:
+        _refuse_held(path)  # again under the lock: the other writer may have started first
+        _prove_writable(path)
+    except OSError as err:
+        lock.release()
+        raise UsageError(f"cannot write results to {path} ({os_reason(err)}); choose a writable --output") from None
+    except UsageError:
+        lock.release()
+        raise
+    return path, lock
+
+
+def _refuse_held(path: Path) -> None:
+    held = existing_run_file(path) if path.is_dir() else None
+    if held:
+        raise UsageError(f"{path} already holds a run ({held}); choose a new --output "
+                         "(podbench never overwrites results)")
+
+
+def _prove_writable(path: Path) -> None:
+    with tempfile.NamedTemporaryFile(dir=path):
+        pass
+
+
+RUN_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+RUN_ID_MAX = 128
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id``, once it is known to name one directory under results/runs and nothing else.
+
+    A run id becomes a path (results/runs/RUN_ID): ``..``, a slash, an absolute
+    path or a newline would put the run somewhere else, or break the log lines that name it.
+
+    Raises:
+      UsageError: anything but letters, digits, ``.``, ``_`` and ``-`` (at most 128), or a leading dot.
+    """
+    if not run_id or len(run_id) > RUN_ID_MAX or run_id.startswith(".") or not set(run_id) <= RUN_ID_CHARS:
+        raise UsageError(f"the run id {run_id!r} is not a plain name (letters, digits, '.', '_', '-'; not "
+                         f"starting with '.'; at most {RUN_ID_MAX}); fix PODBENCH_RUN_ID or unset it")
+    return run_id
 
 
 def os_reason(err: OSError) -> str:

@@ -17,6 +17,7 @@ about a second to load, and `podbench run` checks its flags before anything slow
 from __future__ import annotations
 
 import atexit
+import os
 import re
 import shutil
 import sys
@@ -289,7 +290,32 @@ def make_client():
     """
     from google.cloud import storage  # noqa: PLC0415 (slow import, only when talking to GCS)
 
+    check_credentials_file(os.environ)
     return storage.Client(project=None)
+
+
+CREDENTIALS_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
+CREDENTIALS_MAX_BYTES = 1 * 2**20  # a service-account key is ~2 KiB
+
+
+def check_credentials_file(environ) -> None:
+    """The credentials file google.auth will read, if one is named, is a regular file of bounded size.
+
+    google.auth reads it whole and unbounded: a FIFO waits for a writer forever, /dev/zero
+    fills the memory until the kernel kills the process.
+
+    Raises:
+      UsageError: a FIFO, a device or a directory, or larger than a key file can be (a missing
+        file is google.auth's to report).
+    """
+    path = environ.get(CREDENTIALS_ENV)
+    if not path or not os.path.exists(path):
+        return  # google.auth says "no usable credentials" (and the path, a secret's name, stays unsaid)
+    try:
+        results.regular_file(Path(path), CREDENTIALS_MAX_BYTES)
+    except OSError as err:
+        raise UsageError(f"{CREDENTIALS_ENV} cannot name the credentials file: it is {results.os_reason(err)}; "
+                         "give a service-account key file, or unset it to use gcloud's login") from None
 
 
 def _retry(timeout_s: float):

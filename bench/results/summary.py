@@ -56,6 +56,8 @@ class Summary:
         problem (one line each); the MFU itself is then None.
       eval_every_epochs .. best_top_1: evaluation and time to target (methodology.target).
       segments, restarts, restart_gaps_s, lost_steps: a resumed run's segments (one for an uninterrupted run).
+      stalls: measured intervals far slower than the median step (a stopped process, a swapping host):
+        [{"step", "seconds"}]; the rate includes them, the step-time median does not.
       data_position: for a resumed run, what became of its place in the training data
         (DATA_POSITION_NOT_RESTORED); None for an uninterrupted run.
       wall_time_to_target_s: time to target including evaluations, restarts and each segment's warm-up.
@@ -120,6 +122,7 @@ class Summary:
     segments: int = 1
     restarts: int = 0
     restart_gaps_s: list = field(default_factory=list)
+    stalls: list = field(default_factory=list)
     lost_steps: int = 0
     data_position: str | None = None
     wall_time_to_target_s: float | None = None

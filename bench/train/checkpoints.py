@@ -16,13 +16,15 @@ each write, as tf_keras does; all of them restore from the chief's.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import tempfile
 import time
 
 import tensorflow as tf
 import tf_keras
 
-from bench.errors import UsageError
+from bench.errors import RunFailed, UsageError
 from bench.results import jsonl
 from bench.train.stopping import DEFAULT_GRACE_S, Interrupted, StopRequest
 from bench.train.timer import StepTimerCallback
@@ -32,6 +34,8 @@ MAX_TO_KEEP = 2  # the newest, and the one before it in case the newest was cut 
 FIRST_WRITE_ESTIMATE_S = 10.0
 # Kept for the summary and the upload after the last checkpoint.
 SUMMARY_MARGIN_S = 5.0
+# A failed write with less than this free is a full disk (a checkpoint is MBs; a write stops short of 0).
+FULL_BELOW_BYTES = 16 * 2**20
 
 
 class Checkpointer:
@@ -63,13 +67,55 @@ class Checkpointer:
     def save(self, step: int) -> str:
         """Writes the state after ``step``; returns the path (the temporary one on a non-chief worker)."""
         self.step.assign(step)
-        path = self.writer.save(checkpoint_number=step, options=self.options)
+        try:
+            path = self.writer.save(checkpoint_number=step, options=self.options)
+        except (tf.errors.OpError, OSError) as err:
+            full = directory_full(self.writer.directory)
+            if full is None:
+                raise
+            raise RunFailed(full) from err
         if self._temporary:
             tf.io.gfile.rmtree(self.writer.directory)
         return path
 
     def latest(self) -> str | None:
         return self.reader.latest_checkpoint
+
+    def candidates(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """(every checkpoint in the directory, newest first; [(path, why)] of those the state file
+        names whose files are gone): the state file's, and any it lost track of."""
+        found = {p[: -len(".index")] for p in tf.io.gfile.glob(f"{self.directory.rstrip('/')}/ckpt-*.index")}
+        state = tf.train.get_checkpoint_state(self.directory)
+        named = list(state.all_model_checkpoint_paths) if state else []
+        missing = [(p, "its files are missing") for p in named
+                   if p not in found and not tf.io.gfile.exists(p + ".index")]
+        return sorted(found, key=_number, reverse=True), sorted(missing, key=lambda m: _number(m[0]), reverse=True)
+
+    def restore_intact(self) -> tuple[str | None, int, list[tuple[str, str]]]:
+        """Restores the newest checkpoint whose every tensor reads back whole (checksums checked).
+
+        Returns:
+          (its path, its step, [(path, why) of each newer one passed over]);
+          (None, 0, []) when the directory holds no checkpoint.
+
+        Raises:
+          UsageError: checkpoints are there but none restores (truncated, corrupted, another model's).
+        """
+        found, damaged = self.candidates()
+        newest = _number(found[0]) if found else -1
+        damaged = [d for d in damaged if _number(d[0]) > newest]
+        for path in found:
+            try:
+                verify(path)  # the optimizer's slots restore later, inside fit: read everything now
+                return path, self.restore(path), damaged
+            except (tf.errors.OpError, ValueError, AssertionError, IndexError, OSError) as err:
+                damaged.append((path, _first_line(err)))
+        if damaged:
+            newest_path, why = damaged[0]
+            raise UsageError(f"no checkpoint in {self.directory} restores ({len(damaged)} tried; the newest, "
+                             f"{newest_path}: {why}); if config.json was edited, restore it, else start a new "
+                             "run (what was measured stays in the run directory)")
+        return None, 0, []
 
     def restore(self, path: str) -> int:
         """Restores ``path``; returns the global step it was written after.
@@ -98,6 +144,44 @@ def temporary_dir(directory: str, task_id: int) -> str:
     if "://" in directory:
         return tempfile.mkdtemp(prefix=f"podbench-checkpoint-worker{task_id}-")
     return f"{directory.rstrip('/')}/tmp-worker-{task_id}"
+
+
+def verify(path: str) -> None:
+    """Reads every tensor of the checkpoint at ``path`` (its checksums are checked as it reads).
+
+    Raises:
+      tf.errors.OpError (DataLossError...), IndexError, ValueError: truncated or corrupted.
+    """
+    reader = tf.train.load_checkpoint(path)
+    for name in reader.get_variable_to_shape_map():
+        reader.get_tensor(name)
+
+
+def _number(path: str) -> int:
+    tail = path.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0][:160] if lines else ''}"
+
+
+def directory_full(directory: str) -> str | None:
+    """If a local checkpoint directory's filesystem is full: one line saying so and what to do (else None).
+
+    A full disk reaches TensorFlow's writer as an error naming its internal op
+    (ResourceExhaustedError, ... SaveV2); the user needs the directory and the fix.
+    """
+    if "://" in directory:
+        return None
+    with contextlib.suppress(OSError):
+        fs = os.statvfs(directory)
+        free_bytes = fs.f_bavail * fs.f_frsize
+        if free_bytes < FULL_BELOW_BYTES:
+            return (f"the checkpoint directory {directory} is full ({free_bytes // 1024} KiB free); free space, "
+                    "or give --checkpoint-dir on a larger disk (--checkpoint-every 0 writes none)")
+    return None
 
 
 def checkpoint_bytes(path: str) -> int | None:

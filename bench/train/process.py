@@ -13,6 +13,8 @@ import json
 import os
 import signal
 import sys
+import threading
+import time
 from pathlib import Path
 
 import models  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow loads)
@@ -34,13 +36,43 @@ def read_request(text: str) -> dict:
 
 def ignore_stop_signals() -> None:
     """The run has ended and is summarized: a late signal must not turn its exit code into 143."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    from bench.train.stopping import HANDLED  # noqa: PLC0415
+
+    for sig in HANDLED:
         signal.signal(sig, signal.SIG_IGN)
+
+
+PARENT_POLL_S = 1.0
+SUMMARY_WAIT_S = 10.0  # as the supervisor allows: the grace period, then this to write the summary
+
+
+def watch_parent(grace_s: float, poll_s: float = PARENT_POLL_S) -> threading.Thread:
+    """The fallback to the parent-death signal: once the supervisor is gone, SIGTERM to this
+    process (it stops at a step boundary and summarizes), then SIGKILL after the grace period.
+
+    Linux's PR_SET_PDEATHSIG (bench/cluster/supervisor.py) does the same at once; this poll
+    covers a platform without it, and a stop that does not end within the grace period.
+    """
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        print(f"podbench: the supervisor (pid {parent}) is gone: stopping the run", file=sys.stderr, flush=True)
+        if not sys.platform.startswith("linux"):  # on Linux the parent-death SIGTERM came already
+            os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace_s + SUMMARY_WAIT_S)
+        os.kill(os.getpid(), signal.SIGKILL)  # the training child never outlives its supervisor for long
+
+    thread = threading.Thread(target=watch, name="podbench-parent-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def main() -> int:
     protect_std_streams()  # a closed console never stops a run
     request = read_request(sys.stdin.read())
+    watch_parent(float(request["config"].get("checkpoint", {}).get("grace_s") or 30.0))
     # TensorFlow's C++ INFO lines would interleave with the progress lines; a level the user set wins.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     from bench.train.run import execute  # noqa: PLC0415 (TensorFlow loads here)
@@ -57,6 +89,11 @@ def main() -> int:
     except RunFailed as err:
         ignore_stop_signals()
         print(f"error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as err:  # the run directory itself failed (full, read-only, deleted): the supervisor says why
+        ignore_stop_signals()
+        print(f"podbench: the training process could not finish its files in {request['run_dir']} "
+              f"({err.strerror or 'gone'}); the supervisor says why the run ended", file=sys.stderr)  # one error: line
         return EXIT_FAILED
     except KeyboardInterrupt as err:  # a second signal while the summary was written: the supervisor finishes it
         return exit_code(getattr(err, "signal_name", "SIGINT"))

@@ -179,7 +179,7 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
 
 def _outcome(summary: Summary, run_dir: Path, ending: dict) -> Outcome:
     if ending["status"] == "failed":
-        what = f"{summary.error} (what was measured is in {run_dir})"
+        what = f"{ending.get('error') or summary.error} (what was measured is in {run_dir})"
         raise UsageError(what) if ending.get("usage") else RunFailed(what)
     code = EXIT_OK if ending["status"] == "completed" else exit_code(ending.get("signal") or "SIGINT")
     return Outcome(summary, run_dir, code)
@@ -218,7 +218,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
     anything else (its traceback goes to error.log in the run directory).
     """
     say, plan = _printer(stream), setup.plan
-    ending, built = {"status": "completed"}, None
+    ending, built, trained = {"status": "completed"}, None, False
     try:
         probe, note = peak.measure_run(setup.info, plan.precision, config.measure.measure_peak, say)
         start_s += probe.probe_s if probe else 0.0  # the probe is not set-up: it is left out of setup_s
@@ -230,6 +230,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
             say(_training_line(config, plan, controls.initial_step))
             files.lifecycle.event(jsonl.SETUP, setup_s=time.perf_counter() - start_s)
             with graceful(controls.request):
+                trained = True
                 fit(built, plan, config.train.target_accuracy, files, stream, controls)
             controls.request.agreed = True  # fit returned: under multi_worker, on every worker at this step
         if controls.request.requested:
@@ -243,6 +244,10 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
     if ending["status"] == "interrupted":
         peer = " (another worker received it: every worker stops)" if controls.request.from_peer else ""
         say(f"interrupted ({ending['signal']}){peer}: summarizing the steps measured so far")
+    if ending["status"] == "failed" and controls.segment and not trained:
+        # A resume that failed before it trained (a checkpoint that would not restore) leaves the run as
+        # its last segment ended (interrupted, resumable), not `failed`: the summary keeps saying so.
+        ending["resume_failed"] = True
     fields = {k: v for k, v in ending.items() if k != "usage"}
     files.end(skipped_records=_skipped_records(built, controls, ending),
               optimizer_steps=_optimizer_steps(built), **fields)
@@ -275,6 +280,8 @@ def _training_line(config: RunConfig, plan: ResolvedRun, initial_step: int) -> s
 
 def describe_failure(err: BaseException, run_dir: Path) -> str:
     """One line naming an unexpected error; its traceback goes to RUN_DIR/error.log."""
+    if isinstance(err, RunFailed):  # already one line that names the cause and the fix
+        return str(err)
     with contextlib.suppress(OSError):
         (run_dir / ERROR_LOG_FILE).write_text("".join(traceback.format_exception(err)), encoding="utf-8")
     text = str(err).strip().splitlines()
@@ -297,11 +304,13 @@ def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, cont
     directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
     checkpointer = Checkpointer(built.model, setup.info.strategy, directory,
                                 client_io_device(config.runtime.tpu, directory))
-    latest = checkpointer.latest() if restoring else None
-    step = 0
+    latest, step, start_s = None, 0, time.perf_counter()
+    if restoring:
+        latest, step, damaged = checkpointer.restore_intact()
+        for path, why in damaged:  # named, and passed over for the newest intact one
+            say(f"checkpoint {path} does not restore ({why}): falling back to an older one")
+            files.lifecycle.event(jsonl.RESTORE, path=path, failed=why, segment=controls.segment)
     if latest:
-        start_s = time.perf_counter()
-        step = checkpointer.restore(latest)
         files.lifecycle.event(jsonl.RESTORE, start_s=start_s, end_s=time.perf_counter(), step=step, path=latest,
                               segment=controls.segment)
         say(f"restored {latest}: continuing after step {step} of {setup.plan.train_steps}")

@@ -25,7 +25,9 @@ DEBOUNCE_S = 1.0
 # Seconds between the notice and SIGKILL when nobody says otherwise: Spot VMs,
 # Slurm's KillWait and Kubernetes' terminationGracePeriodSeconds all default to 30 s.
 DEFAULT_GRACE_S = 30.0
-HANDLED = (signal.SIGINT, signal.SIGTERM)
+# Every signal whose default would end the process without a summary: a closed terminal or SSH session
+# (SIGHUP), SIGQUIT, SIGUSR1, as well as Ctrl-C and SIGTERM.
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -78,7 +80,7 @@ class StopRequest:
 
 @contextlib.contextmanager
 def handling_stop_signals(request: StopRequest):
-    """Installs ``request`` for SIGINT and SIGTERM (main thread only), restoring the previous handlers."""
+    """Installs ``request`` for every HANDLED signal (main thread only), restoring the previous handlers."""
     if threading.current_thread() is not threading.main_thread():
         yield request
         return

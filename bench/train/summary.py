@@ -36,10 +36,16 @@ def last_event(lifecycle: list[dict], name: str) -> dict | None:
 def end_status(lifecycle: list[dict]) -> dict:
     """How the run (its last segment) ended: the newest ``end`` event after the last ``start``
     (a supervisor may add one after the process's own), or status "killed" when there is
-    none (SIGKILL, a power cut: nothing could record it)."""
-    last_start = max((i for i, e in enumerate(lifecycle) if e["event"] == jsonl.START), default=-1)
-    ends = [e for e in lifecycle[last_start + 1:] if e["event"] == jsonl.END]
-    return ends[-1] if ends else {"status": "killed"}
+    none (SIGKILL, a power cut: nothing could record it). A resumed segment that failed
+    before it trained (``resume_failed``) is passed over for the segment before it."""
+    starts = [i for i, e in enumerate(lifecycle) if e["event"] == jsonl.START] or [-1]
+    bounds = list(zip(starts, [*starts[1:], len(lifecycle)]))
+    for k, (first, stop) in reversed(list(enumerate(bounds))):
+        ends = [e for e in lifecycle[first + 1:stop] if e["event"] == jsonl.END]
+        end = ends[-1] if ends else {"status": "killed"}
+        if not (k and end.get("resume_failed")):  # a resume that failed before training changes nothing
+            return end
+    return {"status": "killed"}
 
 
 @dataclass(frozen=True)
@@ -91,15 +97,35 @@ def measured_windows(record: RunRecord) -> list[list[StepRecord]]:
     return windows(segments_of(record).adjusted(), record.plan.warmup_steps)
 
 
+# A measured interval this many times the median step, and at least STALL_MIN_S long, is a stall:
+# far beyond any step's jitter (p99 is within 1.5x the median on a quiet CPU here), and long enough
+# that a person would call it one (a SIGSTOP, a swapping host, a preempted vCPU).
+STALL_FACTOR = 10.0
+STALL_MIN_S = 1.0
+
+
+def find_stalls(measured: list[list], median_step_s: float | None) -> list[dict]:
+    """The measured intervals that stalled: [{"step": its last step, "seconds": its length}]."""
+    if not median_step_s:
+        return []
+    found = []
+    for window in measured:
+        for a, b in zip(window, window[1:]):
+            seconds = b.time_s - a.time_s
+            if seconds >= STALL_MIN_S and seconds / (b.step - a.step) >= STALL_FACTOR * median_step_s:
+                found.append({"step": b.step, "seconds": round(seconds, 3)})
+    return found
+
+
 def build_summary(record: RunRecord) -> Summary:
     """summary.json of one run directory, from its raw logs."""
     plan, requested, env = record.plan, record.requested, record.environment
     end = end_status(record.lifecycle)
     parts = segments_of(record)
     adjusted = parts.adjusted()
-    stats = throughput.summarize_windows(adjusted[0].records if adjusted else [],
-                                         windows(adjusted, plan.warmup_steps), plan.global_batch_size,
-                                         plan.warmup_steps, plan.num_replicas)
+    measured = windows(adjusted, plan.warmup_steps)
+    stats = throughput.summarize_windows(adjusted[0].records if adjusted else [], measured,
+                                         plan.global_batch_size, plan.warmup_steps, plan.num_replicas)
     setup = last_event(record.lifecycle, jsonl.SETUP)
     fields = dict(
         run_id=record.run_id, status=end["status"], signal=end.get("signal"), error=end.get("error"),
@@ -114,6 +140,7 @@ def build_summary(record: RunRecord) -> Summary:
         device_kind=env.get("device_kind"),
         segments=max(1, len(parts.raw)), restarts=max(0, parts.starts - 1),
         restart_gaps_s=restart_gaps_s(parts.raw, plan.warmup_steps), lost_steps=lost_steps(parts.raw),
+        stalls=find_stalls(measured, stats.step_time_s["median"]),
         data_position=DATA_POSITION_NOT_RESTORED if parts.starts > 1 else None,
         **_input(record, stats.images_per_sec, end),
         **_flops(record, stats.images_per_sec),
