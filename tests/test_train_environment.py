@@ -77,7 +77,7 @@ def test_a_gpu_peak_by_name_times_replicas(kind, capability, precision, tflops):
     pytest.param("v2-8", 4, 45, id="v2_8_four_chips_for_eight_cores"),
     pytest.param("v3-8", 4, 123, id="v3_8_four_chips"),
     pytest.param(None, 8, None, id="type_unknown_counts_replicas"),
-    pytest.param("v5litepod-8", 8, None, id="v5e_peak_unpublished_here"),
+    pytest.param("v5litepod-8", 8, 197, id="v5e_eight_chips_197_each"),
 ])
 def test_a_tpu_peak_is_per_chip(accelerator_type, chips, tflops):
     peak, count, _ = environment.datasheet_peak(info("tpu", replicas=8), {"ghz": None}, "mixed_bfloat16",

@@ -21,6 +21,7 @@ from bench.report.charts import (
 MISS_COLOR = "#c44e52"
 BAND_COLOR = "#55a868"
 DEFAULT_TOLERANCE = 0.10
+SAME_SPOT_DECADES = 0.02  # about 5%: on these log axes, a marker's width
 
 
 def _group_title(group: str, rows: pd.DataFrame) -> str:
@@ -71,17 +72,19 @@ def _panel(ax, group: str, rows: pd.DataFrame) -> list:
 
 
 def _one_label_per_spot(names: list) -> list:
-    """Misses drawn on the same spot with the same error (two submissions of one system) get one label:
+    """Misses drawn on one spot with the same error (two submissions of one system) get one label:
     two identical labels cannot both sit next to one point. The corner list names them together."""
-    by_spot: dict = {}
+    out: list = []
     for x, y, text, name in names:
-        spot = (round(math.log10(x), 2), round(math.log10(y), 2), text)
-        if spot in by_spot:
-            px, py, _, first = by_spot[spot]
-            by_spot[spot] = (px, py, text, f"{first} = {name}")
+        same = next((i for i, (px, py, ptext, _) in enumerate(out) if ptext == text
+                     and abs(math.log10(px / x)) < SAME_SPOT_DECADES and abs(math.log10(py / y)) < SAME_SPOT_DECADES),
+                    None)
+        if same is None:
+            out.append((x, y, text, name))
         else:
-            by_spot[spot] = (x, y, text, name)
-    return list(by_spot.values())
+            px, py, _, first = out[same]
+            out[same] = (px, py, text, f"{first} = {name}")
+    return out
 
 
 def plot_validation(df: pd.DataFrame):
