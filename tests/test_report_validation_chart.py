@@ -42,9 +42,9 @@ def test_a_panel_per_group_with_the_band_and_the_misses_named():
 
 
 def test_todays_validation_draws():
-    from bench.cli import project, validate_text  # noqa: PLC0415
+    from bench.cli import project_charts, validate_text  # noqa: PLC0415
 
-    df = project._validation_frame(validate_text.validation_answer())
+    df = project_charts.validation_frame(validate_text.validation_answer())
     fig, ax = charts.plot_validation(df)
     tests = df[~df["by_construction"]]
     title = fig._suptitle.get_text()

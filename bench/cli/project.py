@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.cli import checks, common, project_text, validate_text
+from bench.cli import checks, common, project_charts, project_text, validate_text
 from bench.cluster.sweep import SWEEP_JSON, parse_sizes
 from bench.errors import UsageError
 from bench.results import rundir
@@ -27,8 +27,6 @@ DEFAULT_DEVICES = "1,8,64,256,1024"
 MAX_BATCH = IMAGENET_TRAIN_EXAMPLES
 # --epochs-rule (before recipes) maps onto a recipe: the RCP table, or the blog's fixed 90.
 EPOCHS_RULE_RECIPES = {"rcp": ttt.RCP, "fixed-90": ttt.PODBENCH}
-VALIDATION_CHART_STEM = "validation"
-CHART_STEM = "projection"
 
 _EPILOG = """\
 examples:
@@ -385,7 +383,8 @@ def handle(args: argparse.Namespace) -> int:
         answer = validate_text.validation_answer()
         print(rundir.dumps(answer) if args.json else validate_text.validation_text(answer))
         if args.chart:
-            _write_validation_chart(checks.output_dir(args.chart, "--chart DIR", refuse_runs=False), answer)
+            directory = checks.output_dir(args.chart, "--chart DIR", refuse_runs=False)
+            project_charts.write_validation_chart(directory, answer)
         return 0
     source = read_source(args)
     model = build_model(args, source)
@@ -402,48 +401,7 @@ def handle(args: argparse.Namespace) -> int:
                          "extrapolated")
     answer = project_text.projection_answer(args, source, model, rows, pricing)
     if args.chart:
-        _write_chart(checks.output_dir(args.chart, "--chart DIR", refuse_runs=False), rows, model.fabric.name,
-                     source.anchor)
+        directory = checks.output_dir(args.chart, "--chart DIR", refuse_runs=False)
+        project_charts.write_projection_chart(directory, rows, model.fabric.name, source.anchor)
     print(rundir.dumps(answer) if args.json else project_text.projection_text(answer))
     return 0
-
-
-def _validation_frame(answer: dict):
-    """--validate's checks as the validation chart reads them: one panel per (set, family, quantity)."""
-    import pandas as pd  # noqa: PLC0415 (only with --chart)
-
-    rows = [dict(c, group=f"{label}: {c['family'].upper()} {c['quantity']}", by_construction=False)
-            for key, label in (("cross_validated", "cross-validated (leave one study out)"),
-                               ("holdout", "held out (never fitted on)"))
-            for c in answer[key]]
-    return pd.DataFrame(rows)
-
-
-def _write_validation_chart(directory: Path, answer: dict) -> None:
-    from bench.report import files, validation_chart  # noqa: PLC0415
-
-    directory.mkdir(parents=True, exist_ok=True)
-    fig, _ = validation_chart.plot_validation(_validation_frame(answer))
-    for path in files.save_figure(fig, directory, VALIDATION_CHART_STEM):
-        print(f"wrote {path}", file=sys.stderr)
-
-
-def _write_chart(directory: Path, rows, fabric_name: str, anchor) -> None:
-    """The projection chart; an anchor's precision is the projection's, so its published peers can sit on the
-    efficiency panel (a rate of another precision there would measure precision, not scaling)."""
-    import pandas as pd  # noqa: PLC0415 (only with --chart)
-
-    from bench.report import files, projection_chart  # noqa: PLC0415
-
-    directory.mkdir(parents=True, exist_ok=True)
-    points = validation.published_points(fabric_name, anchor.study if anchor else "")
-    published_frame = pd.DataFrame(points, columns=["devices", "images_per_sec", "label"])
-    by_name = {r.name: r for r in published.load_published()}
-    published_frame["source"] = published_frame["label"].map(lambda n: by_name[n].source)
-    published_frame["precision"] = published_frame["label"].map(
-        lambda n: projection_chart.precision_of(by_name[n].precision))
-    precision = projection_chart.precision_of(anchor.precision) if anchor else None
-    fig, _ = projection_chart.plot_projection(pd.DataFrame([r.to_json() for r in rows]), published_frame,
-                                              precision=precision)
-    for path in files.save_figure(fig, directory, CHART_STEM):
-        print(f"wrote {path}", file=sys.stderr)
