@@ -1,10 +1,14 @@
 """The bounded, announced wait for a multi-worker cluster to join (no TensorFlow).
 
 Creating a MultiWorkerMirroredStrategy blocks until every worker of TF_CONFIG's
-cluster has registered with the coordination service (TensorFlow 2.20:
-``CollectiveAllReduceExtended._initialize_multi_worker`` configures the
-service, then ``context.enable_collective_ops`` waits in C++ for all tasks, up
-to the service's one-hour default, with no word). The training process records
+cluster has registered with the coordination service, with no word: in
+TensorFlow 2.20, ``CollectiveAllReduceExtended._initialize_multi_worker``
+configures the service, then ``context.ensure_initialized`` (TFE_EnableCollectiveOps)
+(collective_all_reduce_strategy.py line 602, context.py line 745) waits in C++
+for every task (a worker whose peer never starts was seen there by a stack dump
+after 15 s). The strategy's own barrier collective (``_start_check_health_thread``)
+is off when the coordination service is on, so the wait is the creation, not the
+first collective. The training process records
 a ``cluster`` lifecycle event once the strategy exists (bench/train/run.py);
 the supervisor (bench/cluster/supervisor.py) announces the wait when it starts
 the process, and ends the run ``failed`` if the event has not come within the
