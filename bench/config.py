@@ -201,12 +201,15 @@ class RuntimeConfig:
       replicas: replicas for "mirrored" (on a CPU: logical devices to split into).
       require_gpu: the run means nothing without GPUs (the V100 presets): fail in one
         line when TensorFlow sees none, rather than run their batch on a CPU for hours.
+      peer_timeout_s: multi_worker: how long the other workers have to join the cluster
+        (None: a default that grows with the cluster, bench/cluster/peers.py).
     """
 
     strategy: str = "auto"
     tpu: str | None = None
     replicas: int | None = None
     require_gpu: bool = False
+    peer_timeout_s: float | None = None
 
     def __post_init__(self):
         choice("strategy", self.strategy, STRATEGIES)
@@ -217,6 +220,11 @@ class RuntimeConfig:
             raise ValueError(f"--tpu needs --strategy tpu (or auto), not {self.strategy}")
         if self.replicas is not None and self.strategy not in ("mirrored", "auto"):
             raise ValueError(f"--replicas applies to --strategy mirrored, not {self.strategy}")
+        if self.peer_timeout_s is not None:
+            if not (math.isfinite(self.peer_timeout_s) and self.peer_timeout_s > 0):
+                raise ValueError(f"--peer-timeout must be a positive number of seconds, got {self.peer_timeout_s}")
+            if self.strategy != "multi_worker":
+                raise ValueError(f"--peer-timeout applies to --strategy multi_worker, not {self.strategy}")
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,10 @@ def test_three_workers_print_the_chiefs_summary_in_the_default_run_directory(tmp
     assert sorted(p.name for p in (run_dir / "workers").iterdir()) == [f"worker-{k}.log" for k in range(3)]
 
     assert "step 6/6" in proc.stderr  # the chief's progress lines stream through
+    # The peer wait (bench/cluster/peers.py) was announced, and ended by the join the chief recorded.
+    assert "podbench: waiting for the other workers of the cluster (worker 1 at " in proc.stderr
+    joined = [e for e in jsonl.read_lifecycle(run_dir / results.LIFECYCLE_FILE) if e["event"] == jsonl.CLUSTER]
+    assert [e["workers"] for e in joined] == [3]
     worker1 = (run_dir / "workers" / "worker-1.log").read_text()
     assert "step 6/6" in worker1 and "worker 1 of 3: the chief writes the results" in worker1
     scratch = [line.split("go to ")[1].split(" (removed")[0] for line in worker1.splitlines()

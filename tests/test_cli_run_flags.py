@@ -37,6 +37,11 @@ def test_flags_land_on_their_fields():
     assert (c.output.dir, c.output.mllog, c.measure.peak_tflops) == ("o", "m.log", 3.0)
 
 
+def test_peer_timeout_lands_on_the_runtime():
+    c = run_flags.config_from_args(parse("run", "--strategy", "multi_worker", "--peer-timeout", "90"))
+    assert c.runtime.peer_timeout_s == 90.0
+
+
 def test_no_peak_skips_the_probe_and_spells_back():
     assert run_flags.config_from_args(parse("run")).measure.measure_peak is True
     args = parse("sweep", "--replicas", "1", "--no-peak")

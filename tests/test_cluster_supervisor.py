@@ -104,3 +104,37 @@ def test_a_run_that_ended_by_itself_keeps_its_own_end(tmp_path):
 
 def test_nothing_to_summarize_before_the_run_had_a_plan(tmp_path):
     assert supervisor.finalize(tmp_path, supervisor.ChildExit(2)).summary is None
+
+
+def cluster_request(run_dir, monkeypatch, timeout_s):
+    """A multi_worker request whose TF_CONFIG names a second worker nobody starts."""
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": {"worker": ["localhost:1", "localhost:2"]},
+                                                "task": {"type": "worker", "index": 0}}))
+    return {"config": {"runtime": {"strategy": "multi_worker", "peer_timeout_s": timeout_s}}, "run_id": "r",
+            "run_dir": str(run_dir), "resume": False}
+
+
+def test_a_cluster_that_does_not_join_is_announced_then_killed_at_the_bound(tmp_path, monkeypatch, capsys):
+    start = time.monotonic()
+    outcome = supervisor.run_child(cluster_request(tmp_path, monkeypatch, 1.0), 5.0, child(tmp_path, "hang"))
+    assert outcome.returncode == -signal.SIGKILL and not outcome.killed_after_grace
+    assert "did not join within 1 s" in outcome.peer_problem and "worker 1 at localhost:2" in outcome.peer_problem
+    assert 1.0 <= time.monotonic() - start < 30
+    assert "waiting for the other workers of the cluster (worker 1 at localhost:2)" in capsys.readouterr().err
+    summary = supervisor.finalize(tmp_path, outcome, "r").summary
+    assert (summary.status, summary.error) == ("failed", outcome.peer_problem)
+    assert json.loads((tmp_path / rundir.SUMMARY_FILE).read_text())["status"] == "failed"
+
+
+def test_a_joined_cluster_is_not_bounded(tmp_path, monkeypatch):
+    script = tmp_path / "joins.py"  # records the cluster event at once, then outlives the bound and exits 0
+    script.write_text(textwrap.dedent("""
+        import json, sys, time
+        from pathlib import Path
+        from bench.results import jsonl
+        request = json.loads(sys.stdin.read())
+        jsonl.LifecycleWriter(Path(request["run_dir"]) / "lifecycle.jsonl").event(jsonl.CLUSTER, workers=2)
+        time.sleep(2.5)
+    """))
+    outcome = supervisor.run_child(cluster_request(tmp_path, monkeypatch, 1.0), 5.0, [sys.executable, str(script)])
+    assert (outcome.returncode, outcome.peer_problem) == (0, None)

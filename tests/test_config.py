@@ -29,6 +29,10 @@ from bench import presets
         pytest.param(lambda: cfg.RuntimeConfig(strategy="horovod"), "unknown strategy", id="unknown_strategy"),
         pytest.param(lambda: cfg.RuntimeConfig(strategy="default", replicas=2), "mirrored", id="replicas_not_mirrored"),
         pytest.param(lambda: cfg.RuntimeConfig(strategy="mirrored", tpu="x"), "--strategy tpu", id="tpu_not_tpu"),
+        pytest.param(lambda: cfg.RuntimeConfig(strategy="mirrored", peer_timeout_s=5), "multi_worker",
+                     id="peer_timeout_not_multi_worker"),
+        pytest.param(lambda: cfg.RuntimeConfig(strategy="multi_worker", peer_timeout_s=0), "positive",
+                     id="zero_peer_timeout"),
     ],
 )
 def test_validation_on_creation(make, message):

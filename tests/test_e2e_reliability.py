@@ -448,3 +448,31 @@ def test_a_stopped_training_childs_stall_is_named_in_the_summary(tmp_path):
     code, out, err = finish(proc)
     summary = json.loads(out)
     assert code == 143 and len(summary["stalls"]) == 1 and summary["stalls"][0]["seconds"] >= 4, summary["stalls"]
+
+
+def test_a_cluster_whose_other_worker_never_starts_is_announced_bounded_and_failed(tmp_path):
+    """Worker 0 of a two-worker TF_CONFIG whose worker 1 is never started: a real training child
+    blocked in MultiWorkerMirroredStrategy's creation. The wait is announced at once, ends after
+    --peer-timeout in one error line naming worker 1, and the run directory says failed."""
+    from console import free_port  # noqa: PLC0415
+
+    workers = [f"localhost:{free_port()}", f"localhost:{free_port()}"]
+    env = {**ENV, "TF_CONFIG": json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": 0}})}
+    run_dir = tmp_path / "run"
+    began = time.monotonic()
+    done = subprocess.run([str(PODBENCH), "run", *SHORT, "--strategy", "multi_worker", "--peer-timeout", "20",
+                           "--output", str(run_dir)], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=180)
+    took_s = time.monotonic() - began
+    announced = [line for line in done.stderr.splitlines() if "waiting for the other workers" in line]
+    assert announced == [f"podbench: waiting for the other workers of the cluster (worker 1 at {workers[1]}) to "
+                         "join: up to 20 s (--peer-timeout)"], done.stderr
+    assert done.returncode == 1, done.stderr
+    (line,) = error_lines(done.stderr)
+    assert "did not join within 20 s" in line and f"worker 1 at {workers[1]}" in line and "TF_CONFIG" in line
+    assert "Traceback" not in done.stderr
+    assert 20 <= took_s < 20 + 60, took_s  # bounded: the bound, plus loading and summarizing
+    summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
+    assert summary["status"] == "failed" and "did not join" in summary["error"], summary
+    ends = [json.loads(x) for x in (run_dir / rundir.LIFECYCLE_FILE).read_text().splitlines()]
+    assert ends[-1]["event"] == "end" and ends[-1]["by"] == "supervisor", ends

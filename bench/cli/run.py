@@ -95,7 +95,7 @@ def check_outputs(config: RunConfig, resume: bool = False) -> None:
 
 # Flags that do not change the benchmark: a resumed run may take them (the rest come from its config.json).
 RESUME_FLAGS = frozenset({"--results-uri", "--log-steps", "--checkpoint-every", "--grace-period", "--json",
-                          "--no-peak"})
+                          "--no-peak", "--peer-timeout"})
 
 
 def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
@@ -126,7 +126,8 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
     parts = {"output": override, "train": {"log_steps": args.log_steps} if args.log_steps else {},
              "checkpoint": {k: v for k, v in (("every_minutes", args.checkpoint_every),
                                               ("grace_s", args.grace_period)) if v is not None},
-             "measure": {"measure_peak": False} if args.measure_peak is False else {}}
+             "measure": {"measure_peak": False} if args.measure_peak is False else {},
+             "runtime": {"peer_timeout_s": args.peer_timeout} if args.peer_timeout is not None else {}}
     return cfg.replace(config, **{k: v for k, v in parts.items() if v}), run_id, run_dir
 
 

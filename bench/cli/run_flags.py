@@ -122,6 +122,9 @@ RUN_FLAGS: tuple[Flag, ...] = (
          checks.tpu_address, "ADDR"),
     Flag("--replicas", "runtime.replicas", DISTRIBUTION,
          "mirrored: GPUs to use (default all); on a CPU, required: the CPU is split into N", COUNT, "N"),
+    Flag("--peer-timeout", "runtime.peer_timeout_s", DISTRIBUTION,
+         "multi_worker: seconds the other workers have to join the cluster before the run fails (default "
+         "300 + 10 per worker: a scheduler starting many hosts)", checks.SECONDS, "S"),
     Flag("--checkpoint-every", "checkpoint.every_minutes", LONG_RUNS,
          "minutes of training between checkpoints (default 30; 0: none); on SIGTERM a last one is written "
          "if the grace period allows", MINUTES, "MINUTES"),

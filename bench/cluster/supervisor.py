@@ -9,7 +9,11 @@ summarizes. What the child cannot handle, the supervisor does:
   out-of-memory killer, SIGKILL): the supervisor records how it ended and builds
   summary.json from the raw logs (bench/train/summary.py, pure);
 - a stop notice the child cannot honour in time (stuck in an all-reduce with a
-  dead peer): after the grace period it kills the child and summarizes.
+  dead peer): after the grace period it kills the child and summarizes;
+- a multi-worker cluster that does not join (another worker never started, a
+  wrong address in TF_CONFIG): TensorFlow waits inside the strategy's creation
+  with no word, so the supervisor announces the wait and, past --peer-timeout,
+  kills the child and ends the run ``failed`` naming the workers (bench/cluster/peers.py).
 
 The child runs in its own process group, so a signal for the group (a
 terminal's Ctrl-C, `podbench launch` stopping a worker) reaches the supervisor
@@ -30,6 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.cluster import peers
 from bench.cluster.launch import describe_exit, die_with_parent
 from bench.results import jsonl
 from bench.results.health import DirWatch, with_fix
@@ -59,12 +64,14 @@ class ChildExit:
       stop_signal: the stop signal the supervisor forwarded, if any.
       killed_after_grace: it did not stop within the grace period and was killed.
       dir_problem: the supervisor stopped it because the run directory could no longer take its writes.
+      peer_problem: the supervisor killed it because the cluster did not join in time (the error, with its fix).
     """
 
     returncode: int
     stop_signal: str | None = None
     killed_after_grace: bool = False
     dir_problem: str | None = None
+    peer_problem: str | None = None
 
 
 def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock: RunLock | None = None) -> ChildExit:
@@ -82,6 +89,7 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
     """
     argv = argv or [sys.executable, "-m", "bench.train.process"]
     watch = _watch(request.get("run_dir"))
+    joining = _Joining.start(request)
     # SIGTERM, not SIGKILL, if this process dies: the child stops at a step boundary and writes its summary.
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, process_group=0,
                             pass_fds=(lock.fd,) if lock else (), preexec_fn=die_with_parent(signal.SIGTERM))
@@ -111,6 +119,10 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
             if problem and proc.poll() is None:
                 print(f"podbench: {problem}: stopping the run", file=sys.stderr, flush=True)
                 ask_stop(STOP_FOR_DIR, problem)
+            if joining is not None and "deadline" not in stop and joining.overdue() and proc.poll() is None:
+                proc.kill()  # stuck in TensorFlow's C++ wait: no signal handler of the child would run
+                proc.wait()
+                stop["peers"] = joining.wait.error()
             if "deadline" in stop and time.monotonic() > stop["deadline"] and proc.poll() is None:
                 proc.kill()
                 proc.wait()
@@ -120,7 +132,33 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
     problem = stop.get("problem") or (watch.problem() if lost else None)
     if watch is not None:
         watch.close()
-    return ChildExit(proc.returncode, stop.get("signal"), killed, problem)
+    return ChildExit(proc.returncode, stop.get("signal"), killed, problem, stop.get("peers"))
+
+
+@dataclass
+class _Joining:
+    """The supervisor's side of the peer wait: announced at the child's start, over once the
+    child records its ``cluster`` event, overdue past the bound."""
+
+    wait: peers.PeerWait
+    run_dir: str
+    joins_before: int
+    deadline: float
+    joined: bool = False
+
+    @classmethod
+    def start(cls, request: dict) -> _Joining | None:
+        wait = peers.request_wait(request)
+        if wait is None:
+            return None
+        print(f"podbench: {wait.announcement()}", file=sys.stderr, flush=True)
+        run_dir = request.get("run_dir")
+        return cls(wait, run_dir, peers.joins(run_dir), time.monotonic() + wait.timeout_s)
+
+    def overdue(self) -> bool:
+        if not self.joined:
+            self.joined = peers.joins(self.run_dir) > self.joins_before
+        return not self.joined and time.monotonic() > self.deadline
 
 
 def _watch(run_dir: str | None) -> DirWatch | None:
@@ -164,7 +202,9 @@ def finalize(run_dir: Path, child: ChildExit, run_id: str = "") -> Final:
     """
     run_dir = Path(run_dir)
     if child.dir_problem:
-        return _finalize_lost(run_dir, child.dir_problem, run_id)
+        return _finalize_lost(run_dir, with_fix(child.dir_problem), run_id)
+    if child.peer_problem:
+        return _finalize_lost(run_dir, child.peer_problem, run_id)
     if not (run_dir / CONFIG_FILE).is_file():
         return Final(None)
     record = read_run(run_dir)
@@ -176,9 +216,8 @@ def finalize(run_dir: Path, child: ChildExit, run_id: str = "") -> Final:
     return Final(summary)
 
 
-def _finalize_lost(run_dir: Path, problem: str, run_id: str) -> Final:
-    """A summary saying ``failed`` and why, from what is still readable; written if the directory allows."""
-    error = with_fix(problem)
+def _finalize_lost(run_dir: Path, error: str, run_id: str) -> Final:
+    """A summary saying ``failed`` and ``error``, from what is still readable; written if the directory allows."""
     try:
         summary = dataclasses.replace(build_summary(read_run(run_dir)), status="failed", signal=None, error=error)
     except (OSError, ValueError):  # the directory, or its config, is gone

@@ -14,7 +14,8 @@ is ignored on reading.
 - lifecycle.jsonl: one ``{"event": NAME, "time_s": t, "wall_time": unix, ...}``
   per milestone: ``start`` (a process begins: its segment number, where its
   step records begin in steps.jsonl, pid, host), ``setup`` (training is about
-  to start), ``model`` (its multiply-adds per image), ``input_pipelines``
+  to start), ``cluster`` (multi_worker: every worker joined, seconds it
+  took; the supervisor bounds the wait for it, bench/cluster/peers.py), ``model`` (its multiply-adds per image), ``input_pipelines``
   (hosts reading data), ``input_bench`` (the input-only benchmark's raw
   records), ``checkpoint`` (a pause: start, end, step, path, bytes),
   ``restore`` (a resumed segment's checkpoint: step, seconds), ``end``
@@ -36,8 +37,8 @@ from methodology.target import EvalRecord
 from methodology.throughput import StepRecord
 
 # lifecycle.jsonl event names
-START, SETUP, MODEL, INPUT_PIPELINES, INPUT_BENCH, CHECKPOINT, RESTORE, END = (
-    "start", "setup", "model", "input_pipelines", "input_bench", "checkpoint", "restore", "end")
+START, SETUP, MODEL, INPUT_PIPELINES, INPUT_BENCH, CHECKPOINT, RESTORE, END, CLUSTER = (
+    "start", "setup", "model", "input_pipelines", "input_bench", "checkpoint", "restore", "end", "cluster")
 
 
 class JsonLinesWriter:

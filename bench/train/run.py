@@ -166,6 +166,9 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
                          f"{setup.plan.precision}…")
         with RunFiles(run_dir, run_id, config, setup.plan, mllog_path(run_dir, config), resume=resume) as files:
             segment = start_segment(files, run_id)
+            if setup.info.name == "multi_worker":  # the strategy exists: every worker joined (bench/cluster/peers.py)
+                files.lifecycle.event(jsonl.CLUSTER, workers=setup.info.num_hosts,
+                                      joined_s=time.perf_counter() - start_s)
             if files.mllog is not None and not resume:  # a resumed segment continues the same MLPerf run
                 mllog.log_run_config(files.mllog, setup.plan, config.train.seed, recipe.SGD_MOMENTUM)
             restoring = resume if restore_checkpoint is None else restore_checkpoint
