@@ -133,3 +133,17 @@ def test_a_measured_peak_outside_earlier_runs_is_flagged(peak, earlier_peaks, fl
                for i, p in enumerate(earlier_peaks)]
     warnings = history_rows(me, earlier).get("WARNING", [])
     assert (flagged in warnings[0]) if flagged else warnings == []
+
+
+def test_a_completed_imagenet_shaped_run_points_to_the_decision_view():
+    from run_fixture import write_run  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from bench.results.summary import read_summary  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory() as root:
+        full = read_summary(write_run(Path(root), "full"))
+        small = read_summary(write_run(Path(root), "small", image_size=32))
+        assert any(line.startswith("  next        podbench choose a100x8 v4-32 ") for line in format_summary(full).splitlines())
+        assert "podbench choose" not in format_summary(small)  # choose refuses a 32x32 run: never suggest it

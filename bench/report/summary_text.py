@@ -175,7 +175,16 @@ def format_summary(s: Summary, earlier: Sequence[Summary] = ()) -> str:
         *_restart_rows(s),
         *_accuracy_rows(s),
         ("results", s.results_dir),
+        *_next_rows(s),
     ]
     if s.status != "completed":
         rows.insert(0, ("note", _ending(s)))
     return "\n".join(lines + [f"  {k:<11} {v}" for k, v in rows])
+
+
+def _next_rows(s: Summary) -> list[tuple[str, str]]:
+    """Where the answer to "how long and how much to 76%?" is: a run's rate alone does not say it."""
+    imagenet_shaped = (s.image_size, s.depth, s.num_classes) in ((224, 50, 1000), (None, None, None))
+    if s.status != "completed" or not s.results_dir or not s.images_per_sec or not imagenet_shaped:
+        return []  # `choose` prices only ResNet-50 at 224x224 on 1000 classes
+    return [("next", f"podbench choose a100x8 v4-32 {s.results_dir}   (time and dollars to 76%, side by side)")]
