@@ -26,6 +26,24 @@ def smoke(config: RunConfig) -> RunConfig:
                    train=dict(per_replica_batch_size=4, epochs=3))
 
 
+# The regression gate's run (README, examples/github-actions-podbench.yml, tests/perf): the
+# smoke model, measured long enough to be steady. Smoke runs measured after 4 warm-up steps
+# were still speeding up (median step 120-147 ms in the first measured ten, 100-108 ms from
+# about step 35 on, Nov 24 2026), and how fast each run warmed up was most of their 5%
+# run-to-run noise; 40 warm-up + 40 measured steps leave that out (methodology/GATE.md).
+GATE_WARMUP_STEPS = 40
+
+
+def gate(config: RunConfig) -> RunConfig:
+    """CI regression gate: the smoke model, 40 warm-up + 40 measured steps, for `podbench compare`.
+
+    `podbench run --preset gate` takes about 25 s on 2 CPU cores; run it several
+    times a side (methodology/GATE.md says how many for the slowdown you must catch).
+    """
+    return replace(smoke(config), data=dict(steps_per_epoch=10),
+                   train=dict(epochs=8, warmup_steps=GATE_WARMUP_STEPS))
+
+
 def cpu(config: RunConfig) -> RunConfig:
     """The default on a CPU host, spelled out: 224x224, 4 warm-up + 12 measured steps; batch 8 in
     float32, or batch 32 in mixed_bfloat16 on a CPU with bfloat16 units (bench/resolve.py).
@@ -123,6 +141,7 @@ def tpu_v2_512(config: RunConfig) -> RunConfig:
 
 PRESETS: dict[str, Callable[[RunConfig], RunConfig]] = {
     "smoke": smoke,
+    "gate": gate,
     "cpu": cpu,
     "v100-x1": v100_x1,
     "v100-x4": v100_x4,

@@ -13,9 +13,10 @@ continuations, ``;``/``&&``/``|``/``>`` between commands); ``podbench`` counts
 only in a command's place (first, after ``do``/``then``/``srun``/``run:`` or a
 separator), so ``name: podbench`` is not a command. Shell variables are
 expanded from the file's own ``NAME=value``, ``export NAME=value``, workflow
-``env:`` entries (``NAME: --flags``) and ``for NAME in A …`` loops (the first
-value); a workflow's ``${{ github.sha }}`` becomes ``sha``; any other variable
-becomes its name in lower case, a stand-in the parser accepts wherever a word is expected.
+``env:`` entries (``NAME: --flags``) and ``for NAME in A …`` or
+``for NAME in $(seq A B)`` loops (the first value); a workflow's
+``${{ github.sha }}`` becomes ``sha``; any other variable becomes its name in
+lower case, a stand-in the parser accepts wherever a word is expected.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=(\S.*)$")
 _YAML_ENV = re.compile(r"^\s+([A-Z_][A-Z0-9_]*):\s*(--.*)$")
 _WORKFLOW_EXPR = re.compile(r"\$\{\{\s*([\w.]+)[^}]*\}\}")
 _PLACEHOLDER = re.compile(r"<(\w+)>")
-_FOR = re.compile(r"\bfor\s+(\w+)\s+in\s+(\S+)")
+_FOR = re.compile(r"\bfor\s+(\w+)\s+in\s+(?:\$\(seq\s+)?([^\s;)]+)")
 
 
 @dataclass(frozen=True)

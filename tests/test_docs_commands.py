@@ -42,7 +42,7 @@ OK_EXIT = {"compare": (0, 1)}
 # list is what the docs assume a user has made by then.
 RUNS = [*(f"results/runs/{name}" for name in (
     "RUN_ID", "RUN_ID2", "RUN_A", "RUN_B", "20261123T080320Z-55343c")),
-    *(f"runs/{side}-{i}" for side in ("base", "new") for i in range(1, 6)), *(f"runs/smoke-{i}" for i in range(1, 6)),
+    *(f"runs/{side}-{i}" for side in ("base", "new") for i in range(1, 6)), *(f"runs/gate-{i}" for i in range(1, 6)),
     *(f"run{i}" for i in range(1, 6)), "BASELINE", "NEW", *(f"{side}{i}" for side in "AB" for i in range(1, 4))]
 # The time-to-accuracy transcript's run: 264 steps, 44 of them warm-up (methodology/TIME_TO_ACCURACY.md).
 LONG_RUN = "results/runs/20261122T223855Z-cf975f"

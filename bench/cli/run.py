@@ -41,6 +41,7 @@ measured; before it, a matmul probe of a few seconds measures the devices' peak 
 examples:
   podbench run                                  # the default benchmark (1-3 min on 2 CPU cores)
   podbench run --preset smoke                   # 32x32 smoke test (~30 s)
+  podbench run --preset gate --output runs/new-1   # one run of a CI regression gate (~25 s)
   podbench run --strategy mirrored --replicas 2 --image-size 64
   podbench run --preset v100-x8                 # the reference's 8x V100 settings
   podbench run --preset tpu-v2-8 --tpu my-tpu   # from the TPU's host VM

@@ -1,27 +1,29 @@
 """Benchmark (`make perf`): what the regression gate can detect on this machine, with the runs the docs prescribe.
 
-The README and examples/github-actions-podbench.yml compare RUNS (5) smoke runs a
-side (`--preset smoke --steps-per-epoch 4 --epochs 6`: 20 measured steps) at
-`--max-slowdown 2%`. Here, with real `podbench run` processes:
+The README and examples/github-actions-podbench.yml compare DOCUMENTED_RUNS (20)
+`--preset gate` runs a side (40 warm-up + 40 measured steps) at `--max-slowdown 1%`.
+Here, with real `podbench run` processes:
 
 1. 2 x RUNS runs of the same code, alternating A B A B… so both sides see the
    machine's load in turn (what a CI job running its baseline and its new runs
    at different times does not get: on a shared machine, run both in one job).
-2. The smallest slowdown the gate detects at 95% (`compare`'s "detectable"
-   line) with RUNS a side: over SPLITS ways of dealing the 2 x RUNS runs into
-   two sides, as median [min, max], with the run-to-run noise measured.
-3. A same-configuration pair (A vs B) must not be called "slower".
-4. An injected 5% slowdown: the B runs' raw step logs (steps.jsonl) stretched by
+2. SPLITS ways of dealing them into two sides of RUNS (the A/B order, then
+   random): the smallest slowdown the gate detects at 95% (`compare`'s
+   "detectable" line) and the run-to-run noise, as median [min, max].
+3. Each split as it is (identical code): "slower" is a false alarm; at most
+   one in SPLITS is allowed.
+4. Each split with its second side's raw step logs (steps.jsonl) stretched by
    1/0.95 from their first record, every other file as the run wrote it, the
-   summary rebuilt by `podbench summarize`; A vs that must be called "slower"
-   whenever the detectable slowdown measured in 2. is under 5% (on a machine
-   too noisy for that, the test says so and checks the gate did not claim it).
+   summary rebuilt by `podbench summarize`: "slower" is a catch of a 5%
+   slowdown. When the median detectable slowdown is under 5%, most splits
+   must catch it; on a machine too noisy for that, the test says so.
 
 5. Computed alongside (no training): the detectable slowdown by run-to-run noise
    and runs a side, on simulated runs (test_runs_needed_by_noise).
 
-Knobs (environment): PODBENCH_PERF_GATE_RUNS (default 5), PODBENCH_PERF_GATE_DIR
-(keep the runs there; default a temporary directory).
+Knobs (environment): PODBENCH_PERF_GATE_RUNS (default 20), PODBENCH_PERF_GATE_MAX_SLOWDOWN
+(default 1%), PODBENCH_PERF_GATE_RUN_ARGS (default --preset gate), PODBENCH_PERF_GATE_DIR (keep
+the runs there and reuse them on the next call; default a temporary directory).
 """
 from __future__ import annotations
 
@@ -39,9 +41,12 @@ from bench.results.rundir import RUN_FILES, STEPS_FILE
 from resnet_fit import spread
 
 REPO = Path(__file__).resolve().parents[2]
-RUNS = int(os.environ.get("PODBENCH_PERF_GATE_RUNS", "5"))
-SMOKE = ["--preset", "smoke", "--steps-per-epoch", "4", "--epochs", "6"]
-MAX_SLOWDOWN = "2%"
+# The README's and examples/github-actions-podbench.yml's gate: DOCUMENTED_RUNS runs of
+# `--preset gate` a side at --max-slowdown DOCUMENTED_MAX_SLOWDOWN (methodology/GATE.md).
+DOCUMENTED_RUNS, DOCUMENTED_MAX_SLOWDOWN = 20, "1%"
+RUNS = int(os.environ.get("PODBENCH_PERF_GATE_RUNS", DOCUMENTED_RUNS))
+RUN_ARGS = os.environ.get("PODBENCH_PERF_GATE_RUN_ARGS", "--preset gate").split()
+MAX_SLOWDOWN = os.environ.get("PODBENCH_PERF_GATE_MAX_SLOWDOWN", DOCUMENTED_MAX_SLOWDOWN)
 INJECTED = 0.05
 SPLITS = 10
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
@@ -82,47 +87,60 @@ def test_what_the_gate_detects_with_the_documented_runs(tmp_path):
         for side in "AB":
             run_dir = root / f"{side}{i + 1}"
             if not (run_dir / "summary.json").is_file():
-                proc = podbench("run", *SMOKE, "--output", str(run_dir))
+                proc = podbench("run", *RUN_ARGS, "--output", str(run_dir))
                 assert proc.returncode == 0, proc.stderr[-2000:]
             sides[side].append(run_dir)
     loads = os.getloadavg()
 
-    same = compare(sides["A"], sides["B"])
-    swapped = compare(sides["B"], sides["A"])
+    # Every split deals the 2 x RUNS same-code runs into two sides: once as they are (a
+    # same-configuration pair: "slower" is a false alarm), once with the second side's step logs
+    # slowed by INJECTED (a real slowdown of that size: "slower" is a catch). Their counts are the
+    # gate's false-alarm rate and its power at this run count, on this machine, now.
+    slow = {r: stretched(r, tmp_path / f"slow-{r.name}", 1 / (1 - INJECTED)) for r in sides["A"] + sides["B"]}
     rng, every = random.Random(0), sides["A"] + sides["B"]
-    detectable, noise = [], []
-    for _ in range(SPLITS):
-        picked = rng.sample(every, RUNS)
-        result = compare(picked, [r for r in every if r not in picked])
-        detectable.append(result["detectable_slowdown"])
-        noise += [result["baseline"]["measured_run_noise_sd"], result["new"]["measured_run_noise_sd"]]
-    slowed = [stretched(r, tmp_path / f"slow-{r.name}", 1 / (1 - INJECTED)) for r in sides["B"]]
-    injected = compare(sides["A"], slowed)
+    detectable, noise, same, caught = [], [], [], []
+    for split in range(SPLITS):
+        # The first split is the A/B order the runs were made in; the rest are random.
+        picked = sides["A"] if split == 0 else rng.sample(every, RUNS)
+        rest = [r for r in every if r not in picked]
+        pair, injected = compare(picked, rest), compare(picked, [slow[r] for r in rest])
+        detectable.append(pair["detectable_slowdown"])
+        noise += [pair["baseline"]["measured_run_noise_sd"], pair["new"]["measured_run_noise_sd"]]
+        same.append((pair["verdict"], round(pair["throughput_ratio"]["ratio"], 4)))
+        caught.append((injected["verdict"], round(injected["throughput_ratio"]["ratio"], 4),
+                       round(injected["throughput_ratio"]["high"], 4)))
     rates = {s: [json.loads((r / "summary.json").read_text())["images_per_sec"] for r in runs]
              for s, runs in sides.items()}
+    false_alarms = sum(v == "slower" for v, _ in same)
+    catches = sum(v == "slower" for v, _, _ in caught)
 
     print(json.dumps({
-        "runs_a_side": RUNS, "max_slowdown": MAX_SLOWDOWN, "load_average_1_5_15": [round(x, 2) for x in loads],
+        "run": " ".join(RUN_ARGS), "runs_a_side": RUNS, "max_slowdown": MAX_SLOWDOWN,
+        "load_average_1_5_15": [round(x, 2) for x in loads],
         "images_per_sec": {s: [round(x, 2) for x in v] for s, v in rates.items()},
         "run_noise_sd": spread(noise),
         "detectable_slowdown": spread(detectable),
-        "same_configuration": {"A_vs_B": (same["verdict"], round(same["throughput_ratio"]["ratio"], 4)),
-                               "B_vs_A": (swapped["verdict"], round(swapped["throughput_ratio"]["ratio"], 4))},
-        "injected_5pct": {"verdict": injected["verdict"], "ratio": round(injected["throughput_ratio"]["ratio"], 4),
-                          "interval": [round(injected["throughput_ratio"][k], 4) for k in ("low", "high")],
-                          "detectable": round(injected["detectable_slowdown"], 4)},
+        "same_configuration": {"said_slower": f"{false_alarms} of {SPLITS}", "verdict_and_ratio": same},
+        "injected_5pct": {"said_slower": f"{catches} of {SPLITS}", "verdict_ratio_and_high": caught},
     }, indent=1))
-    assert same["verdict"] != "slower" and swapped["verdict"] != "slower"
+    # Identical code is not called slower (at 95% one-sided, 1 of 10 splits may be chance).
+    assert false_alarms <= 1, same
     if statistics.median(detectable) < INJECTED:
-        assert injected["verdict"] == "slower", injected["throughput_ratio"]
+        # Detectable under 5%: a 5% slowdown lands beyond it more often than not.
+        assert catches >= SPLITS // 2, caught
     else:
-        print(f"this machine is too noisy now for {RUNS} runs a side to detect {INJECTED:.0%}: "
-              f"detectable {statistics.median(detectable):.1%} (median of {SPLITS} splits)")
-        assert injected["verdict"] != "slower" or injected["throughput_ratio"]["high"] < 0.98
+        print(f"this machine is too noisy now for {RUNS} runs a side to detect {INJECTED:.0%} at --max-slowdown "
+              f"{MAX_SLOWDOWN}: detectable {statistics.median(detectable):.1%} (median of {SPLITS} splits)")
 
 
-def _simulated_side(rng: random.Random, runs: int, noise_sd: float, jitter: float = 0.03, intervals: int = 20):
-    """Runs of 20 intervals (a smoke run's), each run's speed drawn log-normal with ``noise_sd``, 3% within-run."""
+# A `--preset gate` run: 40 measured one-step intervals whose log step time varied with an SD of
+# 8% within a run (median of 30 runs here, Nov 24 2026; 4-15%).
+GATE_INTERVALS, GATE_STEP_JITTER = 40, 0.08
+
+
+def _simulated_side(rng: random.Random, runs: int, noise_sd: float, jitter: float = GATE_STEP_JITTER,
+                    intervals: int = GATE_INTERVALS):
+    """Runs of a gate run's intervals, each run's speed drawn log-normal with ``noise_sd``."""
     from methodology.compare import RunIntervals  # noqa: PLC0415
 
     sides = []
@@ -134,24 +152,26 @@ def _simulated_side(rng: random.Random, runs: int, noise_sd: float, jitter: floa
 
 
 def test_runs_needed_by_noise():
-    """Computed, not measured: the detectable slowdown at --max-slowdown 2% by run-to-run noise and runs a side.
+    """Computed, not measured: the detectable slowdown at the documented --max-slowdown by noise and runs a side.
 
     Same-configuration sides drawn from a known noise (20 seeds each, 1,000 resamples), a side of one
-    run given that noise as a saved baseline's recorded spread would give it. The README's "five runs
-    a side for 5% on a quiet runner" is the 2% row: the test fails if that stops being true.
+    run given that noise as a saved baseline's recorded spread would give it. The README's run counts
+    come from this table (methodology/GATE.md, "How many runs"): the test fails if they stop holding.
     """
     from methodology.compare import bootstrap_ratio, detectable_slowdown  # noqa: PLC0415
 
     table = {}
-    for noise_sd in (0.01, 0.02, 0.05, 0.10, 0.25):
-        for runs in (1, 3, 5, 10):
+    for noise_sd in (0.01, 0.02, 0.05, 0.08, 0.25):
+        for runs in (1, 3, 5, 10, 20):
             found = []
             for seed in range(20):
                 rng = random.Random(seed)
                 interval = bootstrap_ratio(_simulated_side(rng, runs, noise_sd), _simulated_side(rng, runs, noise_sd),
                                            run_noise_sd=noise_sd, resamples=1000, seed=seed)
-                found.append(detectable_slowdown(interval, 0.02))
+                found.append(detectable_slowdown(interval, float(DOCUMENTED_MAX_SLOWDOWN.rstrip("%")) / 100))
             table[f"noise {noise_sd:.0%}, {runs} run(s) a side"] = spread(found)
     print(json.dumps(table, indent=1))
+    # The docs' counts: five runs a side on a quiet runner (2% noise), twenty on this VM (5%).
     assert table["noise 2%, 5 run(s) a side"]["median"] < INJECTED
+    assert table[f"noise 5%, {DOCUMENTED_RUNS} run(s) a side"]["median"] < INJECTED
     assert table["noise 25%, 5 run(s) a side"]["median"] > INJECTED  # and a noisy machine cannot
