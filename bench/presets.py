@@ -27,10 +27,11 @@ def smoke(config: RunConfig) -> RunConfig:
 
 
 # The regression gate's run (README, examples/github-actions-podbench.yml, tests/perf): the
-# smoke model, measured long enough to be steady. Smoke runs measured after 4 warm-up steps
-# were still speeding up (median step 120-147 ms in the first measured ten, 100-108 ms from
-# about step 35 on, Nov 24 2026), and how fast each run warmed up was most of their 5%
-# run-to-run noise; 40 warm-up + 40 measured steps leave that out (methodology/GATE.md).
+# smoke model, measured once it is steady. Smoke runs measured after 4 warm-up steps were
+# still speeding up (median step 120-147 ms in the first measured ten in some runs, 100-108
+# ms from about step 35 on, Nov 24 2026), so a gate on them compared warm-ups as much as
+# code; 40 warm-up + 40 measured steps leave that out. It did not make runs agree better
+# (run-to-run noise about 5% either way here): that takes more runs (methodology/GATE.md).
 GATE_WARMUP_STEPS = 40
 
 
