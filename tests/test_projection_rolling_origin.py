@@ -1,0 +1,103 @@
+"""An experiment methodology/PROJECTION.md quotes: K fitted only on what was published before.
+
+The shipped model fits one K (the device curve's per-step cost, in images) on the
+calibration rows. Its misses are software eras: the K a run implies was 64-72 for
+Google's 2018-19 TPU software, 4-6 for its 2021-22 TPU v4 pods, 10-21 for NVIDIA's
+2021-24 MXNet. A forecaster has only the past, so this file predicts every study from
+the rows published before it (a rolling origin), under four rules for K:
+
+- shipped: the calibration fit, as `podbench project` does (for the non-holdout studies
+  its leave-one-study-out refit, as `project --validate` reports it);
+- all-past: least squares over every earlier strong-scaling row;
+- family: the same over earlier rows of the study's device family (GPU or TPU);
+- latest: the same over the latest earlier round of that family alone.
+
+Rows are calibration and validation rows; the holdout rows are predicted the same way
+(from non-holdout rows only) and reported apart. Nothing here changes the model: the
+test recomputes the figures PROJECTION.md prints, so the page cannot drift from them.
+"""
+from __future__ import annotations
+
+import pytest
+
+from methodology import interconnect, projection, published, validation as v
+
+RULES = ("shipped", "all-past", "family", "latest")
+FITTED_ROLES = ("calibration", "validation")
+# PROJECTION.md's table, "Rolling origin": per rule, (all non-holdout studies, studies from 2021,
+# holdout) as one-check results within ±10% / cases, then images/sec within ±10% / cases.
+DOCUMENTED = {
+    "shipped": ((22, 40, 23, 39), (12, 17, 12, 17), (0, 7, 1, 7)),
+    "all-past": ((23, 40, 23, 39), (13, 17, 12, 17), (5, 7, 4, 7)),
+    "family": ((22, 40, 23, 39), (12, 17, 13, 17), (4, 7, 5, 7)),
+    "latest": ((21, 40, 24, 39), (10, 17, 13, 17), (6, 7, 6, 7)),
+}
+
+
+@pytest.fixture(scope="module")
+def data():
+    results = published.load_published()
+    return results, interconnect.load_interconnects(), {r.name: r for r in results}
+
+
+def _strong(row, by_name, catalogue) -> bool:
+    """A row that speaks to K: its batch a device is below its anchor's."""
+    return (row.role in FITTED_ROLES and bool(row.images_per_sec)
+            and v.implied_constants(row, by_name[row.anchor], catalogue, v.SHIPPED.sync_s)[0] is not None)
+
+
+def batch_half_for(rule: str, rows, results, catalogue, by_name) -> float:
+    """K for a study's ``rows`` under ``rule``, from rows published before the study only."""
+    if rule == "shipped":
+        return v.SHIPPED.batch_half
+    since = min(r.as_of for r in rows)
+    family = projection.family_of(rows[0].device)
+    past = [r for r in results if r.as_of < since and _strong(r, by_name, catalogue)]
+    if rule in ("family", "latest"):
+        past = [r for r in past if projection.family_of(r.device) == family]
+    if rule == "latest" and past:
+        newest = max(r.as_of for r in past)
+        past = [r for r in past if r.as_of == newest]
+    return v.fit_batch_half(past, by_name, catalogue, v.SHIPPED.sync_s) if past else v.SHIPPED.batch_half
+
+
+def checks(rule: str, roles: tuple[str, ...], data) -> list[v.Check]:
+    results, catalogue, by_name = data
+    if rule == "shipped" and roles == FITTED_ROLES:
+        return list(v.cross_validate())
+    out = []
+    for study in dict.fromkeys(r.study for r in results if r.role in roles):
+        rows = [r for r in results if r.study == study and r.role in roles]
+        k = batch_half_for(rule, rows, results, catalogue, by_name)
+        leave_out = (study,) if "holdout" not in roles else ()
+        for row in rows:
+            out += v.check_row(row, v.Constants(k, v.SHIPPED.sync_s), catalogue, results, leave_out=leave_out)
+    return out
+
+
+def shares(found: list[v.Check]) -> tuple[int, int, int, int]:
+    """(one check a result within ±10%, results, images/sec within ±10%, images/sec cases)."""
+    one = {}
+    for c in found:  # time where published, else images/sec: the validation's one check a result
+        if c.name not in one or c.quantity == v.MINUTES:
+            one[c.name] = c
+    rates = [c for c in found if c.quantity == v.IMAGES_PER_SEC]
+    return sum(c.within for c in one.values()), len(one), sum(c.within for c in rates), len(rates)
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_rolling_origin_figures_are_the_documented_ones(rule, data):
+    fitted = checks(rule, FITTED_ROLES, data)
+    by_name = data[2]
+    recent = [c for c in fitted if by_name[c.name].as_of >= "2021"]
+    holdout = checks(rule, ("holdout",), data)
+    measured = (shares(fitted), shares(recent), shares(holdout))
+    print(rule, measured)
+    assert measured == DOCUMENTED[rule]
+
+
+def test_the_shipped_rule_is_the_validations_own(data):
+    """The "shipped" row is `project --validate`'s model: same K, same checks on the holdout."""
+    shipped = checks("shipped", ("holdout",), data)
+    assert [(c.name, c.quantity, round(c.predicted, 6)) for c in shipped] == \
+        [(c.name, c.quantity, round(c.predicted, 6)) for c in v.holdout_checks()]
