@@ -203,6 +203,10 @@ class RuntimeConfig:
         line when TensorFlow sees none, rather than run their batch on a CPU for hours.
       peer_timeout_s: multi_worker: how long the other workers have to join the cluster
         (None: a default that grows with the cluster, bench/cluster/peers.py).
+      cpu_threads: the training process runs on this many of the host's CPUs, and
+        TensorFlow's intra- and inter-op pools get that many threads each (None: all,
+        TensorFlow's defaults). Fewer threads pinned make runs on a shared VM agree
+        better (the regression gate's preset uses 1: methodology/GATE.md).
     """
 
     strategy: str = "auto"
@@ -210,10 +214,12 @@ class RuntimeConfig:
     replicas: int | None = None
     require_gpu: bool = False
     peer_timeout_s: float | None = None
+    cpu_threads: int | None = None
 
     def __post_init__(self):
         choice("strategy", self.strategy, STRATEGIES)
         positive("replicas", self.replicas)
+        positive("cpu_threads", self.cpu_threads)
         if self.tpu is not None and not self.tpu.strip():
             raise ValueError("--tpu is empty (an unset $TPU_NAME?); give the TPU's name, grpc://HOST:PORT or local")
         if self.tpu is not None and self.strategy not in ("tpu", "auto"):

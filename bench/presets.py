@@ -31,18 +31,19 @@ def smoke(config: RunConfig) -> RunConfig:
 # still speeding up (median step 120-147 ms in the first measured ten in some runs, 100-108
 # ms from about step 35 on, Nov 24 2026), so a gate on them compared warm-ups as much as
 # code; 40 warm-up + 40 measured steps leave that out. It did not make runs agree better
-# (run-to-run noise about 5% either way here): that takes more runs (methodology/GATE.md).
+# (run-to-run noise about 5% either way here); one CPU and one thread a pool did (4.0% against
+# 6.8% over 15 runs each, alternating; bench/train/threads.py), at 0.8x the throughput.
 GATE_WARMUP_STEPS = 40
 
 
 def gate(config: RunConfig) -> RunConfig:
-    """CI regression gate: the smoke model, 40 warm-up + 40 measured steps, for `podbench compare`.
+    """CI regression gate: the smoke model on one CPU thread, 40 warm-up + 40 measured steps, for `podbench compare`.
 
     `podbench run --preset gate` takes about 25 s on 2 CPU cores; run it several
     times a side (methodology/GATE.md says how many for the slowdown you must catch).
     """
     return replace(smoke(config), data=dict(steps_per_epoch=10),
-                   train=dict(epochs=8, warmup_steps=GATE_WARMUP_STEPS))
+                   train=dict(epochs=8, warmup_steps=GATE_WARMUP_STEPS), runtime=dict(cpu_threads=1))
 
 
 def cpu(config: RunConfig) -> RunConfig:

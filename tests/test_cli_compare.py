@@ -138,6 +138,18 @@ def test_differences_that_are_not_refused_are_listed(tmp_path, capsys):
             "precision float32 -> mixed_bfloat16") in out
 
 
+def test_a_pinned_run_against_an_unpinned_one_is_named(tmp_path, capsys):
+    """--cpu-threads changes throughput (one CPU: 0.8x here), so a side that used it is listed as a difference."""
+    base = write_run(tmp_path, run_id_at(1), step_s=STEP_S)
+    new = write_run(tmp_path, run_id_at(2), step_s=STEP_S)
+    config = json.loads((new / "config.json").read_text())
+    config["requested"]["runtime"]["cpu_threads"] = 1
+    (new / "config.json").write_text(json.dumps(config))
+    code, out, _ = run_cli(capsys, "compare", base, new)
+    assert code == 0
+    assert "differences (the comparison may be unfair): CPU threads (--cpu-threads) n/a -> 1" in out
+
+
 def test_short_and_unmeasured_runs_are_named(tmp_path, capsys):
     good = write_run(tmp_path, run_id_at(1))
     short = write_run(tmp_path, run_id_at(2), train_steps=6, warmup_steps=4)  # 2 intervals after the warm-up

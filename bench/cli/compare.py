@@ -160,7 +160,7 @@ FACTS = (
     ("per_replica_batch_size", "batch per replica", None), ("global_batch_size", "global batch", None),
     ("precision", "precision", None), ("xla", "XLA", None), ("strategy", "strategy", None),
     ("num_replicas", "replicas", None), ("steps_per_execution", "steps per execution", None),
-    ("tensorflow", "TensorFlow", None),
+    ("cpu_threads", "CPU threads (--cpu-threads)", None), ("tensorflow", "TensorFlow", None),
 )
 
 
@@ -185,7 +185,7 @@ def load_run(run_dir: Path) -> ComparedRun:
         raise UsageError(f"{run_dir}: {err}") from None
     facts = {key: getattr(summary, key, None) for key, _, _ in FACTS}
     facts.update(model=record.requested.model.name, data=record.requested.data.source,
-                 tensorflow=record.environment.get("tensorflow"))
+                 cpu_threads=record.requested.runtime.cpu_threads, tensorflow=record.environment.get("tensorflow"))
     return ComparedRun(str(run_dir), summary, facts, intervals)
 
 

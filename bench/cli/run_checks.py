@@ -21,6 +21,7 @@ from bench.cli import checks
 from bench.cluster import gpus
 from bench.config import RunConfig
 from bench.errors import UsageError
+from bench.train import threads
 
 
 
@@ -42,8 +43,18 @@ def check_run(config: RunConfig, environ: Mapping[str, str] = os.environ,
     check_cluster(config, environ)
     check_cluster_addresses(environ)
     check_blocks(config)
+    check_cpu_threads(config)
     if config.data.real and config.data.data_dir:
         checks.data_dir(config.data.data_dir)
+
+
+def check_cpu_threads(config: RunConfig, allowed: list[int] | None = None) -> None:
+    """--cpu-threads no larger than the CPUs this host lets the run use (bench/train/threads.py)."""
+    if config.runtime.cpu_threads is not None:
+        try:
+            threads.chosen_cpus(config.runtime.cpu_threads, threads.allowed_cpus() if allowed is None else allowed)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
 
 
 def check_sizes(config: RunConfig, memory_bytes: int | None = None) -> None:

@@ -122,6 +122,9 @@ RUN_FLAGS: tuple[Flag, ...] = (
          checks.tpu_address, "ADDR"),
     Flag("--replicas", "runtime.replicas", DISTRIBUTION,
          "mirrored: GPUs to use (default all); on a CPU, required: the CPU is split into N", COUNT, "N"),
+    Flag("--cpu-threads", "runtime.cpu_threads", DISTRIBUTION,
+         "run on N of this host's CPUs with N TensorFlow threads a pool (default all); fewer make runs on a "
+         "shared VM agree better (--preset gate uses 1)", COUNT, "N"),
     Flag("--peer-timeout", "runtime.peer_timeout_s", DISTRIBUTION,
          "multi_worker: seconds the other workers have to join the cluster before the run fails (default "
          "300 + 10 per worker: a scheduler starting many hosts)", checks.SECONDS, "S"),

@@ -13,6 +13,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from bench.cluster import tpu_slice
+from bench.train import threads
 from bench.train.peak import MeasuredPeak
 from bench.train.strategy import StrategyInfo, cluster_task
 from methodology import mfu, peaks
@@ -157,6 +158,10 @@ def describe(info: StrategyInfo, precision: str, cpu: dict | None = None,
         "host": socket.gethostname(),
         "os": platform.platform(),
         "cpu": cpu,
+        # What the process ran on (--cpu-threads pins it): its CPUs, and TensorFlow's pool sizes as the
+        # environment set them when it started (None: TensorFlow's default, one thread a CPU).
+        "cpus_allowed": threads.allowed_cpus(),
+        "tf_threads": threads.pool_sizes(),
         "platform": info.platform,
         "strategy": info.name,
         "num_replicas": info.num_replicas,

@@ -21,6 +21,7 @@ import models  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow loads)
 from bench.config import config_from_dict
 from bench.errors import EXIT_FAILED, EXIT_USAGE, RunFailed, UsageError
 from bench.streams import protect_std_streams
+from bench.train import threads
 
 REQUEST_KEYS = ("config", "run_id", "run_dir", "resume")
 
@@ -75,6 +76,9 @@ def main() -> int:
     watch_parent(float(request["config"].get("checkpoint", {}).get("grace_s") or 30.0))
     # TensorFlow's C++ INFO lines would interleave with the progress lines; a level the user set wins.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    # Before TensorFlow loads: its pools are sized, and its threads pinned, when it starts.
+    # `podbench run` checked the count against this host's CPUs (bench/cli/run_checks.py).
+    threads.pin(request["config"].get("runtime", {}).get("cpu_threads"))
     from bench.train.run import execute  # noqa: PLC0415 (TensorFlow loads here)
     from bench.train.stopping import exit_code  # noqa: PLC0415
 
