@@ -44,7 +44,7 @@ def test_same_runs_no_significant_change(tmp_path, capsys):
     assert lines[0] == "podbench compare: 1 new run(s) against 1 baseline run(s)"
     assert lines[3].split() == ["images/sec", "63.21", "63.21", "1.000x"]  # 8 x 32 images / 4.05 s
     assert lines[5].split() == ["step", "time", "p50", "500.0", "ms", "500.0", "ms", "1.00x"]
-    assert lines[-4] == "differences: none (same benchmark, hardware, batch, precision, XLA, strategy, TensorFlow)"
+    assert lines[-4] == "differences: none (same benchmark, hardware, batch, precision, XLA, strategy, CPU threads, TensorFlow)"
     assert lines[-3] == ("run-to-run noise (SD of log throughput): baseline: one run, 40% assumed (--run-noise); "
                          "new: one run, 40% assumed (--run-noise)")
     # Two steady runs at 40% assumed noise: the interval's top is about exp(1.96 x 0.4 x sqrt(2)) = 3.03x.

@@ -53,7 +53,7 @@ def rows(result: dict) -> list[tuple[str, str, str, str]]:
 def differences_line(result: dict) -> str:
     """What differs between the runs, or that nothing does."""
     if not result["differences"]:
-        return "differences: none (same benchmark, hardware, batch, precision, XLA, strategy, TensorFlow)"
+        return "differences: none (same benchmark, hardware, batch, precision, XLA, strategy, CPU threads, TensorFlow)"
     parts = [f"{d['label']} {'/'.join(map(_fact, d['baseline']))} -> {'/'.join(map(_fact, d['new']))}"
              + (f" (a different {d['refused_as']}: --allow-different)" if d["refused_as"] else "")
              for d in result["differences"]]
