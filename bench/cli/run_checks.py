@@ -48,11 +48,11 @@ def check_run(config: RunConfig, environ: Mapping[str, str] = os.environ,
         checks.data_dir(config.data.data_dir)
 
 
-def check_cpu_threads(config: RunConfig, allowed: list[int] | None = None) -> None:
+def check_cpu_threads(config: RunConfig) -> None:
     """--cpu-threads no larger than the CPUs this host lets the run use (bench/train/threads.py)."""
     if config.runtime.cpu_threads is not None:
         try:
-            threads.chosen_cpus(config.runtime.cpu_threads, threads.allowed_cpus() if allowed is None else allowed)
+            threads.chosen_cpus(config.runtime.cpu_threads, threads.allowed_cpus())
         except ValueError as err:
             raise UsageError(str(err)) from None
 
