@@ -31,6 +31,10 @@ def test_pool_sizes_come_from_the_environment():
                                                                                           "inter_op": 1}
 
 
+def test_a_size_that_is_not_a_number_is_recorded_as_written():
+    assert threads.pool_sizes({threads.INTRA_OP_ENV: "auto"}) == {"intra_op": "auto", "inter_op": None}
+
+
 def test_pin_sets_the_affinity_and_the_pools_of_its_own_process():
     # In a child: pinning the test process itself would slow every later test.
     probe = ("import json, os; from bench.train import threads; env = {}; cpus = threads.pin(1, env); "

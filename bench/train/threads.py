@@ -16,10 +16,17 @@ from typing import MutableMapping
 INTRA_OP_ENV, INTER_OP_ENV = "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"
 
 
-def pool_sizes(environ: MutableMapping[str, str] = os.environ) -> dict[str, int | None]:
-    """TensorFlow's intra- and inter-op pool sizes as the environment sets them (None: its default)."""
-    return {"intra_op": int(environ[INTRA_OP_ENV]) if environ.get(INTRA_OP_ENV) else None,
-            "inter_op": int(environ[INTER_OP_ENV]) if environ.get(INTER_OP_ENV) else None}
+def pool_sizes(environ: MutableMapping[str, str] = os.environ) -> dict[str, int | str | None]:
+    """TensorFlow's intra- and inter-op pool sizes as the environment sets them (None: its default).
+
+    A value the user set that is not a whole number is recorded as written: environment.json
+    says what the run saw, and a run must not fail for describing it.
+    """
+    def size(name: str) -> int | str | None:
+        text = (environ.get(name) or "").strip()
+        return int(text) if text.isdigit() else (text or None)
+
+    return {"intra_op": size(INTRA_OP_ENV), "inter_op": size(INTER_OP_ENV)}
 
 
 def allowed_cpus() -> list[int]:
