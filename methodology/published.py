@@ -2,10 +2,12 @@
 
 Every row is one published figure with its source and date: NVIDIA
 DeepLearningExamples README tables, MLPerf Training v0.5-v4.0 result logs
-(parsed here: steady images/sec = median over evaluation intervals of
-epochs x 1,281,167 / seconds, so it includes on-clock evaluation; minutes =
-olympic mean of run_stop - run_start; epochs = olympic mean of each run's
-first evaluation at or above the target), and the Dec-2018 blog.
+(parsed with methodology/mlperf_results.py: steady images/sec = median over
+evaluation intervals of epochs x 1,281,167 / seconds, so it includes on-clock
+evaluation; minutes = olympic mean of run_stop - run_start; epochs = olympic
+mean of each run's first evaluation at or above the target; rows added before
+that module existed were parsed by hand the same way and it re-derives them
+within 0.5%), and the Dec-2018 blog.
 
 A row's ``role`` says what the model may do with it:
 
