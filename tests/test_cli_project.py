@@ -318,3 +318,11 @@ def test_a_run_on_other_hardware_is_a_what_if(capsys, tmp_path, kind, platform, 
     code, out, err = run_cli(capsys, "project", "--run", str(run), "--interconnect", fabric, "--devices", "8")
     assert code == 0, err
     assert ("a what-if that assumes" in out) == what_if
+
+
+def test_a_same_batch_miss_names_the_rate_a_device_on_both_sides(capsys):
+    """MLPerf v0.5's TPU v3-32 against its v3-8 anchor: same batch a chip, same software, 19% slower a chip."""
+    _, out, _ = run_cli(capsys, "project", "--validate")
+    why = next(line for line in out.splitlines() if line.startswith("  why mlperf-v0.5-tpu-v3-32 "))
+    assert "1,476 images/sec a device here against 1,828 there (-19%)" in why
+    assert "the same software (tensorflow 1.12)" in why

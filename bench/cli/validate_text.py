@@ -61,8 +61,13 @@ def why(check: validation.Check, results=None) -> str:
     if sync is not None:
         return (f"1 -> {row.devices} devices at the same batch: this run's coordination cost is {sync * 1e3:.1f} ms "
                 f"a step against the fitted {projection.SYNC_S * 1e3:.1f} ms")
-    return (f"same batch as its anchor ({anchor.name}): the model's only loss is communication; the systems "
-            f"differ in what the model does not see ({row.framework} vs {anchor.framework}, {row.notes or 'host'})")
+    # Same batch a device, several devices on both sides: the rate a device is what moved.
+    here, there = row.images_per_sec / row.devices, anchor.images_per_sec / anchor.devices
+    software = (f"{row.framework} against {anchor.framework}" if row.framework != anchor.framework
+                else f"the same software ({row.framework})")
+    return (f"same batch a device as its anchor ({anchor.name}): {here:,.0f} images/sec a device here against "
+            f"{there:,.0f} there ({here / there - 1:+.0%}), where the model's only difference is communication; "
+            f"{software}, so the difference is in what the model does not see ({row.notes or 'the hosts'})")
 
 
 def _table(checks, results) -> list[str]:
