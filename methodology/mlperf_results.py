@@ -28,8 +28,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-IMAGENET_TRAIN_IMAGES = 1_281_167
-MLPERF_TARGET_TOP1 = 0.759
+from methodology.constants import IMAGENET_TRAIN_EXAMPLES, TARGET_TOP1_MLPERF
+from methodology.cost import olympic_mean
+
 _OLD = re.compile(r"^:::MLL (?P<t>[0-9.]+) (?P<key>\w+): (?P<json>.*)$")
 _NEW = re.compile(r"^:::MLLOG (?P<json>\{.*\})\s*$")
 
@@ -88,15 +89,7 @@ def _first(events: list[Event], key: str) -> Event | None:
     return next((e for e in events if e.key == key), None)
 
 
-def olympic_mean(values: list[float]) -> float:
-    """MLPerf's score over runs: the fastest and slowest dropped (from 3 runs on), the rest averaged."""
-    if not values:
-        raise ValueError("no values")
-    kept = sorted(values)[1:-1] if len(values) >= 3 else list(values)
-    return sum(kept) / len(kept)
-
-
-def run_figures(text: str, target_top1: float = MLPERF_TARGET_TOP1) -> RunFigures:
+def run_figures(text: str, target_top1: float = TARGET_TOP1_MLPERF) -> RunFigures:
     """The figures of one run's result log."""
     events = parse_events(text)
     start, stop, batch = _first(events, "run_start"), _first(events, "run_stop"), _first(events, "global_batch_size")
@@ -109,7 +102,7 @@ def run_figures(text: str, target_top1: float = MLPERF_TARGET_TOP1) -> RunFigure
         if e.key == "eval_accuracy" and "epoch_num" in e.metadata and start.time_s <= e.time_s <= stop.time_s:
             evals.setdefault(float(e.metadata["epoch_num"]), e)
     ordered = sorted(evals.items())
-    rates = tuple((b_epoch - a_epoch) * IMAGENET_TRAIN_IMAGES / (b.time_s - a.time_s)
+    rates = tuple((b_epoch - a_epoch) * IMAGENET_TRAIN_EXAMPLES / (b.time_s - a.time_s)
                   for (a_epoch, a), (b_epoch, b) in zip(ordered, ordered[1:]) if b.time_s > a.time_s)
     reached = next((epoch for epoch, e in ordered if float(e.value) >= target_top1), None)
     return RunFigures(int(batch.value), str(optimizer.value) if optimizer else "", (stop.time_s - start.time_s) / 60.0,
@@ -140,7 +133,11 @@ def main(argv: list[str]) -> int:
         print(__doc__.strip().splitlines()[0])
         print("usage: python -m methodology.mlperf_results RESULT_LOG...")
         return 0 if argv else 2
-    figures = result_figures([run_figures(Path(p).read_text(errors="replace")) for p in argv])
+    try:
+        figures = result_figures([run_figures(Path(p).read_text(errors="replace")) for p in argv])
+    except (OSError, ValueError) as e:  # json.JSONDecodeError is a ValueError
+        print(f"error: {e}; give the result_*.txt logs of one result", file=sys.stderr)
+        return 2
     print(f"global_batch={figures.global_batch} optimizer={figures.optimizer} runs={figures.runs} "
           f"images_per_sec={figures.images_per_sec:.0f} minutes={figures.minutes:.3f} epochs={figures.epochs:.1f}")
     return 0

@@ -10,7 +10,7 @@ import pytest
 
 from methodology import mlperf_results as m
 
-IMAGES = m.IMAGENET_TRAIN_IMAGES
+IMAGES = m.IMAGENET_TRAIN_EXAMPLES
 
 
 def new_format(batch: int, evals: list[tuple[int, float, float]], start_s: float = 1000.0, stop_s: float | None = None,
@@ -71,13 +71,6 @@ def test_a_log_without_its_clock_is_refused_naming_what_lacks():
         m.run_figures(":::MLLOG " + json.dumps({"time_ms": 1, "key": "global_batch_size", "value": 8}))
 
 
-def test_olympic_mean_drops_the_fastest_and_slowest():
-    assert m.olympic_mean([1.0, 2.0, 3.0, 4.0, 100.0]) == pytest.approx(3.0)
-    assert m.olympic_mean([2.0, 4.0]) == pytest.approx(3.0)  # fewer than three: all of them
-    with pytest.raises(ValueError):
-        m.olympic_mean([])
-
-
 def test_result_figures_are_median_rate_and_olympic_time_and_epochs():
     runs = [m.run_figures(new_format(1024, [(4, 40.0, 0.3), (8, 40.0 + s, 0.76)], stop_s=1000 + 40 + s + 1))
             for s in (18.0, 20.0, 22.0, 24.0, 60.0)]
@@ -114,3 +107,12 @@ def test_the_command_prints_a_results_figures(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("global_batch=2048 optimizer=lars runs=3 ")
     assert "epochs=8.0" in done.stdout
+
+
+def test_the_command_refuses_a_log_it_cannot_read_in_one_line(tmp_path):
+    bad = tmp_path / "result_0.txt"
+    bad.write_text("no MLPerf events here\n")
+    done = subprocess.run([sys.executable, "-m", "methodology.mlperf_results", str(bad)], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: result log lacks run_start") and done.stderr.count("\n") == 1
