@@ -149,6 +149,36 @@ def test_run_directories_make_the_device_curve(capsys, tmp_path):
     assert any("measured at 32x32" in n for n in data["notes"])
 
 
+def test_a_run_on_several_gpus_is_a_point_with_its_all_reduce_taken_out(capsys, tmp_path):
+    """An 8-GPU node is the input a user has: its figure, all GPUs together, at its own size."""
+    run = write_run(tmp_path, "20261122T120000Z-gpu200", platform="gpu", device_kind="NVIDIA A100-SXM4-40GB",
+                    strategy="mirrored", replicas=2, per_replica_batch=64)
+    _, out, _ = run_cli(capsys, "project", "--run", run, "--interconnect", "a100-nvlink", "--devices", "1,2,8",
+                        "--json")
+    data = strict_json(out)
+    measured = read_summary(run).images_per_sec
+    rows = {r["devices"]: r for r in data["rows"]}
+    assert data["source"]["points"] == [{"per_device_batch": 64, "images_per_sec": measured}]
+    assert rows[2]["images_per_sec"] == pytest.approx(measured)  # at its own size the figure is the answer
+    assert rows[1]["images_per_sec"] > measured / 2  # one GPU has no all-reduce to lose
+    assert any("measured on 2 devices: the modeled all-reduce at 2 is taken out" in n for n in data["notes"])
+
+
+def test_a_tpu_slice_sweep_counts_chips_not_tensorcores(capsys, tmp_path):
+    """A TPU v3-8 runs 8 replicas (one a TensorCore) on 4 chips: 128 a replica is 256 a chip."""
+    rows = [{"replicas": 8, "platform": "tpu", "device_kind": "TPU v3 (v3-8, 8 cores)", "per_replica_batch_size": b,
+             "global_batch_size": 8 * b, "images_per_sec": rate, "status": "completed"}
+            for b, rate in ((32, 4000.0), (128, 7000.0))]
+    (tmp_path / sweep.SWEEP_JSON).write_text(json.dumps({"axis": "batch", "sizes": rows}))
+    _, out, _ = run_cli(capsys, "project", "--run", tmp_path, "--interconnect", "tpu-v3", "--devices", "4,16",
+                        "--json")
+    data = strict_json(out)
+    assert [p["per_device_batch"] for p in data["source"]["points"]] == [64, 256]
+    assert data["rows"][0]["devices"] == 4 and data["rows"][0]["per_device_batch"] == 256
+    assert data["rows"][0]["images_per_sec"] == pytest.approx(7000.0)
+    assert any("measured on 4 devices" in n for n in data["notes"])
+
+
 def test_a_batch_sweep_directory_is_read(capsys, tmp_path):
     rows = [{"per_replica_batch_size": 8, "images_per_sec": 20.0, "status": "completed"},
             {"per_replica_batch_size": 16, "images_per_sec": None, "status": "failed"},
@@ -204,10 +234,14 @@ def _placeholders(tmp_path) -> dict:
     corrupt = tmp_path / "corrupt"
     corrupt.mkdir()
     (corrupt / sweep.SWEEP_JSON).write_text('{"axis": "batch", "sizes": [')
-    two = write_run(tmp_path / "runs", "20261122T120000Z-two000", replicas=2, strategy="mirrored")
+    gpus = dict(platform="gpu", device_kind="NVIDIA A100-SXM4-40GB", strategy="mirrored")
+    two = write_run(tmp_path / "runs", "20261122T120000Z-two000", replicas=2, per_replica_batch=64, **gpus)
+    one_gpu = write_run(tmp_path / "runs", "20261122T120002Z-gpu000", per_replica_batch=32, **gpus)
     one = write_run(tmp_path / "runs", "20261122T120001Z-one000")
-    return {"{tmp}": str(tmp_path), "{replicas_sweep}": str(replicas_sweep), "{two_replicas}": str(two),
-            "{one}": str(one), "{corrupt}": str(corrupt)}
+    tpu = write_run(tmp_path / "runs", "20261122T120003Z-tpu000", platform="tpu", device_kind="TPU v4",
+                    strategy="tpu", replicas=4)
+    return {"{tmp}": str(tmp_path), "{replicas_sweep}": str(replicas_sweep), "{two_gpus}": str(two),
+            "{one_gpu}": str(one_gpu), "{one}": str(one), "{corrupt}": str(corrupt), "{tpu_no_slice}": str(tpu)}
 
 
 BAD = [
@@ -255,7 +289,10 @@ BAD = [
     pytest.param(["--run", "{tmp}/nope", "--interconnect", "tpu-v3"], "no directory", id="missing_dir"),
     pytest.param(["--run", "{replicas_sweep}", "--interconnect", "tpu-v3"], "is a --replicas sweep",
                  id="replicas_sweep"),
-    pytest.param(["--run", "{two_replicas}", "--interconnect", "tpu-v3"], "ran 2 replicas", id="multi_replica"),
+    pytest.param(["--run", "{one_gpu}", "{two_gpus}", "--interconnect", "a100-nvlink"],
+                 "the runs were measured on 1 and 2 devices", id="points_of_two_sizes"),
+    pytest.param(["--run", "{tpu_no_slice}", "--interconnect", "tpu-v4"], "does not record its slice",
+                 id="tpu_chips_unknown"),
     pytest.param(["--run", "{corrupt}", "--interconnect", "tpu-v3"], "cannot read", id="corrupt_sweep_json"),
     pytest.param(["--run", "{one}", "{one}", "--interconnect", "tpu-v3"], "measured twice", id="twice"),
     pytest.param(["--run", "{one}", "--measured-devices", "4", "--interconnect", "tpu-v3"],

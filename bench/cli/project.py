@@ -12,12 +12,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.cli import checks, common, project_charts, project_text, validate_text
-from bench.cluster.sweep import SWEEP_JSON, parse_sizes
+from bench.cli import checks, common, project_charts, project_source, project_text, validate_text
+from bench.cluster.sweep import parse_sizes
 from bench.errors import UsageError
 from bench.results import rundir
-from bench.results.summary import read_summary
-from methodology import hardware, interconnect, prices, projection, published, update, validation
+from methodology import interconnect, prices, projection, published, update, validation
 from methodology import time_to_target as ttt
 from methodology.constants import IMAGENET_TRAIN_EXAMPLES
 
@@ -71,7 +70,7 @@ def register(sub) -> None:
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--run", nargs="+", metavar="DIR",
-                     help="a `podbench sweep --batch-sizes` directory, or one-replica run directories")
+                     help="a `podbench sweep --batch-sizes` directory, or run directories (one device or several: a node, a TPU slice)")
     src.add_argument("--images-per-sec", type=float, metavar="X", help="a rate (all --measured-devices together)")
     src.add_argument("--anchor", metavar="NAME", help="a published figure: " + ", ".join(published.anchors()))
     src.add_argument("--validate", action="store_true", help="print the model against published runs")
@@ -148,118 +147,16 @@ def _check_numbers(args: argparse.Namespace) -> None:
     if args.images_per_sec is not None and args.per_device_batch is None:
         raise UsageError("--images-per-sec needs --per-device-batch B: the batch that rate was measured at")
     if args.measured_devices is not None and args.images_per_sec is None:
-        raise UsageError("--measured-devices applies to --images-per-sec (--run reads one-device runs; an --anchor "
+        raise UsageError("--measured-devices applies to --images-per-sec (--run reads the devices from its runs; an --anchor "
                          "names its own)")
     if args.anchor is not None:
-        _anchor(args.anchor)
+        project_source.anchor(args.anchor)
         return
     if args.interconnect is None:
         raise UsageError("give --interconnect NAME (see `podbench project --help` for the catalogue)")
 
 
-@dataclass(frozen=True)
-class Source:
-    """Where the device curve comes from.
-
-    Attributes:
-      points: {per-device batch: the figure's images/sec, all its devices}.
-      devices: how many devices the figures were measured on.
-      what: one line for the output.
-      notes: what the reader must know (image size, platform).
-      anchor: the published anchor, when the curve is one (its own fabric is taken out).
-    """
-
-    points: dict
-    devices: int
-    what: str
-    notes: tuple[str, ...] = ()
-    anchor: published.PublishedResult | None = None
-
-
-def _sweep_points(path: Path) -> tuple[dict, list]:
-    try:
-        document = rundir.read_json(path / SWEEP_JSON)
-    except (OSError, ValueError) as err:
-        raise UsageError(f"cannot read {path / SWEEP_JSON} ({err})") from None
-    if not isinstance(document, dict) or document.get("axis") != "batch":
-        raise UsageError(f"{path} is a --replicas sweep; the device curve needs `podbench sweep --batch-sizes`")
-    rows = [r for r in document.get("sizes", []) if r.get("status") != "failed" and r.get("images_per_sec")]
-    return {r["per_replica_batch_size"]: r["images_per_sec"] for r in rows}, rows
-
-
-def _run_point(path: Path) -> tuple[dict, list]:
-    try:
-        s = read_summary(path)
-    except (FileNotFoundError, ValueError) as err:
-        raise UsageError(str(err)) from None
-    if not s.measured:
-        raise UsageError(f"{path} has no steady-state images_per_sec (status {s.status}); rerun it with more steps")
-    if s.num_replicas != 1:
-        raise UsageError(f"{path} ran {s.num_replicas} replicas: the device curve needs one-device runs "
-                         "(`podbench sweep --batch-sizes`)")
-    return {s.per_replica_batch_size: s.images_per_sec}, [{"image_size": s.image_size, "platform": s.platform,
-                                                          "device_kind": s.device_kind}]
-
-
-def _anchor(name: str) -> published.PublishedResult:
-    try:
-        return published.by_name(name)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-
-
-def read_source(args: argparse.Namespace) -> Source:
-    """The device curve's points: from --run directories, or --images-per-sec.
-
-    Raises:
-      UsageError: a missing directory, a --replicas sweep, a multi-replica run, a batch twice, nothing measured.
-    """
-    if args.anchor is not None:
-        a = _anchor(args.anchor)
-        return Source({a.per_device_batch: a.images_per_sec}, a.devices, f"--anchor {a.describe()}",
-                      anchor=a)
-    if args.images_per_sec is not None:
-        n = args.measured_devices or 1
-        return Source({args.per_device_batch: args.images_per_sec}, n,
-                      f"--images-per-sec {args.images_per_sec:,g} on {n} device(s) at {args.per_device_batch} a device")
-    points, rows = {}, []
-    for name in args.run:
-        path = Path(name)
-        if not path.is_dir():
-            raise UsageError(f"no directory {path}; give a sweep directory or run directories")
-        found, described = _sweep_points(path) if (path / SWEEP_JSON).exists() else _run_point(path)
-        for batch in found:
-            if batch in points:
-                raise UsageError(f"batch {batch} is measured twice ({name}): give each batch once")
-        points.update(found)
-        rows += described
-    if not points:
-        raise UsageError(f"nothing measured in {' '.join(args.run)}: every size failed")
-    notes = []
-    sizes = sorted({r.get("image_size") for r in rows} - {None})
-    if sizes and sizes != [224]:
-        notes.append(f"measured at {', '.join(f'{s}x{s}' for s in sizes)}, not ImageNet's 224x224: the "
-                     "projection shows the method, not ResNet-50 training at 224")
-    kinds = sorted({r.get("device_kind") or r.get("platform") or "?" for r in rows})
-    notes += _what_if(rows, args.interconnect)
-    return Source(points, 1, f"{len(points)} measured point(s) from {' '.join(args.run)} ({', '.join(kinds)})",
-                  tuple(notes))
-
-
-def _what_if(rows: list, fabric_name: str | None) -> list[str]:
-    """A note when the runs' hardware is not the fabric's device (a CPU run over a100-nvlink), as cost says."""
-    fabric = interconnect.load_interconnects().get(fabric_name or "")
-    if fabric is None:
-        return []
-    ran = {str(hardware.gpu_device(r.get("device_kind")) if r.get("platform") == "gpu" else r.get("platform"))
-           for r in rows}
-    if {k.removesuffix("-80gb") for k in ran} == {fabric.device} or (fabric.device.startswith("tpu") and ran == {"tpu"}):
-        return []
-    return [f"measured on {', '.join(sorted(ran))} but projected over {fabric.name}: a what-if that assumes "
-            f"{fabric.device} runs at this rate"]
-
-
-def _fabrics(args, source: Source) -> tuple[interconnect.Interconnect, interconnect.Interconnect | None]:
+def _fabrics(args, source: project_source.Source) -> tuple[interconnect.Interconnect, interconnect.Interconnect | None]:
     catalogue = interconnect.load_interconnects()
     name = args.interconnect or source.anchor.interconnect
     try:
@@ -278,7 +175,7 @@ def _fabrics(args, source: Source) -> tuple[interconnect.Interconnect, interconn
     return fabric, network
 
 
-def _curve(args, source: Source, fabric, network, payload: int, exposed: float) -> projection.DeviceCurve:
+def _curve(args, source: project_source.Source, fabric, network, payload: int, exposed: float) -> projection.DeviceCurve:
     """The device curve: an anchor's (its own fabric taken out), or the points with the modeled fabric's."""
     batch_half = projection.BATCH_HALF if args.batch_half is None else args.batch_half
     if source.anchor is not None:
@@ -292,7 +189,7 @@ def _curve(args, source: Source, fabric, network, payload: int, exposed: float) 
     return projection.DeviceCurve(points, batch_half)
 
 
-def _measured_at(source: Source) -> tuple[int, int] | None:
+def _measured_at(source: project_source.Source) -> tuple[int, int] | None:
     """(devices, batch) of a single figure: a row there is the figure, not a projection."""
     return (source.devices, next(iter(source.points))) if len(source.points) == 1 else None
 
@@ -302,7 +199,7 @@ def recipe_of(args) -> str:
     return args.recipe or EPOCHS_RULE_RECIPES.get(args.epochs_rule or "", ttt.DEFAULT_RECIPE)
 
 
-def build_model(args, source: Source) -> projection.Model:
+def build_model(args, source: project_source.Source) -> projection.Model:
     """The projection model the flags describe (the device curve's points de-embedded where needed).
 
     Raises:
@@ -385,7 +282,7 @@ def handle(args: argparse.Namespace) -> int:
             directory = checks.output_dir(args.chart, "--chart DIR", refuse_runs=False)
             project_charts.write_validation_chart(directory, answer)
         return 0
-    source = read_source(args)
+    source = project_source.read_source(args)
     model = build_model(args, source)
     sizes = parse_devices(args.devices)
     pricing = hourly_prices(args, source.anchor.device if source.anchor else model.fabric.device, sizes)

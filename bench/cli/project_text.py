@@ -34,7 +34,7 @@ def projection_answer(args: argparse.Namespace, source, model: projection.Model,
 
     Args:
       args: the parsed flags.
-      source: bench.cli.project.Source.
+      source: bench.cli.project_source.Source.
       model: the model used.
       rows: methodology.projection.SizeProjection, one a size.
       pricing: bench.cli.project.Pricing.
