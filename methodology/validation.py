@@ -206,6 +206,20 @@ def implied_constants(row: published.PublishedResult, anchor: published.Publishe
     return batch_half, sync
 
 
+@lru_cache(maxsize=4)
+def published_batch_halves(family: str | None = None) -> tuple[float, ...]:
+    """The K every published strong-scaling result of ``family`` (gpu, tpu; None: all) implies, anchors
+    excluded, sorted: how far the per-step cost moves between software generations, for `project` to
+    say beside an extrapolation."""
+    results = published.load_published()
+    catalogue = interconnect.load_interconnects()
+    by_name = {r.name: r for r in results}
+    halves = (implied_constants(r, by_name[r.anchor], catalogue, SHIPPED.sync_s)[0]
+              for r in results if r.role != "anchor" and r.anchor
+              and (family is None or projection.family_of(r.device) == family))
+    return tuple(sorted(h for h in halves if h is not None))
+
+
 def _median(values: list[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2

@@ -363,3 +363,17 @@ def test_a_same_batch_miss_names_the_rate_a_device_on_both_sides(capsys):
     why = next(line for line in out.splitlines() if line.startswith("  why mlperf-v0.5-tpu-v3-32 "))
     assert "1,476 images/sec a device here against 1,828 there (-19%)" in why
     assert "the same software (tensorflow 1.12)" in why
+
+
+def test_rows_below_the_measured_batch_say_how_uncertain_k_is_and_how_to_measure_it(capsys):
+    _, out, _ = run_cli(capsys, "project", "--anchor", "mlperf-v0.7-tpu-v4-16", "--devices", "8,2048",
+                        "--global-batch-max", "32768", "--json")
+    notes = [n for n in strict_json(out)["notes"] if "below the smallest measured batch" in n]
+    assert len(notes) == 1 and notes[0].startswith("2048 devices run below the smallest measured batch (256 a device)")
+    assert "published tpu runs imply K from" in notes[0]
+    assert "`podbench sweep --batch-sizes 16,32,64,128,256` on one device or a slice" in notes[0]
+
+
+def test_no_k_note_when_every_row_is_inside_the_points(capsys):
+    _, out, _ = run_cli(capsys, "project", "--anchor", "mlperf-v0.7-tpu-v4-16", "--devices", "8,64", "--json")
+    assert not any("below the smallest measured batch" in n for n in strict_json(out)["notes"])

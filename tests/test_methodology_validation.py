@@ -94,3 +94,12 @@ def test_a_time_check_uses_the_rows_own_recipe_and_clock():
     google = BY_NAME["mlperf-v1.0-tpu-v4-128"]
     assert validation.recipe_for(google) == "google-tpu"
     assert validation.recipe_for(BY_NAME["mlperf-v4.0-h100x64"]) == "rcp"
+
+
+def test_published_batch_halves_are_the_rows_implied_k_by_family():
+    from methodology import validation as val
+    gpu, tpu, every = (val.published_batch_halves(f) for f in ("gpu", "tpu", None))
+    assert sorted(gpu + tpu) == list(every) and list(every) == sorted(every)
+    assert gpu and tpu and all(0 <= k <= val.MAX_BATCH_HALF for k in every)
+    # MLPerf v1.0's TPU v4-4096 at 16 a chip implies about 6 (PROJECTION.md): it is among them.
+    assert any(5 <= k <= 7 for k in tpu)

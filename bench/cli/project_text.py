@@ -4,9 +4,11 @@ validation table. Pure: standard library, methodology/ and bench.humanize.
 from __future__ import annotations
 
 import argparse
+import statistics
+
 from bench.cli import common
 from bench.humanize import format_hours, format_rate, format_usd
-from methodology import constants, interconnect, projection
+from methodology import constants, interconnect, projection, validation
 from methodology import time_to_target as ttt
 from methodology.prices import Price
 
@@ -61,8 +63,26 @@ def projection_answer(args: argparse.Namespace, source, model: projection.Model,
         "weight_update_sharding": {"on": model.weight_update_sharding, "update_s": model.update_s},
         "prices": {"label": pricing.label, "parts": [common.part_json(p) for p in pricing.parts]},
         "rows": [dict(r.to_json(), shape=interconnect.shape(model.fabric, r.devices)) for r in rows],
-        "notes": [*source.notes, *target_notes, *pricing.notes],
+        "notes": [*source.notes, *_below_the_points(model, rows), *target_notes, *pricing.notes],
     }
+
+
+def _below_the_points(model: projection.Model, rows) -> list[str]:
+    """Where rows run below the smallest measured batch: how uncertain K is there, and how to measure it."""
+    smallest = min(p.per_device_batch for p in model.curve.points)
+    below = [r for r in rows if r.per_device_batch < smallest]
+    if not below:
+        return []
+    family = projection.family_of(model.fabric.device)
+    halves = validation.published_batch_halves(family)
+    low = min(r.per_device_batch for r in below)
+    batches = sorted({low, smallest} | {2 ** k for k in range(1, 20) if low < 2 ** k < smallest})
+    spread = (f"; published {family} runs imply K from {halves[0]:.0f} to {halves[-1]:.0f} (median "
+              f"{statistics.median(halves):.0f}) across software generations (project --validate)") if halves else ""
+    return [f"{', '.join(str(r.devices) for r in below)} devices run below the smallest measured batch ({smallest} "
+            f"a device), where the rate rests on K = {model.curve.batch_half:g} images of per-step cost{spread}: "
+            f"the least certain part of this projection; measure yours with `podbench sweep --batch-sizes "
+            f"{','.join(map(str, batches))}` on one device or a slice, then `podbench project --run SWEEP_DIR`"]
 
 
 def _ms(seconds: float) -> str:
