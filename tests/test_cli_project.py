@@ -377,3 +377,12 @@ def test_rows_below_the_measured_batch_say_how_uncertain_k_is_and_how_to_measure
 def test_no_k_note_when_every_row_is_inside_the_points(capsys):
     _, out, _ = run_cli(capsys, "project", "--anchor", "mlperf-v0.7-tpu-v4-16", "--devices", "8,64", "--json")
     assert not any("below the smallest measured batch" in n for n in strict_json(out)["notes"])
+
+
+def test_readme_quotes_the_validations_own_shares(capsys):
+    """README's one-line summary of how right `project` is comes from --validate, so it cannot drift."""
+    _, out, _ = run_cli(capsys, "project", "--validate", "--json")
+    shares = {g["group"]: g for g in strict_json(out)["shares_primary"]}
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    gpu, tpu = (shares[f]["within_10%"].split("(")[1].rstrip(")") for f in ("gpu", "tpu"))  # "35/44 (80%)"
+    assert f"within ±10% of {gpu} of the published GPU results and {tpu} of the TPU ones" in readme
