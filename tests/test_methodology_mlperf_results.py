@@ -13,14 +13,15 @@ from methodology import mlperf_results as m
 IMAGES = m.IMAGENET_TRAIN_EXAMPLES
 
 
-def new_format(batch: int, evals: list[tuple[int, float, float]], start_s: float = 1000.0, stop_s: float | None = None,
-               ranks: int = 1, optimizer: str = "lars") -> str:
+def new_format(batch: int, evals: list[tuple[int, float, float]], start_s: float = 1000.0,
+               stop_s: float | None = None, ranks: int = 1, optimizer: str = "lars") -> str:
     """A v0.7+ log: evals are (epoch, seconds after run_start, top-1); every event printed by ``ranks`` ranks."""
     def line(key, value, t, **meta):
-        return ":::MLLOG " + json.dumps({"namespace": "", "time_ms": int(round(t * 1000)), "event_type": "POINT_IN_TIME",
-                                         "key": key, "value": value, "metadata": {"file": "x.py", **meta}})
-    lines = ["some launcher chatter", line("global_batch_size", batch, start_s - 5), line("opt_name", optimizer, start_s - 5),
-             line("run_start", None, start_s)]
+        return ":::MLLOG " + json.dumps({"namespace": "", "time_ms": int(round(t * 1000)),
+                                         "event_type": "POINT_IN_TIME", "key": key, "value": value,
+                                         "metadata": {"file": "x.py", **meta}})
+    lines = ["some launcher chatter", line("global_batch_size", batch, start_s - 5),
+             line("opt_name", optimizer, start_s - 5), line("run_start", None, start_s)]
     for epoch, after_s, top1 in evals:
         lines.append(line("eval_accuracy", top1, start_s + after_s, epoch_num=epoch))
     end = stop_s if stop_s is not None else start_s + evals[-1][1] + 1
@@ -112,7 +113,7 @@ def test_the_command_prints_a_results_figures(tmp_path):
 def test_the_command_refuses_a_log_it_cannot_read_in_one_line(tmp_path):
     bad = tmp_path / "result_0.txt"
     bad.write_text("no MLPerf events here\n")
-    done = subprocess.run([sys.executable, "-m", "methodology.mlperf_results", str(bad)], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-m", "methodology.mlperf_results", str(bad)], capture_output=True,
+                          text=True, cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 2
     assert done.stderr.startswith("error: result log lacks run_start") and done.stderr.count("\n") == 1

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from bench.cli import checks, common, project_charts, project_source, project_text, validate_text
 from bench.cluster.sweep import parse_sizes
@@ -70,7 +69,8 @@ def register(sub) -> None:
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--run", nargs="+", metavar="DIR",
-                     help="a `podbench sweep --batch-sizes` directory, or run directories (one device or several: a node, a TPU slice)")
+                     help="a `podbench sweep --batch-sizes` directory, or run directories (on one device or on "
+                          "several: a node, a TPU slice)")
     src.add_argument("--images-per-sec", type=float, metavar="X", help="a rate (all --measured-devices together)")
     src.add_argument("--anchor", metavar="NAME", help="a published figure: " + ", ".join(published.anchors()))
     src.add_argument("--validate", action="store_true", help="print the model against published runs")
@@ -147,8 +147,8 @@ def _check_numbers(args: argparse.Namespace) -> None:
     if args.images_per_sec is not None and args.per_device_batch is None:
         raise UsageError("--images-per-sec needs --per-device-batch B: the batch that rate was measured at")
     if args.measured_devices is not None and args.images_per_sec is None:
-        raise UsageError("--measured-devices applies to --images-per-sec (--run reads the devices from its runs; an --anchor "
-                         "names its own)")
+        raise UsageError("--measured-devices applies to --images-per-sec (--run reads the devices from its "
+                         "runs; an --anchor names its own)")
     if args.anchor is not None:
         project_source.anchor(args.anchor)
         return
@@ -156,7 +156,8 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise UsageError("give --interconnect NAME (see `podbench project --help` for the catalogue)")
 
 
-def _fabrics(args, source: project_source.Source) -> tuple[interconnect.Interconnect, interconnect.Interconnect | None]:
+def _fabrics(args, source: project_source.Source
+             ) -> tuple[interconnect.Interconnect, interconnect.Interconnect | None]:
     catalogue = interconnect.load_interconnects()
     name = args.interconnect or source.anchor.interconnect
     try:
@@ -175,7 +176,8 @@ def _fabrics(args, source: project_source.Source) -> tuple[interconnect.Intercon
     return fabric, network
 
 
-def _curve(args, source: project_source.Source, fabric, network, payload: int, exposed: float) -> projection.DeviceCurve:
+def _curve(args, source: project_source.Source, fabric, network, payload: int,
+           exposed: float) -> projection.DeviceCurve:
     """The device curve: an anchor's (its own fabric taken out), or the points with the modeled fabric's."""
     batch_half = projection.BATCH_HALF if args.batch_half is None else args.batch_half
     if source.anchor is not None:
