@@ -13,8 +13,11 @@ mlcommons/training_results_v*:
 - epochs: the olympic mean of each run's epoch number at its first evaluation at or
   above the target.
 
-Two log formats exist: ``:::MLL <unix seconds> <key>: <json>`` (v0.5-v0.6) and
-``:::MLLOG <json>`` with ``time_ms`` (v0.7 on), either after a tag mpirun may put
+Three log formats exist: ``:::MLPv0.5.0 <benchmark> <unix seconds> (<file:line>) <key>: <value>``
+(v0.5, where an evaluation's value is ``{"epoch": e, "value": top1}`` and the batch is
+``input_batch_size``: NVIDIA's code logs it a GPU, Google's a step, so a caller
+multiplies where it must), ``:::MLL <unix seconds> <key>: <json>`` (v0.6) and
+``:::MLLOG <json>`` with ``time_ms`` (v0.7 on), any of them after a tag mpirun may put
 first. Multi-process runs print the same event once per rank; the first of each is kept.
 
     python -m methodology.mlperf_results result_0.txt result_1.txt ...
@@ -33,6 +36,7 @@ from methodology.cost import olympic_mean
 
 _OLD = re.compile(r"^:::MLL (?P<t>[0-9.]+) (?P<key>\w+): (?P<json>.*)$")
 _NEW = re.compile(r"^:::MLLOG (?P<json>\{.*\})\s*$")
+_V05 = re.compile(r"^:::MLPv0\.5\.0 \S+ (?P<t>[0-9.]+) \([^)]*\) (?P<key>\w+)(?::\s*(?P<value>.*))?$")
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ def parse_events(text: str) -> list[Event]:
     """Every MLPerf log event of ``text``, in order; other lines are skipped."""
     events = []
     for line in text.splitlines():
-        at = line.find(":::MLL")  # mpirun may tag a line first: "[1,0]<stdout>::::MLL ..."
+        at = line.find(":::ML")  # mpirun may tag a line first: "[1,0]<stdout>::::MLL ..."
         if at < 0:
             continue
         line = line[at:].strip()
@@ -77,12 +81,27 @@ def parse_events(text: str) -> list[Event]:
             body = json.loads(old["json"])
             events.append(Event(float(old["t"]), old["key"], body.get("value"), body.get("metadata") or {}))
             continue
+        v05 = _V05.match(line)
+        if v05:
+            events.append(_v05_event(float(v05["t"]), v05["key"], v05["value"]))
+            continue
         new = _NEW.match(line)
         if new:
             body = json.loads(new["json"])
             events.append(Event(body["time_ms"] / 1000.0, body["key"], body.get("value"),
                                 body.get("metadata") or {}))
     return events
+
+
+def _v05_event(time_s: float, key: str, text: str | None) -> Event:
+    """A v0.5 line as the later formats name it: the batch key, the evaluation's epoch in its metadata."""
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        value = text.strip()
+    if key == "eval_accuracy" and isinstance(value, dict):
+        return Event(time_s, key, value.get("value"), {"epoch_num": value.get("epoch")})
+    return Event(time_s, "global_batch_size" if key == "input_batch_size" else key, value, {})
 
 
 def _first(events: list[Event], key: str) -> Event | None:

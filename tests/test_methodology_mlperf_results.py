@@ -117,3 +117,23 @@ def test_the_command_refuses_a_log_it_cannot_read_in_one_line(tmp_path):
                           text=True, cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 2
     assert done.stderr.startswith("error: result log lacks run_start") and done.stderr.count("\n") == 1
+
+
+def v05_format(batch: int, evals: list[tuple[int, float, float]], start_s: float = 1.5e9) -> str:
+    """A v0.5 log: ``:::MLPv0.5.0 resnet <seconds> (<file:line>) key: value``."""
+    def line(t, key, value=None):
+        return f":::MLPv0.5.0 resnet {t:.9f} (train.py:1) {key}" + ("" if value is None else f": {value}")
+    lines = [line(start_s, "run_start"), line(start_s + 0.1, "input_batch_size", batch),
+             line(start_s + 0.2, "eval_target", 0.749)]
+    lines += [line(start_s + after_s, "eval_accuracy", json.dumps({"epoch": epoch, "value": top1}))
+              for epoch, after_s, top1 in evals]
+    lines += [line(start_s + evals[-1][1] + 1, "run_stop"), line(start_s + evals[-1][1] + 2, "run_final")]
+    return "\n".join(lines)
+
+
+def test_v05_logs_give_the_same_figures_as_the_later_formats():
+    evals = [(4, 40.0, 0.2), (8, 60.0, 0.5), (12, 80.0, 0.75)]
+    v05 = m.run_figures(v05_format(208, evals), target_top1=0.749)
+    assert v05.global_batch == 208  # input_batch_size as the code logged it (NVIDIA's: a GPU's)
+    assert v05.epochs_to_target == 12 and v05.minutes == pytest.approx(81 / 60)
+    assert v05.interval_images_per_sec == pytest.approx((4 * IMAGES / 20,) * 2)

@@ -336,13 +336,16 @@ LABEL_OFFSETS = ((7, -4, "left", "top"), (7, 4, "left", "bottom"), (-7, -4, "rig
                  (12, -40, "left", "top"))
 
 
-def place_labels(fig, ax, points, unnamed=()) -> list:
+def place_labels(fig, ax, points, unnamed=(), avoid=(), skip_unplaced=False) -> list:
     """Names each (x, y, label) point at the first offset whose text stays inside the axes, overlaps no
     earlier name or marker, and is nearer its own marker than any other.
 
     Args:
       points: (x, y, label) in data coordinates.
       unnamed: (x, y) of other markers a name must not cover.
+      avoid: texts already drawn (a corner list) that no name may cover.
+      skip_unplaced: leave out a name no offset can place (the caller names it elsewhere) rather than
+        put it at the first offset, over whatever is there.
 
     Returns:
       The texts added.
@@ -352,6 +355,7 @@ def place_labels(fig, ax, points, unnamed=()) -> list:
     pad = 5.0  # about a marker's radius at the figure's dpi
     markers = [ax.transData.transform((x, y)) for x, y, *_ in (*points, *unnamed)]
     taken = [_marker_box(ax, x, y, pad) for x, y, *_ in (*points, *unnamed)]
+    taken += [t.get_window_extent(renderer) for t in avoid]
     texts = []
     for x, y, label in points:
         for dx, dy, ha, va in LABEL_OFFSETS:
@@ -363,6 +367,8 @@ def place_labels(fig, ax, points, unnamed=()) -> list:
                 break
             text.remove()
         else:
+            if skip_unplaced:
+                continue
             text = ax.annotate(label, (x, y), xytext=LABEL_OFFSETS[0][:2], textcoords="offset points",
                                fontsize=8, ha="left", va="top")
             box = text.get_window_extent(renderer)

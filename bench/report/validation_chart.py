@@ -115,12 +115,15 @@ def plot_validation(df: pd.DataFrame):
         ax.set_visible(False)
     fig.legend(handles=_legend_handles(), loc="outside lower center", ncol=4, fontsize=8, frameon=False)
     for ax, names in named:
-        for text in place_labels(fig, ax, [(x, y, error) for x, y, error, _ in names]):
-            text.set_color(MISS_COLOR)
+        corner = []
         if names:  # the names, too long to sit by their points, in the corner the band leaves empty
             lines = [textwrap.shorten(f"{error} {name}", 64, placeholder="…") for _, _, error, name in names]
-            ax.text(0.98, 0.02, "outside the band:\n" + "\n".join(lines), transform=ax.transAxes, ha="right",
-                    va="bottom", fontsize=7, color=MISS_COLOR)
+            corner.append(ax.text(0.98, 0.02, "outside the band:\n" + "\n".join(lines), transform=ax.transAxes,
+                                  ha="right", va="bottom", fontsize=7, color=MISS_COLOR))
+        # Every miss is in the corner list with its error, so a crowded one loses only its label by the point.
+        for text in place_labels(fig, ax, [(x, y, error) for x, y, error, _ in names], avoid=corner,
+                                 skip_unplaced=True):
+            text.set_color(MISS_COLOR)
     return fig, panels[0]
 
 
