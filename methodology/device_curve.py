@@ -4,9 +4,11 @@ Between two measured (or published) points the rate is a power law (straight
 in log-log). Outside them it follows ``rate ~ b / (b + K)``: a step costs
 ``(b + K) / r_max``, a per-image part and a per-step part worth K images
 (launch, host and optimizer-update work that does not shrink with the batch),
-flat at large batches and falling in proportion at small ones. K
-(``BATCH_HALF``) is fitted on published.csv's calibration rows
-(methodology/validation.py ``fit_constants``; a test keeps the two equal).
+flat at large batches and falling in proportion at small ones. K moves
+with software: callers take it from the latest published round of the
+device's family (methodology/validation.py ``batch_half_for``);
+``BATCH_HALF``, the calibration rows' fit, is the default and the stand-in
+where a family has no round.
 ``device_point`` takes a multi-device figure back to one device's rate.
 """
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# Fitted on published.csv's calibration rows: validation.fit_constants() recomputes it.
+# Fitted on published.csv's calibration rows: validation.calibration_fit() recomputes it (a test).
 BATCH_HALF = 25.0
 # Share of the all-reduce not hidden behind the backward pass: Keras under tf.distribute
 # all-reduces after the whole backward pass, so by default nothing is hidden.
@@ -113,8 +115,8 @@ class DeviceCurve:
         edge = first if batch < first.per_device_batch else last
         side = "below the curve's smallest" if edge is first else "above the curve's largest"
         return Rate(hyperbolic_rate(edge.images_per_sec, batch, edge.per_device_batch, self.batch_half),
-                    f"batch {batch} is {side} ({edge.per_device_batch}): extrapolated as b/(b+{self.batch_half:g}) "
-                    f"(a per-step cost worth {self.batch_half:g} images)")
+                    f"batch {batch} is {side} ({edge.per_device_batch}): extrapolated as b/(b+{self.batch_half:.1f}) "
+                    f"(a per-step cost worth {self.batch_half:.1f} images)")
 
 
 def device_point(system_images_per_sec: float, per_device_batch: int, devices: int,

@@ -10,10 +10,12 @@ The model, each part a stated assumption (methodology/PROJECTION.md says more):
    step costs ``(b + K) / r_max``, a per-image part and a per-step part worth
    ``K`` images (launch, host and optimizer-update work that does not shrink
    with the batch). The shape is flat at large batches and proportional to
-   the batch at small ones. ``K`` (``BATCH_HALF``, the batch at which a device
-   runs at half its top rate) is fitted on the calibration rows of
-   published.csv (methodology/validation.py ``fit_constants``). Above the
-   largest point the same shape rises, by at most (b + K) / b.
+   the batch at small ones. ``K`` (the batch at which a device runs at half
+   its top rate) moves with software, so it is fitted on the latest published
+   round of the device's family (methodology/validation.py
+   ``batch_half_for``); ``BATCH_HALF``, the calibration rows' fit, stands in
+   where a family has none. Above the largest point the same shape rises, by
+   at most (b + K) / b.
 2. **Coordination.** A one-device figure holds no cost of keeping devices in
    step; every multi-device figure does. Projecting a one-device curve to
    more devices adds ``SYNC_S`` a step (fitted on the calibration rows that go
@@ -30,8 +32,8 @@ The model, each part a stated assumption (methodology/PROJECTION.md says more):
    (strong scaling) and the curve says how much slower a device is there.
 5. **Convergence and time.** Epochs by recipe, and time on the blog's clock
    and MLPerf's (methodology/time_to_target.py); cost = time x hourly price.
-6. **Interval.** Every row carries the model's own cross-validated error
-   band for its device family and scale (methodology/validation.py).
+6. **Interval.** Every row carries the model's own out-of-sample error
+   band for its device family and scale (methodology/error_band.py).
 """
 from __future__ import annotations
 
@@ -48,8 +50,8 @@ __all__ = ["BATCH_HALF", "EXPOSED_FRACTION", "SYNC_S", "Band", "CurvePoint", "De
            "curve_from_anchor", "device_point", "family_of", "hyperbolic_rate", "project", "project_config",
            "project_size", "step_parts"]
 
-# Fitted on published.csv's calibration rows: validation.fit_constants() recomputes it (and
-# device_curve.BATCH_HALF), and a test keeps them equal to its result.
+# Fitted on published.csv's calibration rows: validation.calibration_fit() recomputes it (and
+# device_curve.BATCH_HALF, the stand-in K), and a test keeps them equal to its result.
 SYNC_S = 0.0119
 
 
@@ -180,7 +182,7 @@ class SizeProjection:
       images_per_sec, ideal_images_per_sec, scaling_efficiency: the rate, devices x one
         device at the model's batch, and their ratio.
       images_per_sec_low, images_per_sec_high: the band around images_per_sec.
-      band: the Band (None where no cross-validated errors exist).
+      band: the Band (None where no out-of-sample errors exist).
       recipe, epochs, epochs_basis: the recipe and its epochs at global_batch (None: no figure).
       time: TimeToTarget on both clocks (None where no epochs).
       train_hours: the blog's clock in hours; mlperf_hours: MLPerf's.
@@ -227,9 +229,9 @@ class SizeProjection:
 
 
 def _band(model: Model, devices: int) -> Band | None:
-    from methodology import validation  # noqa: PLC0415 (validation builds on this module)
+    from methodology import error_band  # noqa: PLC0415 (error_band builds on this module)
 
-    return validation.error_band(family_of(model.fabric.device), devices)
+    return error_band.error_band(family_of(model.fabric.device), devices)
 
 
 @dataclass(frozen=True)
@@ -359,7 +361,8 @@ def project_config(source: DeviceCurve | published.PublishedResult, devices: int
     """One configuration (``a100x8``, ``v4-32``, ``v5e-16`` ...) from a device curve or a published anchor.
 
     Args:
-      source: measured points as a DeviceCurve (one device's), or an anchor from published.csv.
+      source: measured points as a DeviceCurve (one device's), or an anchor from published.csv
+        (its curve takes the K of its software's era: validation.batch_half_of).
       devices: the configuration's device count.
       fabric, network: interconnects.csv rows (network: between hosts or pods, where needed).
       global_batch_max: cap on the global batch (strong scaling above).
@@ -374,8 +377,10 @@ def project_config(source: DeviceCurve | published.PublishedResult, devices: int
     Raises:
       ValueError: anything the model refuses (a size the fabric cannot join, a missing network ...).
     """
+    from methodology import validation  # noqa: PLC0415 (validation builds on this module)
+
     anchor = source if isinstance(source, published.PublishedResult) else None
-    curve = curve_from_anchor(anchor) if anchor else source
+    curve = curve_from_anchor(anchor, validation.batch_half_of(anchor).value) if anchor else source
     has_sync = (anchor.devices > 1 if anchor else False) if curve_has_sync is None else curve_has_sync
     batch = per_device_batch or curve.largest_batch
     update_s = update.update_seconds(anchor.device if anchor else fabric.device, "lars") or 0.0

@@ -13,10 +13,13 @@ A row's ``role`` says what the model may do with it:
 
 - ``anchor``: a figure a user can name (``--anchor``) and the input the
   other rows of its study are projected from (one GPU, one node, a small slice);
-- ``calibration``: the model's few constants are fitted on these rows only;
-- ``validation``: never fitted on; projected from their anchor, leave-one-
-  study-out, and their errors make the band every projection carries;
-- ``holdout``: never fitted on and not in the band; checked last.
+- ``calibration``: the coordination cost, the start-up and the stand-in K
+  are fitted on these rows only;
+- ``validation``: projected from their anchor, out of sample (K from the
+  rounds before theirs, the rest without their study), and their errors make
+  the band every projection carries; with the calibration rows, the past K
+  is learnt from for later rounds (methodology/validation.py);
+- ``holdout``: never learnt from and not in the band; checked last.
 
 Where no public ResNet-50 training figure exists for a device (TPU v5e, v5p,
 v6e; B200: ResNet-50 left MLPerf Training after v4.0, and Google submitted

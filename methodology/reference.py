@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from methodology import cost, interconnect, projection
+from methodology import cost, interconnect, projection, validation
 from methodology.constants import MEASURED_EPOCHS, TARGET_TOP1_MLPERF_V05
 from methodology.prices import PriceBook, quote
 
@@ -36,6 +36,9 @@ NVIDIA_DLE = ("NVIDIA/DeepLearningExamples TensorFlow/Classification/ConvNets/re
               "(20.06-tf1-py3): 1x V100-16G AMP+XLA 1270 img/s")
 
 PUBLISHED, DERIVED, ASSUMPTION, MODELED = "published", "derived", "assumption", "modeled"
+# The comparison's date: its modeled rows take the per-step cost K of the TPU software published by then
+# (MLPerf v0.5, Dec 2018, TensorFlow 1.12 on TPU v2/v3), not today's.
+AS_OF = "2018-12"
 
 
 @dataclass(frozen=True)
@@ -283,13 +286,14 @@ def _modeled_rate(c: ReferenceConfig, pod_images_per_sec: float) -> tuple[float,
     point = projection.device_point(pod_images_per_sec, pod_batch, pod.chips,
                                     interconnect.all_reduce_s(fabric, pod.chips, payload))
     batch = c.global_batch_size // c.chips
-    model = projection.Model(projection.DeviceCurve((point,)), fabric, None, batch, payload,
+    k = validation.batch_half_for("tpu", through=AS_OF)
+    model = projection.Model(projection.DeviceCurve((point,), k.value), fabric, None, batch, payload,
                              curve_has_sync=True)
     row = projection.project_size(model, c.chips)
     how = (f"modeled (podbench project): the full Pod's rate at {pod_batch} a chip, carried to {batch} a chip "
-           f"as b/(b+{projection.BATCH_HALF:g}) (methodology/projection.py, fitted on published results), plus a "
-           f"{row.all_reduce_s * 1e3:.2f} ms all-reduce a step on a {interconnect.shape(fabric, c.chips)} "
-           "(v2's link bandwidth is not published: v3's stands in)")
+           f"as b/(b+{k.value:.0f}) (methodology/projection.py; K fitted on {k.basis}: the 2018 TPU software's "
+           f"per-step cost), plus a {row.all_reduce_s * 1e3:.2f} ms all-reduce a step on a "
+           f"{interconnect.shape(fabric, c.chips)} (v2's link bandwidth is not published: v3's stands in)")
     return row.images_per_sec, how
 
 

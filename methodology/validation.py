@@ -1,25 +1,31 @@
-"""The projection model against published results, out of sample, and the band it earns. Pure.
+"""The projection model against published results: its fitted constants, the K rule, out-of-sample checks. Pure.
 
 Every case is a row of methodology/published.csv projected from its anchor
 (the input a user would have: one GPU, one node, a small slice), with the
 anchor's fabric taken out and the case's put in. The model has three fitted
-constants (``Constants``): the device curve's ``batch_half`` (projection.py),
-the coordination cost ``sync_s`` added when a one-device figure is carried to
-several devices, and the per-level latency of the tree of hosts
-(interconnect.py). They are fitted on the ``calibration`` rows only
-(``fit_constants``): K by least squares on log images/sec, the coordination
-cost as the median of what each row implies.
+constants (``Constants``): the device curve's ``batch_half`` K
+(projection.py), the coordination cost ``sync_s`` added when a one-device
+figure is carried to several devices, and the per-level latency of the tree
+of hosts (interconnect.py).
 
-Out of sample, three ways:
-- ``cross_validate``: leave one study out (one README, one round's submitter):
-  refit on the other studies' calibration rows, predict every row of the left-
-  out study (its calibration and validation rows); the google-tpu epochs leave
-  its epochs out too. Every error it reports is from a fit that never saw it.
-- ``error_band``: an order-statistic interval from those errors, by device
-  family and scale, is the interval every projection carries; it claims the
-  coverage it measurably had, study by study (methodology/band.py).
-- ``holdout_checks``: rows never fitted on and kept out of the band, checked
-  last with the shipped constants; their coverage tests the band's claim.
+- ``sync_s`` is fitted on the ``calibration`` rows (``fit_constants``: the
+  median of what each row implies).
+- K moves with software (MLPerf's TPU pods imply 64-72 in 2018-19, 4-6 in
+  2021-22), so it comes from the past by a rule (``batch_half_for``): least
+  squares on log images/sec over the strong-scaling results of the latest
+  round of the device's family published by then. PROJECTION.md "Fresh
+  results" says how the rule was chosen: written down before the results
+  that chose it were parsed. The calibration fit (``CALIBRATION``, K = 25)
+  stands in where a family had no round yet.
+
+Out of sample, two ways:
+- ``cross_validate``: a rolling origin for K (each study predicted with the K
+  of the rounds published before it: a recency rule cannot be judged by
+  leaving one study out) and leave-one-study-out for the rest (``sync_s``
+  refitted without the study; the google-tpu epochs leave its epochs out).
+  Its images/sec errors make the band (methodology/error_band.py).
+- ``holdout_checks``: rows never learnt from and kept out of the band,
+  checked last by the same rule; their coverage tests the band's claim.
 """
 from __future__ import annotations
 
@@ -27,13 +33,13 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from methodology import band, interconnect, projection, published, time_to_target as ttt, update
+from methodology import interconnect, projection, published, time_to_target as ttt, update
 from methodology.constants import TARGET_TOP1_BLOG, TARGET_TOP1_MLPERF
 
 DEFAULT_TOLERANCE = 0.10
 IMAGES_PER_SEC, MINUTES = "images/sec", "minutes"
-# Device counts a band is kept for: one host or slice, up to a rack, to a pod, beyond.
-SCALES = ((1, 16), (17, 256), (257, 1_000_000))
+# The roles the model learns from; the holdout never is.
+LEARNT_FROM = ("calibration", "validation")
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,9 @@ class Constants:
     sync_s: float
 
 
-SHIPPED = Constants(projection.BATCH_HALF, projection.SYNC_S)
+# The calibration fit (a test keeps it equal to ``calibration_fit()``): its sync_s is the model's;
+# its K stands in only where a device family had no published round yet (``batch_half_for``).
+CALIBRATION = Constants(projection.BATCH_HALF, projection.SYNC_S)
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,7 @@ class Check:
       basis: how it was predicted (fit, recipe, clock).
       source: where the published figure comes from.
       notes: the step's parts and extrapolations, for the reader.
+      batch_half: the K it was predicted with.
     """
 
     name: str
@@ -83,6 +92,7 @@ class Check:
     source: str
     notes: tuple[str, ...] = field(default_factory=tuple)
     tolerance: float = DEFAULT_TOLERANCE
+    batch_half: float | None = None
 
     @property
     def error(self) -> float:
@@ -111,7 +121,7 @@ def _network(name: str, catalogue: dict) -> interconnect.Interconnect | None:
     return catalogue[name] if name else None
 
 
-def anchor_curve(anchor: published.PublishedResult, constants: Constants = SHIPPED,
+def anchor_curve(anchor: published.PublishedResult, constants: Constants = CALIBRATION,
                  catalogue: dict | None = None) -> projection.DeviceCurve:
     """One device's curve behind a published anchor under ``constants`` (projection.curve_from_anchor)."""
     return projection.curve_from_anchor(anchor, constants.batch_half, catalogue)
@@ -155,7 +165,8 @@ def check_row(row: published.PublishedResult, constants: Constants, catalogue: d
     notes = (_describe(parts),) + ((parts.rate.extrapolation,) if parts.rate.extrapolation else ())
     base = dict(name=row.name, study=row.study, role=row.role, device=row.device,
                 family=projection.family_of(row.device), devices=row.devices, per_device_batch=row.per_device_batch,
-                global_batch=row.global_batch, anchor=anchor.name, source=row.source, notes=notes)
+                global_batch=row.global_batch, anchor=anchor.name, source=row.source, notes=notes,
+                batch_half=constants.batch_half)
     fit = f"K={constants.batch_half:.1f}, sync={constants.sync_s * 1e3:.1f} ms"
     checks = []
     if row.images_per_sec:
@@ -214,7 +225,7 @@ def published_batch_halves(family: str | None = None) -> tuple[float, ...]:
     results = published.load_published()
     catalogue = interconnect.load_interconnects()
     by_name = {r.name: r for r in results}
-    halves = (implied_constants(r, by_name[r.anchor], catalogue, SHIPPED.sync_s)[0]
+    halves = (implied_constants(r, by_name[r.anchor], catalogue, CALIBRATION.sync_s)[0]
               for r in results if r.role != "anchor" and r.anchor
               and (family is None or projection.family_of(r.device) == family))
     return tuple(sorted(h for h in halves if h is not None))
@@ -251,19 +262,21 @@ def fit_batch_half(rows, by_name: dict, catalogue: dict, sync_s: float) -> float
     return (low + high) / 2
 
 
-def fit_constants(rows, catalogue: dict | None = None, results=None) -> Constants:
-    """The model's constants from ``rows``: the coordination cost first (it does not depend on K), then K.
+def fit_sync_s(rows, catalogue: dict, by_name: dict) -> float:
+    """The coordination cost: the median over ``rows`` of each one's implied cost (one odd row cannot
+    move it); 0 where no row speaks to it (the term is left out)."""
+    syncs = [implied_constants(r, by_name[r.anchor], catalogue, 0.0)[1] for r in rows]
+    syncs = [x for x in syncs if x is not None]
+    return max(0.0, _median(syncs)) if syncs else 0.0
 
-    The coordination cost is the median over the rows of each one's implied cost
-    (``implied_constants``; one odd row cannot move it); K is ``fit_batch_half``. A
-    constant no row speaks to is 0: the term is left out.
-    """
+
+def fit_constants(rows, catalogue: dict | None = None, results=None) -> Constants:
+    """The model's constants from ``rows``: the coordination cost first (it does not depend on K), then K
+    (``fit_batch_half``); a constant no row speaks to is 0."""
     catalogue = catalogue or interconnect.load_interconnects()
     results = results or published.load_published()
     by_name = {r.name: r for r in results}
-    syncs = [implied_constants(r, by_name[r.anchor], catalogue, 0.0)[1] for r in rows]
-    syncs = [x for x in syncs if x is not None]
-    sync_s = max(0.0, _median(syncs)) if syncs else 0.0
+    sync_s = fit_sync_s(rows, catalogue, by_name)
     return Constants(fit_batch_half(rows, by_name, catalogue, sync_s), sync_s)
 
 
@@ -271,112 +284,110 @@ def _fitted_rows(results, role: str = "calibration"):
     return [r for r in results if r.role == role]
 
 
+@dataclass(frozen=True)
+class BatchHalf:
+    """K for a device family as of a date, and what it was fitted on.
+
+    Attributes:
+      family: "gpu" or "tpu" (projection.family_of).
+      value: K, in images.
+      round_as_of: the date (YYYY-MM) of the round it was fitted on; "" where the family had no
+        strong-scaling result by then and the calibration fit stands in.
+      rows: the published results it was fitted on.
+    """
+
+    family: str
+    value: float
+    round_as_of: str = ""
+    rows: tuple[str, ...] = ()
+
+    @property
+    def basis(self) -> str:
+        if not self.round_as_of:
+            return f"the calibration fit: no {self.family.upper()} round published by then"
+        return (f"the latest {self.family.upper()} round, {self.round_as_of}: {len(self.rows)} published "
+                f"result{'s' if len(self.rows) != 1 else ''}")
+
+
+@lru_cache(maxsize=128)
+def batch_half_for(family: str, *, before: str = "", through: str = "",
+                   path: str = str(published.BUNDLED_PUBLISHED)) -> BatchHalf:
+    """K for ``family``: the least-squares fit over the latest round of that family's results.
+
+    The rule chosen on fresh results (PROJECTION.md "Fresh results"): of the strong-scaling
+    results (a batch a device below the anchor's) of the calibration and validation rows,
+    the newest date's alone; the holdout is never learnt from.
+
+    Args:
+      family: "gpu" or "tpu".
+      before: only rounds published strictly before this YYYY-MM (a rolling origin's past).
+      through: only rounds published by this YYYY-MM (a projection as of a date: 2018's).
+      path: the published catalogue.
+
+    Returns:
+      The BatchHalf; the calibration fit's K where no such round exists.
+    """
+    results = published.load_published(path)
+    catalogue = interconnect.load_interconnects()
+    by_name = {r.name: r for r in results}
+    rows = [r for r in results if r.role in LEARNT_FROM and r.anchor and r.images_per_sec
+            and projection.family_of(r.device) == family
+            and (not before or r.as_of < before) and (not through or r.as_of <= through)
+            and implied_constants(r, by_name[r.anchor], catalogue, CALIBRATION.sync_s)[0] is not None]
+    if not rows:
+        return BatchHalf(family, CALIBRATION.batch_half)
+    newest = max(r.as_of for r in rows)
+    rows = [r for r in rows if r.as_of == newest]
+    return BatchHalf(family, fit_batch_half(rows, by_name, catalogue, CALIBRATION.sync_s), newest,
+                     tuple(r.name for r in rows))
+
+
+def batch_half_of(anchor: published.PublishedResult) -> BatchHalf:
+    """K for a projection from a published ``anchor``: the latest round of its family published by the
+    anchor's date, the era of the software it ran (its own round included: those results are out)."""
+    return batch_half_for(projection.family_of(anchor.device), through=anchor.as_of)
+
+
+def _past_constants(row: published.PublishedResult, study_as_of: str, sync_s: float, path: str) -> Constants:
+    return Constants(batch_half_for(projection.family_of(row.device), before=study_as_of, path=path).value, sync_s)
+
+
 @lru_cache(maxsize=4)
 def cross_validate(path: str = str(published.BUNDLED_PUBLISHED)) -> tuple[Check, ...]:
-    """Leave-one-study-out checks of every calibration and validation row."""
+    """Every calibration and validation row out of sample: K from the rounds before its study, the rest without it."""
     results = published.load_published(path)
     catalogue = interconnect.load_interconnects()
     calibration = _fitted_rows(results)
-    studies = dict.fromkeys(r.study for r in results if r.role in ("calibration", "validation"))
+    by_name = {r.name: r for r in results}
+    studies = dict.fromkeys(r.study for r in results if r.role in LEARNT_FROM)
     checks = []
     for study in studies:
-        constants = fit_constants([r for r in calibration if r.study != study], catalogue, results)
-        for row in results:
-            if row.study == study and row.role in ("calibration", "validation"):
-                checks += check_row(row, constants, catalogue, results, leave_out=(study,))
+        rows = [r for r in results if r.study == study and r.role in LEARNT_FROM]
+        since = min(r.as_of for r in rows)
+        sync_s = fit_sync_s([r for r in calibration if r.study != study], catalogue, by_name)
+        for row in rows:
+            checks += check_row(row, _past_constants(row, since, sync_s, path), catalogue, results,
+                                leave_out=(study,))
     return tuple(checks)
 
 
 def holdout_checks(path: str = str(published.BUNDLED_PUBLISHED)) -> list[Check]:
-    """The holdout rows with the shipped constants: never fitted on, not in the band."""
+    """The holdout rows by the same rule (K from the rounds before each): never learnt from, not in the band."""
     results = published.load_published(path)
     catalogue = interconnect.load_interconnects()
-    return [c for r in results if r.role == "holdout" for c in check_row(r, SHIPPED, catalogue, results)]
+    checks = []
+    for study in dict.fromkeys(r.study for r in results if r.role == "holdout"):
+        rows = [r for r in results if r.study == study and r.role == "holdout"]
+        since = min(r.as_of for r in rows)
+        for row in rows:
+            checks += check_row(row, _past_constants(row, since, CALIBRATION.sync_s, path), catalogue, results)
+    return checks
 
 
 def calibration_fit(path: str = str(published.BUNDLED_PUBLISHED)) -> Constants:
-    """The constants the calibration rows give (the shipped ones round them; a test keeps them equal)."""
+    """The constants the calibration rows give (CALIBRATION rounds them; a test keeps them equal)."""
     results = published.load_published(path)
     return fit_constants(_fitted_rows(results), results=results)
-
-
-# --- the band --------------------------------------------------------------------------------
-
-def scale_of(devices: int) -> tuple[int, int]:
-    return next(s for s in SCALES if s[0] <= devices <= s[1])
-
-
-def _ordinal(k: int) -> str:
-    return "" if k == 1 else f"{k}{ {2: 'nd', 3: 'rd'}.get(k, 'th')} "
-
-
-def band_from_cases(cases: list[band.Case], what: str) -> projection.Band | None:
-    """The order-statistic interval over ``cases`` (band.interval), claiming what it measurably held.
-
-    The claim is band.measured_coverage: each case against the interval the same cases give
-    without its own study. None where fewer than two cases exist.
-    """
-    bounds = band.interval([c.ratio for c in cases])
-    if bounds is None:
-        return None
-    held, n = band.measured_coverage(cases)
-    nth = _ordinal(band.order_k(n))
-    return projection.Band(bounds[0], bounds[1], held / n,
-                           f"{nth}smallest to {nth}largest of the leave-one-study-out errors of {n} published "
-                           f"{what}; it held {held} of those {n}, each against the band made without its own "
-                           "study (methodology/published.csv)", held=held, cases=n)
-
-
-@lru_cache(maxsize=64)
-def family_pools(family: str, path: str = str(published.BUNDLED_PUBLISHED), exclude_study: str = ""):
-    """The family's cross-validated images/sec ratios, pooled by scale (band.pools)."""
-    cases = [band.Case(c.study, c.devices, c.published / c.predicted) for c in cross_validate(path)
-             if c.quantity == IMAGES_PER_SEC and c.family == family and c.study != exclude_study]
-    return tuple((scale, tuple(pool)) for scale, pool in band.pools(cases, SCALES))
-
-
-def _pool_name(family: str, scale: tuple[int, int]) -> str:
-    low, high = scale
-    if (low, high) == (SCALES[0][0], SCALES[-1][1]):
-        return f"{family} results at every size (too few to split by size)"
-    return f"{family} results at {low:,}-{high:,} devices" if high < SCALES[-1][1] else \
-        f"{family} results from {low:,} devices up"
-
-
-@lru_cache(maxsize=256)
-def error_band(family: str, devices: int, path: str = str(published.BUNDLED_PUBLISHED),
-               exclude_study: str = "") -> projection.Band | None:
-    """The interval a projection of ``devices`` of ``family`` carries, from the model's own out-of-sample errors.
-
-    The cross-validated images/sec ratios of the family's pool holding ``devices`` (band.pools:
-    scales merged until a pool has enough cases and studies); its claim is the coverage it
-    measurably had (band.measured_coverage).
-
-    Args:
-      family, devices: the projection's device family and size.
-      path: the published catalogue.
-      exclude_study: a study whose errors are left out (what a band made without that study says).
-
-    Returns:
-      A Band, or None where fewer than two errors exist.
-    """
-    pools = family_pools(family, path, exclude_study)
-    if not pools:
-        return None
-    scale, pool = band.pool_for(devices, pools)
-    return band_from_cases(list(pool), _pool_name(family, scale))
-
-
-def covered(check: Check, path: str = str(published.BUNDLED_PUBLISHED)) -> bool:
-    """Whether the band of the check's family and size, made without the check's own study, holds it."""
-    pools = family_pools(check.family, path)
-    if not pools:
-        return False
-    _, pool = band.pool_for(check.devices, pools)
-    ratio = check.published / check.predicted
-    if check.quantity == MINUTES:
-        ratio = check.predicted / check.published  # a time moves opposite to a rate
-    return band.holds(band.held_out_interval(pool, check.study), ratio)
 
 
 def published_points(fabric: str, study: str = "", path: str = str(published.BUNDLED_PUBLISHED)) -> list[dict]:

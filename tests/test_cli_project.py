@@ -10,6 +10,7 @@ from bench.cluster import sweep
 from bench.results.summary import read_summary
 from console import REPO, podbench_probing_tf, run_cli
 from run_fixture import write_run
+from methodology import validation
 
 EXIT_USAGE = 2
 V3_POD = ["--images-per-sec", "31225", "--per-device-batch", "256", "--measured-devices", "16",
@@ -37,9 +38,12 @@ def test_tpu_v3_pod_text(capsys):
     assert [line.split()[0] for line in table[1:5]] == ["16", "64", "256", "1024"]
     assert "32x32 torus" in table[4] and "*" in table[4]
     assert "* extrapolated beyond the measured points" in out
-    assert "1024 devices: batch 32 is below the curve's smallest (256): extrapolated as b/(b+25)" in out
+    k = validation.batch_half_for("tpu")
+    assert f"1024 devices: batch 32 is below the curve's smallest (256): extrapolated as b/(b+{k.value:.1f})" in out
+    assert f"below the points: b/(b+{k.value:.1f}), a per-step cost worth {k.value:.1f} images (fitted on the " \
+        f"latest TPU round, {k.round_as_of}" in out
     assert "1024 devices: global batch capped at 32,768: 32 a device" in out
-    assert "band: smallest to largest of the leave-one-study-out errors" in out
+    assert "band: smallest to largest of the out-of-sample errors" in out
     assert "16 devices: the measured figure itself: no band" in out
     assert "tpu-v3          $2.00/h a chip" in out and "caveat: derived from the pod figure" in out
 
@@ -93,11 +97,16 @@ def test_gpus_beyond_one_host_need_the_network(capsys):
 
 
 def test_overrides_and_rules(capsys):
+    # MLPerf v0.5's v2-8 figure is 2018 software: its era's K goes in by hand (a figure carries no date).
+    k_2018 = validation.batch_half_for("tpu", through="2018-12").value
     _, out, _ = run_cli(capsys, "project", "--images-per-sec", "4418", "--per-device-batch", "256",
                         "--measured-devices", "4", "--interconnect", "tpu-v2", "--link-gb-per-s", "60",
                         "--devices", "4,256", "--global-batch-max", "32768", "--recipe", "podbench",
-                        "--exposed-fraction", "0.5", "--all-reduce-dtype", "bfloat16", "--json")
+                        "--exposed-fraction", "0.5", "--all-reduce-dtype", "bfloat16",
+                        "--batch-half", f"{k_2018:.1f}", "--json")
     data = strict_json(out)
+    assert data["device_curve"]["batch_half"] == pytest.approx(k_2018, abs=0.05)
+    assert data["device_curve"]["batch_half_basis"] == "yours: --batch-half"
     assert data["interconnect"]["link_gb_per_s"] == 60 and "yours" in data["interconnect"]["flag"]
     assert data["all_reduce"] == {"dtype": "bfloat16", "payload_bytes": 51_114_064,
                                   "parameters": 25_557_032, "exposed_fraction": 0.5}
@@ -199,8 +208,9 @@ def test_validate_text(capsys):
     assert code == 0
     assert out.startswith("podbench project --validate: every published result projected from its anchor")
     assert "study mlperf-v0.6-google" in out and "mlperf-v0.6-tpu-v3-2048" in out
-    assert "cross-validated, one check a result" in out and "within ±10%" in out
-    assert "band: each claims what it held out of sample" in out and "holdout (never fitted on" in out
+    assert "out of sample, one check a result" in out and "within ±10%" in out
+    assert "band: each claims what it held out of sample" in out and "holdout (never learnt from" in out
+    assert "K (per-step cost, images) by the rule: the latest published round of the device's family" in out
     misses = [line for line in out.splitlines() if " NO " in line]
     whys = [line for line in out.splitlines() if line.strip().startswith("why ")]
     assert misses and len(whys) == len(misses)  # every miss explained
@@ -209,7 +219,10 @@ def test_validate_text(capsys):
 def test_validate_json(capsys):
     _, out, _ = run_cli(capsys, "project", "--validate", "--json")
     data = strict_json(out)
-    assert data["shipped"]["batch_half"] == pytest.approx(data["calibration_fit"]["batch_half"], abs=0.05)
+    assert data["shipped"]["calibration_batch_half"] == pytest.approx(data["calibration_fit"]["batch_half"], abs=0.05)
+    for family in ("gpu", "tpu"):
+        k = data["shipped"]["batch_half"][family]
+        assert k["value"] == validation.batch_half_for(family).value and k["rows"] and k["round_as_of"]
     assert {c["role"] for c in data["cross_validated"]} == {"calibration", "validation"}
     assert {c["role"] for c in data["holdout"]} == {"holdout"}
     assert all(c["why"] for c in data["cross_validated"] + data["holdout"] if not c["within"])
@@ -386,3 +399,5 @@ def test_readme_quotes_the_validations_own_shares(capsys):
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     gpu, tpu = (shares[f]["within_10%"].split("(")[1].rstrip(")") for f in ("gpu", "tpu"))  # "35/44 (80%)"
     assert f"within ±10% of {gpu} of the published GPU results and {tpu} of the TPU ones" in readme
+    held, cases = strict_json(out)["holdout_shares_primary"][0]["within_10%"].split()[0].split("/")
+    assert f"and of {held} of the {cases} results held back" in readme

@@ -22,6 +22,14 @@ def test_reproduce_table(capsys):
     assert "not public" in out
 
 
+def test_comparison_page_shows_the_table_reproduce_prints(capsys):
+    """methodology/COMPARISON_2018.md's table is this command's output, so its figures cannot go stale."""
+    _, out, _ = run_cli(capsys, "reproduce")
+    doc = (REPO / "methodology" / "COMPARISON_2018.md").read_text(encoding="utf-8")
+    shown = doc.split("```\n")[2].split("\n\n… where each rate")[0]
+    assert shown.startswith("ResNet-50 v1.5 to 76% top-1") and shown in out
+
+
 def table_lines(out: str) -> dict:
     """{config: its line} of the reproduce table (the config column ends at two spaces)."""
     return {re.match(r"(.*?)\s{2,}", line).group(1): line for line in out.split("\n\n")[1].splitlines()[1:]}
@@ -43,9 +51,10 @@ def test_reproduce_sets_a_modeled_row_beside_each_assumed_slice(capsys):
         assert order[order.index(name) + 1] == f"{name} modeled"
         assert lines[f"{name} modeled"].endswith("modeled, not published")
     assert "TPU v2-512 modeled" not in lines and "4x V100 modeled" not in lines  # published; not a TPU slice
-    assert "TPU v2-8 modeled       4,150" in out
+    assert "TPU v2-8 modeled       4,645" in out  # the 2018 TPU software's K (72), MLPerf v0.5's v2-8 ran 4,418
     modeled = out.split("modeled rows (`podbench project`")[1].split("\n\n")[0]
-    assert "v2's link bandwidth is not published" in modeled and "b/(b+25)" in modeled
+    assert "v2's link bandwidth is not published" in modeled and "b/(b+72)" in modeled
+    assert "the latest TPU round, 2018-12" in modeled
 
 
 def test_reproduce_json_keeps_modeled_rows_apart(capsys):

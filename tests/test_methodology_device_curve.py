@@ -48,7 +48,7 @@ def test_the_shape_is_flat_then_falls():
 
 
 def test_extrapolation_says_how():
-    assert "below the curve's smallest (64): extrapolated as b/(b+32)" in CURVE.rate_at(32).extrapolation
+    assert "below the curve's smallest (64): extrapolated as b/(b+32.0)" in CURVE.rate_at(32).extrapolation
     assert "above the curve's largest (256)" in CURVE.rate_at(300).extrapolation
 
 

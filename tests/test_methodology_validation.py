@@ -1,5 +1,5 @@
-"""methodology/validation.py: the fit reproduces the shipped constants, cross-validation never sees the
-study it predicts, the band comes from those errors, and the holdout stays out of both."""
+"""methodology/validation.py: the fit reproduces the calibration constants, K comes from the latest round
+published by then and never from the holdout, out-of-sample checks never see the study they predict."""
 from __future__ import annotations
 
 import pytest
@@ -11,7 +11,7 @@ BY_NAME = {r.name: r for r in RESULTS}
 CATALOGUE = interconnect.load_interconnects()
 
 
-def test_the_shipped_constants_are_the_calibration_fit():
+def test_the_calibration_constants_are_the_calibration_fit():
     fit = validation.calibration_fit()
     assert fit.batch_half == pytest.approx(projection.BATCH_HALF, abs=0.05)
     assert fit.sync_s == pytest.approx(projection.SYNC_S, abs=5e-5)
@@ -35,14 +35,57 @@ def test_a_fit_on_rows_of_one_kind_leaves_the_other_constant_out():
     assert fit.batch_half == 0.0 and fit.sync_s > 0
 
 
-def test_cross_validation_refits_without_the_study_it_predicts():
+def test_cross_validation_refits_the_sync_without_the_study_it_predicts():
     checks = validation.cross_validate()
     tf1 = [c for c in checks if c.study == "dle-tf1"]
     others = [r for r in RESULTS if r.role == "calibration" and r.study != "dle-tf1"]
-    expected = validation.fit_constants(others, CATALOGUE, RESULTS)
-    assert all(f"sync={expected.sync_s * 1e3:.1f} ms" in c.basis for c in tf1)
+    expected = validation.fit_sync_s(others, CATALOGUE, BY_NAME)
+    assert tf1 and all(f"sync={expected * 1e3:.1f} ms" in c.basis for c in tf1)
     assert not any(c.role == "holdout" for c in checks)
     assert {c.role for c in checks} == {"calibration", "validation"}
+
+
+def _strong(r) -> bool:
+    return (r.role in validation.LEARNT_FROM and bool(r.anchor) and bool(r.images_per_sec)
+            and validation.implied_constants(r, BY_NAME[r.anchor], CATALOGUE, projection.SYNC_S)[0] is not None)
+
+
+def test_k_is_the_fit_over_the_latest_round_of_the_family_published_by_then():
+    for family in ("gpu", "tpu"):
+        k = validation.batch_half_for(family)
+        rows = [r for r in RESULTS if _strong(r) and projection.family_of(r.device) == family]
+        newest = max(r.as_of for r in rows)
+        assert k.round_as_of == newest
+        assert set(k.rows) == {r.name for r in rows if r.as_of == newest}
+        fitted = validation.fit_batch_half([BY_NAME[n] for n in k.rows], BY_NAME, CATALOGUE, projection.SYNC_S)
+        assert k.value == pytest.approx(fitted)
+    # MLPerf v1.0's TPU v4 pods (2021-06) imply K of 0-6: the latest TPU round not held out.
+    assert validation.batch_half_for("tpu").round_as_of == "2021-06"
+    assert validation.batch_half_for("tpu").value < 10
+
+
+def test_k_as_of_a_date_and_before_a_date():
+    # The 2018 comparison's K is MLPerf v0.5's TPU software (2018-12), 64-72 a run; a study of 2018-12
+    # is predicted from what came strictly before it: nothing, so the calibration fit stands in.
+    then = validation.batch_half_for("tpu", through="2018-12")
+    assert then.round_as_of == "2018-12" and then.value > 60
+    before = validation.batch_half_for("tpu", before="2018-12")
+    assert (before.value, before.round_as_of) == (validation.CALIBRATION.batch_half, "")
+    assert "calibration fit" in before.basis and "2018-12" in then.basis
+
+
+def test_the_holdout_is_never_learnt_from():
+    holdout = {r.name for r in RESULTS if r.role == "holdout"}
+    dates = sorted({r.as_of for r in RESULTS}) + ["9999-12"]
+    for family in ("gpu", "tpu"):
+        for date in dates:
+            assert not holdout & set(validation.batch_half_for(family, before=date).rows)
+
+
+def test_every_check_is_predicted_with_the_k_of_the_rounds_before_its_study():
+    for check in validation.cross_validate() + tuple(validation.holdout_checks()):
+        since = min(r.as_of for r in RESULTS if r.study == check.study)
+        assert check.batch_half == validation.batch_half_for(check.family, before=since).value, check.name
 
 
 def test_every_non_anchor_row_is_checked_once_per_quantity():
@@ -53,43 +96,9 @@ def test_every_non_anchor_row_is_checked_once_per_quantity():
             assert (r.name, validation.IMAGES_PER_SEC) in names
 
 
-def test_each_band_claims_exactly_the_coverage_recomputed_from_the_checks():
-    # Recount independently: every cross-validated images/sec case of the band's pool, against the
-    # interval made from the pool's other studies (band.interval), must give the band's claim.
-    rates = [c for c in validation.cross_validate() if c.quantity == validation.IMAGES_PER_SEC]
-    seen = 0
-    for family in ("gpu", "tpu"):
-        for (low, high), _ in validation.family_pools(family):
-            shipped = validation.error_band(family, low)
-            inside = [c for c in rates if c.family == family and low <= c.devices <= high]
-            held = 0
-            for c in inside:
-                others = [o.published / o.predicted for o in inside if o.study != c.study]
-                bounds = band.interval(others)
-                held += bounds is not None and bounds[0] <= c.published / c.predicted <= bounds[1]
-            assert (shipped.held, shipped.cases) == (held, len(inside)), (family, low)
-            assert shipped.coverage == pytest.approx(held / len(inside))
-            assert f"it held {held} of those {len(inside)}" in shipped.basis
-            assert held == sum(map(validation.covered, inside))
-            seen += len(inside)
-    assert seen == len(rates)  # the pools cover every case once
-
-
-def test_the_band_is_the_order_statistics_of_its_pool():
-    (scale, pool), *_ = validation.family_pools("gpu")
-    shipped = validation.error_band("gpu", scale[0])
-    assert (shipped.low_factor, shipped.high_factor) == band.interval([c.ratio for c in pool])
-
-
-def test_a_band_of_one_size_is_the_band_of_its_whole_pool():
-    for (low, high), _ in validation.family_pools("tpu"):
-        assert validation.error_band("tpu", low) == validation.error_band("tpu", high)
-    assert validation.error_band("gpu", 4096).low_factor <= 1 <= validation.error_band("gpu", 4096).high_factor
-
-
 def test_a_time_check_uses_the_rows_own_recipe_and_clock():
     row = BY_NAME["blog-tpu-v2-512"]
-    (check,) = validation.check_row(row, validation.SHIPPED, CATALOGUE, RESULTS)
+    (check,) = validation.check_row(row, validation.CALIBRATION, CATALOGUE, RESULTS)
     assert check.quantity == validation.MINUTES and "podbench recipe, 90.0 epochs, blog's clock" in check.basis
     google = BY_NAME["mlperf-v1.0-tpu-v4-128"]
     assert validation.recipe_for(google) == "google-tpu"
@@ -103,3 +112,12 @@ def test_published_batch_halves_are_the_rows_implied_k_by_family():
     assert gpu and tpu and all(0 <= k <= val.MAX_BATCH_HALF for k in every)
     # MLPerf v1.0's TPU v4-4096 at 16 a chip implies about 6 (PROJECTION.md): it is among them.
     assert any(5 <= k <= 7 for k in tpu)
+
+
+def test_projection_md_quotes_todays_k():
+    """PROJECTION.md's model table names today's K for each family; it is batch_half_for's, so it cannot drift."""
+    from pathlib import Path
+    doc = " ".join((Path(__file__).parents[1] / "methodology" / "PROJECTION.md").read_text(encoding="utf-8").split())
+    gpu, tpu = validation.batch_half_for("gpu"), validation.batch_half_for("tpu")
+    assert f"Today: GPU {gpu.value:.1f} (MLPerf v4.0, {gpu.round_as_of}), TPU {tpu.value:.1f} (v1.0, " \
+        f"{tpu.round_as_of};" in doc

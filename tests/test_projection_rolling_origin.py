@@ -1,20 +1,22 @@
-"""An experiment methodology/PROJECTION.md quotes: K fitted only on what was published before.
+"""The experiment that chose the model's K rule, as methodology/PROJECTION.md quotes it.
 
-The shipped model fits one K (the device curve's per-step cost, in images) on the
-calibration rows. Its misses are software eras: the K a run implies was 64-72 for
+The model once fitted one K (the device curve's per-step cost, in images) on the
+calibration rows. Its misses were software eras: the K a run implies was 64-72 for
 Google's 2018-19 TPU software, 4-6 for its 2021-22 TPU v4 pods, 10-21 for NVIDIA's
 2021-24 MXNet. A forecaster has only the past, so this file predicts every study from
 the rows published before it (a rolling origin), under four rules for K:
 
-- shipped: the calibration fit, as `podbench project` does (for the non-holdout studies
-  its leave-one-study-out refit, as `project --validate` reports it);
+- shipped: the one calibration K that was shipped then (for the non-holdout studies its
+  leave-one-study-out refit, as `project --validate` reported it);
 - all-past: least squares over every earlier strong-scaling row;
 - family: the same over earlier rows of the study's device family (GPU or TPU);
 - latest: the same over the latest earlier round of that family alone.
 
 Rows are calibration and validation rows; the holdout rows are predicted the same way
-(from non-holdout rows only) and reported apart. Nothing here changes the model: the
-test recomputes the figures PROJECTION.md prints, so the page cannot drift from them.
+(from non-holdout rows only) and reported apart. Two pre-registered fresh sets then
+judged the rules, and "latest" won: it is now the model's rule (methodology/validation.py
+``batch_half_for``), and a test here keeps `project --validate` equal to it. The test
+recomputes the figures PROJECTION.md prints, so the page cannot drift from them.
 """
 from __future__ import annotations
 
@@ -71,13 +73,13 @@ def data():
 def _strong(row, by_name, catalogue) -> bool:
     """A row that speaks to K: its batch a device is below its anchor's."""
     return (row.role in FITTED_ROLES and bool(row.images_per_sec)
-            and v.implied_constants(row, by_name[row.anchor], catalogue, v.SHIPPED.sync_s)[0] is not None)
+            and v.implied_constants(row, by_name[row.anchor], catalogue, v.CALIBRATION.sync_s)[0] is not None)
 
 
 def batch_half_for(rule: str, rows, results, catalogue, by_name) -> float:
     """K for a study's ``rows`` under ``rule``, from rows published before the study only."""
     if rule == "shipped":
-        return v.SHIPPED.batch_half
+        return v.CALIBRATION.batch_half
     since = min(r.as_of for r in rows)
     family = projection.family_of(rows[0].device)
     past = [r for r in results if r.as_of < since and _strong(r, by_name, catalogue)]
@@ -86,20 +88,33 @@ def batch_half_for(rule: str, rows, results, catalogue, by_name) -> float:
     if rule == "latest" and past:
         newest = max(r.as_of for r in past)
         past = [r for r in past if r.as_of == newest]
-    return v.fit_batch_half(past, by_name, catalogue, v.SHIPPED.sync_s) if past else v.SHIPPED.batch_half
+    return v.fit_batch_half(past, by_name, catalogue, v.CALIBRATION.sync_s) if past else v.CALIBRATION.batch_half
+
+
+def one_k_cross_validation(data) -> list[v.Check]:
+    """The shipped rule's checks as `project --validate` made them then: one K and the sync refitted on
+    the calibration rows without the study, every row of the study predicted with them."""
+    results, catalogue, _ = data
+    calibration = [r for r in results if r.role == "calibration"]
+    out = []
+    for study in dict.fromkeys(r.study for r in results if r.role in FITTED_ROLES):
+        constants = v.fit_constants([r for r in calibration if r.study != study], catalogue, results)
+        out += [c for r in results if r.study == study and r.role in FITTED_ROLES
+                for c in v.check_row(r, constants, catalogue, results, leave_out=(study,))]
+    return out
 
 
 def checks(rule: str, roles: tuple[str, ...], data) -> list[v.Check]:
     results, catalogue, by_name = data
     if rule == "shipped" and roles == FITTED_ROLES:
-        return list(v.cross_validate())
+        return one_k_cross_validation(data)
     out = []
     for study in dict.fromkeys(r.study for r in results if r.role in roles):
         rows = [r for r in results if r.study == study and r.role in roles]
         k = batch_half_for(rule, rows, results, catalogue, by_name)
         leave_out = (study,) if "holdout" not in roles else ()
         for row in rows:
-            out += v.check_row(row, v.Constants(k, v.SHIPPED.sync_s), catalogue, results, leave_out=leave_out)
+            out += v.check_row(row, v.Constants(k, v.CALIBRATION.sync_s), catalogue, results, leave_out=leave_out)
     return out
 
 
@@ -124,11 +139,15 @@ def test_rolling_origin_figures_are_the_documented_ones(rule, data):
     assert measured == DOCUMENTED[rule]
 
 
-def test_the_shipped_rule_is_the_validations_own(data):
-    """The "shipped" row is `project --validate`'s model: same K, same checks on the holdout."""
-    shipped = checks("shipped", ("holdout",), data)
-    assert [(c.name, c.quantity, round(c.predicted, 6)) for c in shipped] == \
-        [(c.name, c.quantity, round(c.predicted, 6)) for c in v.holdout_checks()]
+def test_the_models_rule_is_latest_and_validate_reports_it(data):
+    """`project --validate` is the "latest" rule: the same K for every check, the same verdicts (its sync is
+    refitted without each study, which moves no verdict), the same holdout."""
+    for roles, model in ((FITTED_ROLES, list(v.cross_validate())), (("holdout",), v.holdout_checks())):
+        rule = checks("latest", roles, data)
+        assert [(c.name, c.quantity, round(c.batch_half, 9), c.within) for c in rule] == \
+            [(c.name, c.quantity, round(c.batch_half, 9), c.within) for c in model]
+    assert shares(list(v.cross_validate())) == DOCUMENTED["latest"][0]
+    assert shares(v.holdout_checks()) == DOCUMENTED["latest"][2]
 
 
 def without(names, data):
@@ -152,10 +171,10 @@ def test_fresh_results_figures_are_the_documented_ones(rule, data):
 
 
 def test_the_decisions_are_what_projection_md_says():
-    """First set: a tie, the shipped K stays. Second set: "latest" one ahead, so the decision moves K to
-    the latest-round rule; PROJECTION.md says that switch is pending (it is not made in the shipped model)."""
+    """First set: a tie, the shipped K stays. Second set: "latest" one ahead, so the decision moved K to the
+    latest-round rule, which the model now uses (methodology/validation.py batch_half_for)."""
     first, second = ({rule: documented[rule][0] for rule in RULES} for documented in (DOCUMENTED_FRESH,
                                                                                       DOCUMENTED_FRESH_2))
     assert first["shipped"] == max(first.values())
     assert max(second, key=second.get) == "latest" and second["latest"] == second["shipped"] + 1
-    assert v.SHIPPED.batch_half == projection.BATCH_HALF
+    assert v.CALIBRATION.batch_half == projection.BATCH_HALF

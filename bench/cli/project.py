@@ -34,7 +34,7 @@ examples:
       --interconnect tpu-v3 --devices 16,64,256,1024 --global-batch-max 32768 --chart results/charts
   podbench project --anchor dle-tf1-a100-amp --devices 8,64 --network ib-hdr-8x200
   podbench project --anchor mlperf-v0.7-tpu-v4-16 --interconnect tpu-v4 --devices 16,256 --recipe google-tpu
-  podbench project --validate            # the model against published runs, cross-validated
+  podbench project --validate            # the model against published runs, out of sample
 
 The model (methodology/PROJECTION.md): a device's step at its batch from the device curve
 (measured points, power law between them; below them b/(b+K), a per-step cost worth K images);
@@ -98,8 +98,9 @@ def register(sub) -> None:
                    help=f"share of the all-reduce not hidden behind the backward pass "
                         f"(default {projection.EXPOSED_FRACTION:g}: none hidden)")
     p.add_argument("--batch-half", type=float, metavar="K",
-                   help=f"K of b/(b+K) below the curve's points (default {projection.BATCH_HALF:g}, fitted on "
-                        "published.csv's calibration rows)")
+                   help="K of b/(b+K) below the curve's points, a per-step cost in images (default: fitted on the "
+                        "latest published round of the device's family, GPU or TPU, by an --anchor's date; "
+                        "`project --validate` prints today's)")
     p.add_argument("--weight-update-sharding", action="store_true",
                    help="reduce-scatter + all-gather instead of all-reduce, the optimizer update divided across "
                         "replicas (its time from methodology/device_memory.csv)")
@@ -179,7 +180,7 @@ def _fabrics(args, source: project_source.Source
 def _curve(args, source: project_source.Source, fabric, network, payload: int,
            exposed: float) -> projection.DeviceCurve:
     """The device curve: an anchor's (its own fabric taken out), or the points with the modeled fabric's."""
-    batch_half = projection.BATCH_HALF if args.batch_half is None else args.batch_half
+    batch_half, _ = project_source.batch_half(args.batch_half, fabric, source.anchor)
     if source.anchor is not None:
         return projection.curve_from_anchor(source.anchor, batch_half)
     comm_s = 0.0

@@ -19,8 +19,8 @@ def validation_frame(answer: dict):
     import pandas as pd  # noqa: PLC0415 (only with --chart)
 
     rows = [dict(c, group=f"{label}: {c['family'].upper()} {c['quantity']}", by_construction=False)
-            for key, label in (("cross_validated", "cross-validated (leave one study out)"),
-                               ("holdout", "held out (never fitted on)"))
+            for key, label in (("cross_validated", "out of sample (K from earlier rounds)"),
+                               ("holdout", "held out (never learnt from)"))
             for c in answer[key]]
     return pd.DataFrame(rows)
 

@@ -20,7 +20,7 @@ from bench.cluster.sweep import SWEEP_JSON
 from bench.errors import UsageError
 from bench.results import rundir
 from bench.results.summary import read_summary
-from methodology import hardware, interconnect, published
+from methodology import hardware, interconnect, projection, published, validation
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,20 @@ def _run_point(path: Path) -> tuple[dict, list]:
     batch = _per_device_batch(path, s.global_batch_size, s.per_replica_batch_size, s.num_replicas, devices)
     return {batch: s.images_per_sec}, [{"image_size": s.image_size, "platform": s.platform,
                                         "device_kind": s.device_kind, "devices": devices}]
+
+
+def batch_half(given: float | None, fabric: interconnect.Interconnect,
+               anchor: published.PublishedResult | None = None) -> tuple[float, str]:
+    """(K below the curve's points, where it comes from): --batch-half; else, for a published anchor, the
+    latest round of its family published by the anchor's date (its software's era); else, for a
+    measurement of today's software, the latest round published (methodology/validation.py)."""
+    if given is not None:
+        return given, "yours: --batch-half"
+    if anchor is not None:
+        k = validation.batch_half_of(anchor)
+        return k.value, f"fitted on {k.basis}, the anchor's era"
+    k = validation.batch_half_for(projection.family_of(fabric.device))
+    return k.value, f"fitted on {k.basis}; a measurement of older software: --batch-half"
 
 
 def anchor(name: str) -> published.PublishedResult:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from bench.cli import common
+from bench.cli import common, project_source
 from bench.humanize import format_hours, format_rate, format_usd
 from methodology import constants, interconnect, projection, validation
 from methodology import time_to_target as ttt
@@ -53,7 +53,9 @@ def projection_answer(args: argparse.Namespace, source, model: projection.Model,
                    "points": [{"per_device_batch": b, "images_per_sec": r} for b, r in sorted(source.points.items())],
                    "device_points": [{"per_device_batch": p.per_device_batch, "images_per_sec": p.images_per_sec}
                                      for p in model.curve.points]},
-        "device_curve": {"batch_half": model.curve.batch_half, "per_device_batch": model.per_device_batch,
+        "device_curve": {"batch_half": model.curve.batch_half,
+                         "batch_half_basis": project_source.batch_half(args.batch_half, model.fabric, source.anchor)[1],
+                         "per_device_batch": model.per_device_batch,
                          "sync_s": model.sync_s, "curve_has_sync": model.curve_has_sync},
         "interconnect": _fabric_json(model.fabric), "network": _fabric_json(model.network),
         "all_reduce": {"dtype": dtype, "payload_bytes": model.payload_bytes,
@@ -80,7 +82,7 @@ def _below_the_points(model: projection.Model, rows) -> list[str]:
     spread = (f"; published {family} runs imply K from {halves[0]:.0f} to {halves[-1]:.0f} (median "
               f"{statistics.median(halves):.0f}) across software generations (project --validate)") if halves else ""
     return [f"{', '.join(str(r.devices) for r in below)} devices run below the smallest measured batch ({smallest} "
-            f"a device), where the rate rests on K = {model.curve.batch_half:g} images of per-step cost{spread}: "
+            f"a device), where the rate rests on K = {model.curve.batch_half:.1f} images of per-step cost{spread}: "
             f"the least certain part of this projection; measure yours with `podbench sweep --batch-sizes "
             f"{','.join(map(str, batches))}` on one device or a slice, then `podbench project --run SWEEP_DIR`"]
 
@@ -104,8 +106,8 @@ def _header(a: dict) -> list[str]:
     return [
         f"ResNet-50 v1.5 to {a['target_top1']:.1%} top-1, projected over {fabric}", "",
         f"device curve  {a['source']['what']}", f"              one device: {one}{taken_out}",
-        f"              below the points: b/(b+{curve['batch_half']:g}), a per-step cost worth "
-        f"{curve['batch_half']:g} images (fitted; --batch-half), the same shape above",
+        f"              below the points: b/(b+{curve['batch_half']:.1f}), a per-step cost worth "
+        f"{curve['batch_half']:.1f} images ({curve['batch_half_basis']}), the same shape above",
         f"coordination  {sync}",
         f"all-reduce    {ar['payload_bytes'] / 1e6:,.1f} MB a step ({ar['parameters']:,} {ar['dtype']} gradients), "
         f"bandwidth + latency, {ar['exposed_fraction']:.0%} not hidden behind the backward pass (--exposed-fraction)",

@@ -1,11 +1,11 @@
-"""What `podbench project --validate` prints: the cross-validated checks, their shares by family and scale,
+"""What `podbench project --validate` prints: the out-of-sample checks, their shares by family and scale,
 the band's coverage, the holdout, and why each miss misses. Pure: standard library and methodology/.
 """
 from __future__ import annotations
 
 from bench.cli import common
 from bench.humanize import format_rate
-from methodology import interconnect, projection, published, validation
+from methodology import error_band, interconnect, projection, published, validation
 
 SHARES = (0.10, 0.20)
 
@@ -34,8 +34,8 @@ def shares(checks) -> list[dict]:
     """Within ±10% and ±20%: all, by family, by scale, by family and scale."""
     groups = [("all", checks)]
     groups += [(f, [c for c in checks if c.family == f]) for f in ("gpu", "tpu")]
-    groups += [(f"{_scale_name(s)} devices", [c for c in checks if validation.scale_of(c.devices) == s])
-               for s in validation.SCALES]
+    groups += [(f"{_scale_name(s)} devices", [c for c in checks if error_band.scale_of(c.devices) == s])
+               for s in error_band.SCALES]
     return [{"group": name, "cases": len(group), **{f"within_{t:.0%}": _share(group, t) for t in SHARES}}
             for name, group in groups if group]
 
@@ -46,7 +46,8 @@ def why(check: validation.Check, results=None) -> str:
     row, anchor = rows[check.name], rows[check.anchor]
     catalogue = interconnect.load_interconnects()
     if check.quantity == validation.MINUTES:
-        rate_check = [c for c in validation.check_row(row, validation.SHIPPED, catalogue, tuple(rows.values()))
+        rate_check = [c for c in validation.check_row(row, validation.Constants(check.batch_half, projection.SYNC_S),
+                                                      catalogue, tuple(rows.values()))
                       if c.quantity == validation.IMAGES_PER_SEC]
         parts = [f"recipe epochs vs the run's {row.epochs:g}" if row.epochs else "epochs not published"]
         if rate_check:
@@ -56,8 +57,8 @@ def why(check: validation.Check, results=None) -> str:
     half, sync = validation.implied_constants(row, anchor, catalogue, projection.SYNC_S)
     if half is not None:
         return (f"strong scaling {anchor.per_device_batch} -> {row.per_device_batch} a device: this run's own K is "
-                f"{half:.1f} against the fitted {projection.BATCH_HALF:g} (its software's per-step cost differs "
-                f"from the calibration rounds')")
+                f"{half:.1f} against the {check.batch_half:.1f} of the rounds before it (its software's per-step "
+                f"cost differs from theirs)")
     if sync is not None:
         return (f"1 -> {row.devices} devices at the same batch: this run's coordination cost is {sync * 1e3:.1f} ms "
                 f"a step against the fitted {projection.SYNC_S * 1e3:.1f} ms")
@@ -76,37 +77,49 @@ def _table(checks, results) -> list[str]:
         f"  {c.name}", f"{c.devices:,}", c.per_device_batch, c.quantity,
         f"{c.predicted:.2f} min" if c.quantity == validation.MINUTES else format_rate(c.predicted),
         f"{c.published:.2f} min" if c.quantity == validation.MINUTES else format_rate(c.published),
-        f"{c.error:+.1%}", "yes" if c.within else "NO", "holds" if validation.covered(c) else "misses"))]
+        f"{c.error:+.1%}", "yes" if c.within else "NO", "holds" if error_band.covered(c) else "misses"))]
     lines += [f"  why {c.name} ({c.quantity}) misses: {why(c, results)}" for c in checks if not c.within]
     return lines
 
 
 def validation_answer() -> dict:
-    """--validate as data: the fit, every check (cross-validated, then holdout), shares and coverage."""
+    """--validate as data: the fit, every check (out of sample, then holdout), shares and coverage."""
     cv, holdout = list(validation.cross_validate()), validation.holdout_checks()
     fit = validation.calibration_fit()
     results = published.load_published()
     rates = [c for c in cv if c.quantity == validation.IMAGES_PER_SEC]
     held_rates = [c for c in holdout if c.quantity == validation.IMAGES_PER_SEC]
     return {
-        "shipped": {"batch_half": projection.BATCH_HALF, "sync_s": projection.SYNC_S},
+        "shipped": {"batch_half": {family: _k_json(validation.batch_half_for(family)) for family in ("gpu", "tpu")},
+                    "sync_s": projection.SYNC_S, "calibration_batch_half": projection.BATCH_HALF},
         "calibration_fit": {"batch_half": fit.batch_half, "sync_s": fit.sync_s},
-        "cross_validated": [dict(c.to_json(), covered=validation.covered(c),
+        "cross_validated": [dict(c.to_json(), covered=error_band.covered(c),
                                  why=None if c.within else why(c, results)) for c in cv],
-        "holdout": [dict(c.to_json(), covered=validation.covered(c), why=None if c.within else why(c, results))
+        "holdout": [dict(c.to_json(), covered=error_band.covered(c), why=None if c.within else why(c, results))
                     for c in holdout],
         "shares_primary": shares(_primary(cv)), "shares_images_per_sec": shares(rates),
         "holdout_shares_primary": shares(_primary(holdout)),
-        "band_coverage_cross_validated": sum(map(validation.covered, rates)) / len(rates) if rates else None,
-        "band_coverage_holdout": (sum(map(validation.covered, held_rates)) / len(held_rates)
+        "band_coverage_cross_validated": sum(map(error_band.covered, rates)) / len(rates) if rates else None,
+        "band_coverage_holdout": (sum(map(error_band.covered, held_rates)) / len(held_rates)
                                   if held_rates else None),
         "bands": band_claims(rates),
         "holdout_band_claim": (sum(_claim(c) for c in held_rates) / len(held_rates) if held_rates else None),
     }
 
 
+def _k_line(checks, results) -> str:
+    """The K a study was predicted with, and where it came from (the rounds of its family before it)."""
+    since = min(r.as_of for r in results if r.study == checks[0].study)
+    ks = [validation.batch_half_for(family, before=since) for family in dict.fromkeys(c.family for c in checks)]
+    return "; ".join(f"K {k.value:.1f}, {k.basis}" for k in ks)
+
+
+def _k_json(k: validation.BatchHalf) -> dict:
+    return {"value": k.value, "round_as_of": k.round_as_of, "rows": list(k.rows), "basis": k.basis}
+
+
 def _claim(check: validation.Check) -> float:
-    shipped = validation.error_band(check.family, check.devices)
+    shipped = error_band.error_band(check.family, check.devices)
     return shipped.coverage if shipped else 0.0
 
 
@@ -114,10 +127,10 @@ def band_claims(rates) -> list[dict]:
     """Each shipped band: its interval, its claim, and the coverage recounted from the checks' own verdicts."""
     out = []
     for family in ("gpu", "tpu"):
-        for scale, _ in validation.family_pools(family):
-            shipped = validation.error_band(family, scale[0])
+        for scale, _ in error_band.family_pools(family):
+            shipped = error_band.error_band(family, scale[0])
             inside = [c for c in rates if c.family == family and scale[0] <= c.devices <= scale[1]]
-            held = sum(map(validation.covered, inside))
+            held = sum(map(error_band.covered, inside))
             out.append({"family": family, "devices": list(scale), "low_factor": shipped.low_factor,
                         "high_factor": shipped.high_factor, "claimed": shipped.coverage,
                         "held": held, "cases": len(inside), "measured": held / len(inside) if inside else None})
@@ -138,7 +151,7 @@ def _band_lines(a: dict) -> list[str]:
     held = sum(b["held"] for b in a["bands"])
     cases = sum(b["cases"] for b in a["bands"])
     return ["band: each claims what it held out of sample (each case against the band made without its own study)",
-            rows, f"  all: held {held} of {cases} cross-validated images/sec "
+            rows, f"  all: held {held} of {cases} out-of-sample images/sec "
             f"({a['band_coverage_cross_validated']:.0%})", ""]
 
 
@@ -150,20 +163,24 @@ def validation_text(a: dict) -> str:
             for c in a["holdout"]]
     results = published.load_published()
     s, f = a["shipped"], a["calibration_fit"]
+    ks = "; ".join(f"{family.upper()} {k['value']:.1f} ({k['basis']})" for family, k in s["batch_half"].items())
     lines = [
         "podbench project --validate: every published result projected from its anchor, out of sample",
-        f"  constants (fitted on the calibration rows of methodology/published.csv, median of each row's implied "
-        f"value): K = {f['batch_half']:.2f} (shipped {s['batch_half']:g}), sync = {f['sync_s'] * 1e3:.2f} ms "
-        f"(shipped {s['sync_s'] * 1e3:.1f})",
-        "  cross-validation: leave one study out, refit on the rest's calibration rows, predict the study",
+        f"  K (per-step cost, images) by the rule: the latest published round of the device's family: {ks}",
+        f"  sync, fitted on the calibration rows of methodology/published.csv (median of each row's implied value): "
+        f"{f['sync_s'] * 1e3:.2f} ms (shipped {s['sync_s'] * 1e3:.1f}); their K, used where a family has no "
+        f"earlier round: {f['batch_half']:.2f} (shipped {s['calibration_batch_half']:g})",
+        "  out of sample: each study predicted with the K of the rounds published before it (a rolling origin) "
+        "and the sync refitted without it",
         "  error = predicted / published - 1; band = the interval a projection of that family and size carries", ""]
     for study in dict.fromkeys(c.study for c in cv):
-        lines += [f"study {study}"] + _table([c for c in cv if c.study == study], results) + [""]
-    lines += _share_lines("cross-validated, one check a result (time where published, else images/sec):",
+        lines += [f"study {study}: {_k_line([c for c in cv if c.study == study], results)}"]
+        lines += _table([c for c in cv if c.study == study], results) + [""]
+    lines += _share_lines("out of sample, one check a result (time where published, else images/sec):",
                           a["shares_primary"])
-    lines += _share_lines("cross-validated images/sec:", a["shares_images_per_sec"])
+    lines += _share_lines("out-of-sample images/sec:", a["shares_images_per_sec"])
     lines += _band_lines(a)
-    lines += ["holdout (never fitted on, not in the band; shipped constants), checked last"]
+    lines += ["holdout (never learnt from, not in the band; K by the same rule), checked last"]
     lines += _table(held, results) + [""]
     lines += _share_lines("holdout, one check a result:", a["holdout_shares_primary"])
     if a["band_coverage_holdout"] is not None:
