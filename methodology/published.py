@@ -29,6 +29,7 @@ measure one or give one, never a guess.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -124,6 +125,9 @@ class PublishedResult:
     def __post_init__(self):
         if not (self.name and self.source and self.as_of and self.study):
             raise ValueError(f"{self.name or '?'}: name, source, as_of and study must not be empty")
+        if not re.fullmatch(r"\d{4}-\d{2}", self.as_of):
+            # The model compares dates as text (the K of the rounds before a study): "2024-6" would sort wrong.
+            raise ValueError(f"{self.name}: as_of {self.as_of!r} must be YYYY-MM")
         if self.device not in DEVICES:
             raise ValueError(f"{self.name}: device {self.device!r} is not one of {', '.join(DEVICES)}")
         if self.role not in ROLES:
@@ -171,9 +175,13 @@ def load_published(path: str | Path = BUNDLED_PUBLISHED) -> tuple[PublishedResul
     """
     by_name = read_catalogue(path, _from_row, "published results")
     rows = list(by_name.values())
+    dates: dict[str, str] = {}
     for r in rows:
         if r.anchor and (r.anchor not in by_name or by_name[r.anchor].role != "anchor"):
             raise ValueError(f"{path}: {r.name} names {r.anchor!r}, which is not an anchor row")
+        if dates.setdefault(r.study, r.as_of) != r.as_of:  # a study is one round: the past K is learnt before it
+            raise ValueError(f"{path}: {r.name} is dated {r.as_of}, its study {r.study} {dates[r.study]}: "
+                             "one date a study (split it)")
     return tuple(rows)
 
 

@@ -62,8 +62,9 @@ class Recipe:
     source: str
 
 
-_GOOGLE_SOURCE = ("Google's TPU LARS submissions to MLPerf Training v0.7-v2.0 (methodology/published.csv, "
-                  "study mlperf-v0.7/v1.0/v2.0-google): olympic-mean epochs to 75.9% at each global batch")
+_GOOGLE_SOURCE = ("Google's TPU LARS submissions to MLPerf Training v0.7-v1.0 (methodology/published.csv, "
+                  "study mlperf-v0.7/v1.0-google; v2.0's are the holdout, never learnt from): olympic-mean "
+                  "epochs to 75.9% at each global batch")
 RECIPES = {
     PODBENCH: Recipe(PODBENCH, TARGET_TOP1_BLOG, WARMUP_EPOCHS,
                      f"podbench's --target-accuracy recipe: fixed {MEASURED_EPOCHS} measured epochs (+{WARMUP_EPOCHS} "
@@ -110,8 +111,8 @@ def google_tpu_points(exclude_studies: tuple[str, ...] = ()) -> tuple[tuple[int,
 
     found: dict[int, list[float]] = {}
     for r in published.load_published():
-        if (r.study in GOOGLE_STUDIES and r.study not in exclude_studies and r.recipe == "lars"
-                and r.epochs and r.target_top1 == TARGET_TOP1_MLPERF):
+        if (r.study in GOOGLE_STUDIES and r.study not in exclude_studies and r.role != "holdout"
+                and r.recipe == "lars" and r.epochs and r.target_top1 == TARGET_TOP1_MLPERF):
             found.setdefault(r.global_batch, []).append(r.epochs)
     return tuple((b, sum(e) / len(e)) for b, e in sorted(found.items()))
 

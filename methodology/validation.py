@@ -10,8 +10,8 @@ of hosts (interconnect.py).
 
 - ``sync_s`` is fitted on the ``calibration`` rows (``fit_constants``: the
   median of what each row implies).
-- K moves with software (MLPerf's TPU pods imply 64-72 in 2018-19, 4-6 in
-  2021-22), so it comes from the past by a rule (``batch_half_for``): least
+- K moves with software (MLPerf's TPU pods imply 71-72 in 2018, 20-64 in
+  2019, 12-19 in 2020, 0-6 in 2021-22), so it comes from the past by a rule (``batch_half_for``): least
   squares on log images/sec over the strong-scaling results of the latest
   round of the device's family published by then. PROJECTION.md "Fresh
   results" says how the rule was chosen: written down before the results
@@ -220,13 +220,13 @@ def implied_constants(row: published.PublishedResult, anchor: published.Publishe
 @lru_cache(maxsize=4)
 def published_batch_halves(family: str | None = None) -> tuple[float, ...]:
     """The K every published strong-scaling result of ``family`` (gpu, tpu; None: all) implies, anchors
-    excluded, sorted: how far the per-step cost moves between software generations, for `project` to
+    and the holdout excluded, sorted: how far the per-step cost moves between software generations, for `project` to
     say beside an extrapolation."""
     results = published.load_published()
     catalogue = interconnect.load_interconnects()
     by_name = {r.name: r for r in results}
     halves = (implied_constants(r, by_name[r.anchor], catalogue, CALIBRATION.sync_s)[0]
-              for r in results if r.role != "anchor" and r.anchor
+              for r in results if r.role in LEARNT_FROM and r.anchor
               and (family is None or projection.family_of(r.device) == family))
     return tuple(sorted(h for h in halves if h is not None))
 
@@ -294,19 +294,30 @@ class BatchHalf:
       round_as_of: the date (YYYY-MM) of the round it was fitted on; "" where the family had no
         strong-scaling result by then and the calibration fit stands in.
       rows: the published results it was fitted on.
+      held_out: the date of a newer round of the family that is held out (never learnt from), or "".
     """
 
     family: str
     value: float
     round_as_of: str = ""
     rows: tuple[str, ...] = ()
+    held_out: str = ""
 
     @property
     def basis(self) -> str:
         if not self.round_as_of:
             return f"the calibration fit: no {self.family.upper()} round published by then"
+        held = f"; {self.held_out}'s held out" if self.held_out else ""
         return (f"the latest {self.family.upper()} round, {self.round_as_of}: {len(self.rows)} published "
-                f"result{'s' if len(self.rows) != 1 else ''}")
+                f"result{'s' if len(self.rows) != 1 else ''}{held}")
+
+    @property
+    def detail(self) -> str:
+        """The basis with the results' names, for a reader who wants to see whose software it is."""
+        if not self.round_as_of:
+            return self.basis
+        held = f"; {self.held_out}'s held out, never learnt from" if self.held_out else ""
+        return f"the latest {self.family.upper()} round, {self.round_as_of} ({', '.join(self.rows)}{held})"
 
 
 @lru_cache(maxsize=128)
@@ -330,16 +341,20 @@ def batch_half_for(family: str, *, before: str = "", through: str = "",
     results = published.load_published(path)
     catalogue = interconnect.load_interconnects()
     by_name = {r.name: r for r in results}
-    rows = [r for r in results if r.role in LEARNT_FROM and r.anchor and r.images_per_sec
-            and projection.family_of(r.device) == family
-            and (not before or r.as_of < before) and (not through or r.as_of <= through)
-            and implied_constants(r, by_name[r.anchor], catalogue, CALIBRATION.sync_s)[0] is not None]
-    if not rows:
-        return BatchHalf(family, CALIBRATION.batch_half)
+    every = [r for r in results if r.role in (*LEARNT_FROM, "holdout") and r.anchor and r.images_per_sec
+             and projection.family_of(r.device) == family
+             and (not before or r.as_of < before) and (not through or r.as_of <= through)
+             and implied_constants(r, by_name[r.anchor], catalogue, CALIBRATION.sync_s)[0] is not None]
+    rows = [r for r in every if r.role in LEARNT_FROM]
+    held = max((r.as_of for r in every if r.role == "holdout"), default="")
+    if not rows:  # the bundled constant rounds the bundled catalogue's fit; another catalogue gets its own
+        stand_in = (CALIBRATION.batch_half if path == str(published.BUNDLED_PUBLISHED)
+                    else calibration_fit(path).batch_half)
+        return BatchHalf(family, stand_in, held_out=held)
     newest = max(r.as_of for r in rows)
     rows = [r for r in rows if r.as_of == newest]
     return BatchHalf(family, fit_batch_half(rows, by_name, catalogue, CALIBRATION.sync_s), newest,
-                     tuple(r.name for r in rows))
+                     tuple(r.name for r in rows), held if held > newest else "")
 
 
 def batch_half_of(anchor: published.PublishedResult) -> BatchHalf:
@@ -379,8 +394,9 @@ def holdout_checks(path: str = str(published.BUNDLED_PUBLISHED)) -> list[Check]:
     for study in dict.fromkeys(r.study for r in results if r.role == "holdout"):
         rows = [r for r in results if r.study == study and r.role == "holdout"]
         since = min(r.as_of for r in rows)
-        for row in rows:
-            checks += check_row(row, _past_constants(row, since, CALIBRATION.sync_s, path), catalogue, results)
+        for row in rows:  # its own epochs left out too (the google-tpu recipe never holds the holdout's)
+            checks += check_row(row, _past_constants(row, since, CALIBRATION.sync_s, path), catalogue, results,
+                                leave_out=(study,))
     return checks
 
 

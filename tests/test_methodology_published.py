@@ -72,11 +72,13 @@ def _write(tmp_path, change: dict):
     pytest.param({"images_per_sec": "-1"}, "positive", id="negative_rate"),
     pytest.param({"name": "dle-tf1-v100-amp"}, "a second", id="duplicate"),
     pytest.param({"minutes": "3", "target_top1": ""}, "target_top1", id="time_without_target"),
+    pytest.param({"as_of": "2020-6"}, "must be YYYY-MM", id="date_not_sortable"),
+    pytest.param({"as_of": "2019-01"}, "one date a study", id="two_dates_in_a_study"),
 ])
 def test_bad_rows_are_refused_naming_the_row(tmp_path, change, fragment):
     with pytest.raises(ValueError, match=fragment) as err:
         published.load_published(_write(tmp_path, change))
-    assert "row 8" in str(err.value) or "names" in str(err.value)
+    assert "row 8" in str(err.value) or "names" in str(err.value) or "dle-tf1-v100x8-amp" in str(err.value)
 
 
 def test_a_missing_file_is_one_line():

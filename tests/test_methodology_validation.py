@@ -121,3 +121,34 @@ def test_projection_md_quotes_todays_k():
     gpu, tpu = validation.batch_half_for("gpu"), validation.batch_half_for("tpu")
     assert f"Today: GPU {gpu.value:.1f} (MLPerf v4.0, {gpu.round_as_of}), TPU {tpu.value:.1f} (v1.0, " \
         f"{tpu.round_as_of};" in doc
+
+
+def test_the_holdout_feeds_no_recipe_epochs():
+    """The google-tpu recipe's epochs come from Google's learnt-from rows only: a holdout row changes nothing."""
+    from methodology import time_to_target as ttt
+    found = {}
+    for r in RESULTS:
+        if (r.study in ttt.GOOGLE_STUDIES and r.role != "holdout" and r.recipe == "lars"
+                and r.epochs and r.target_top1 == ttt.TARGET_TOP1_MLPERF):
+            found.setdefault(r.global_batch, []).append(r.epochs)
+    assert ttt.google_tpu_points() == tuple((b, sum(e) / len(e)) for b, e in sorted(found.items()))
+    assert any(r.role == "holdout" and r.study in ttt.GOOGLE_STUDIES and r.epochs for r in RESULTS)
+
+
+def _implied_range(family: str, years: tuple[str, ...]) -> str:
+    ks = [validation.implied_constants(r, BY_NAME[r.anchor], CATALOGUE, projection.SYNC_S)[0] for r in RESULTS
+          if r.role != "anchor" and r.anchor and r.images_per_sec and projection.family_of(r.device) == family
+          and r.as_of[:4] in years and r.study.endswith("-google")]
+    ks = [k for k in ks if k is not None]
+    return f"{min(ks):.0f}-{max(ks):.0f}"
+
+
+def test_projection_md_quotes_the_implied_k_of_googles_tpu_pods_by_year():
+    """The K each era's TPU pods imply, as the model table and validation.py's docstring say."""
+    from pathlib import Path
+    doc = " ".join((Path(__file__).parents[1] / "methodology" / "PROJECTION.md").read_text(encoding="utf-8").split())
+    quoted = (f"MLPerf's TPU pods imply {_implied_range('tpu', ('2018',))} in 2018, "
+              f"{_implied_range('tpu', ('2019',))} in 2019, {_implied_range('tpu', ('2020',))} in 2020, "
+              f"{_implied_range('tpu', ('2021', '2022'))} in 2021-22")
+    assert quoted in doc
+    assert quoted.replace("MLPerf's TPU pods imply ", "") in " ".join(validation.__doc__.split())

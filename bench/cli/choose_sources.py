@@ -281,8 +281,9 @@ def project_anchor(found: published.PublishedResult, hw: hardware.Hardware):
     """(the projection row at ``hw``'s size from the anchor, the band's basis or "").
 
     The model is `podbench project --anchor`'s (methodology/validation.py ``anchor_curve``, with the
-    K of the latest round of the family published by the anchor's date): the anchor's device curve, ``hw``'s fabric (TPU v2's unpublished link
-    bandwidth stood in for as the validation does, and said so), the anchor's per-device batch.
+    K of the latest round of the family published by the anchor's date): the anchor's device curve,
+    ``hw``'s fabric (TPU v2's unpublished link bandwidth stood in for as the validation does, and said
+    so), the anchor's per-device batch.
 
     Raises:
       ValueError: the projection cannot be made (a fabric size, an unpublished bandwidth, no network).
@@ -296,8 +297,8 @@ def project_anchor(found: published.PublishedResult, hw: hardware.Hardware):
         fabric = interconnect.tpu_v2_with_stand_in(catalogue)
     network = catalogue.get(found.network) if found.network and hw.devices > (fabric.devices_per_host or 0) \
         else None
-    model = projection.Model(validation.anchor_curve(
-        found, validation.Constants(validation.batch_half_of(found).value, projection.SYNC_S), catalogue), fabric, network,
+    constants = validation.Constants(validation.batch_half_of(found).value, projection.SYNC_S)
+    model = projection.Model(validation.anchor_curve(found, constants, catalogue), fabric, network,
                              found.per_device_batch, interconnect.gradient_bytes(),
                              curve_has_sync=found.devices > 1, measured_at=(found.devices, found.per_device_batch))
     row = projection.project_size(model, hw.devices)

@@ -115,9 +115,9 @@ def batch_half(given: float | None, fabric: interconnect.Interconnect,
         return given, "yours: --batch-half"
     if anchor is not None:
         k = validation.batch_half_of(anchor)
-        return k.value, f"fitted on {k.basis}, the anchor's era"
+        return k.value, f"fitted on {k.detail}: the latest by the anchor's date"
     k = validation.batch_half_for(projection.family_of(fabric.device))
-    return k.value, f"fitted on {k.basis}; a measurement of older software: --batch-half"
+    return k.value, f"fitted on {k.detail}; a measurement of older software: --batch-half"
 
 
 def anchor(name: str) -> published.PublishedResult:

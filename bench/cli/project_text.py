@@ -80,7 +80,8 @@ def _below_the_points(model: projection.Model, rows) -> list[str]:
     low = min(r.per_device_batch for r in below)
     batches = sorted({low, smallest} | {2 ** k for k in range(1, 20) if low < 2 ** k < smallest})
     spread = (f"; published {family} runs imply K from {halves[0]:.0f} to {halves[-1]:.0f} (median "
-              f"{statistics.median(halves):.0f}) across software generations (project --validate)") if halves else ""
+              f"{statistics.median(halves):.0f}) across software generations (methodology/published.csv)"
+              ) if halves else ""
     return [f"{', '.join(str(r.devices) for r in below)} devices run below the smallest measured batch ({smallest} "
             f"a device), where the rate rests on K = {model.curve.batch_half:.1f} images of per-step cost{spread}: "
             f"the least certain part of this projection; measure yours with `podbench sweep --batch-sizes "

@@ -56,9 +56,12 @@ def why(check: validation.Check, results=None) -> str:
         return "time = epochs x images / rate + on-clock parts: " + "; ".join(parts) + f" ({check.basis})"
     half, sync = validation.implied_constants(row, anchor, catalogue, projection.SYNC_S)
     if half is not None:
+        k = validation.batch_half_for(check.family, before=row.as_of)
+        against = (f"the {k.value:.1f} of the rounds before it (its software's per-step cost differs from theirs)"
+                   if k.round_as_of else f"the calibration fit's {k.value:.1f} (no {check.family.upper()} round "
+                   "before it to learn from)")
         return (f"strong scaling {anchor.per_device_batch} -> {row.per_device_batch} a device: this run's own K is "
-                f"{half:.1f} against the {check.batch_half:.1f} of the rounds before it (its software's per-step "
-                f"cost differs from theirs)")
+                f"{half:.1f} against {against}")
     if sync is not None:
         return (f"1 -> {row.devices} devices at the same batch: this run's coordination cost is {sync * 1e3:.1f} ms "
                 f"a step against the fitted {projection.SYNC_S * 1e3:.1f} ms")
