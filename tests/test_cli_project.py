@@ -399,5 +399,7 @@ def test_readme_quotes_the_validations_own_shares(capsys):
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     gpu, tpu = (shares[f]["within_10%"].split("(")[1].rstrip(")") for f in ("gpu", "tpu"))  # "35/44 (80%)"
     assert f"within ±10% of {gpu} of the published GPU results and {tpu} of the TPU ones" in readme
+    recent, early = (shares[g]["within_10%"].split("(")[1].rstrip(")") for g in ("2021 on", "before 2021"))
+    assert f"({recent} of the results of the software of 2021 on, {early} of the earlier)" in readme
     held, cases = strict_json(out)["holdout_shares_primary"][0]["within_10%"].split()[0].split("/")
     assert f"and of {held} of the {cases} results held back" in readme

@@ -30,12 +30,20 @@ def _scale_name(scale: tuple[int, int]) -> str:
     return f"{scale[0]:,}-{scale[1]:,}" if scale[1] < 1_000_000 else f"{scale[0]:,}+"
 
 
+# Software eras: the rounds before 2021 moved K most from one round to the next (PROJECTION.md, "Rolling
+# origin", which split its results here before the K rule was chosen); a user's software is of the second.
+SOFTWARE_FROM = "2021"
+
+
 def shares(checks) -> list[dict]:
-    """Within ±10% and ±20%: all, by family, by scale, by family and scale."""
+    """Within ±10% and ±20%: all, by family, by scale, by the software's era."""
+    dated = {r.name: r.as_of for r in published.load_published()}
     groups = [("all", checks)]
     groups += [(f, [c for c in checks if c.family == f]) for f in ("gpu", "tpu")]
     groups += [(f"{_scale_name(s)} devices", [c for c in checks if error_band.scale_of(c.devices) == s])
                for s in error_band.SCALES]
+    groups += [(f"before {SOFTWARE_FROM}", [c for c in checks if dated[c.name] < SOFTWARE_FROM]),
+               (f"{SOFTWARE_FROM} on", [c for c in checks if dated[c.name] >= SOFTWARE_FROM])]
     return [{"group": name, "cases": len(group), **{f"within_{t:.0%}": _share(group, t) for t in SHARES}}
             for name, group in groups if group]
 
