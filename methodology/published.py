@@ -217,3 +217,15 @@ def by_name(name: str, results: tuple[PublishedResult, ...] | None = None) -> Pu
     if name not in found:
         raise ValueError(f"no published anchor {name!r}; known: {', '.join(found)}")
     return found[name]
+
+
+def system_rates(fabric: str, study: str = "", path: str | Path = BUNDLED_PUBLISHED) -> list[dict]:
+    """Every published system rate over ``fabric`` (of one ``study`` where given), for a chart.
+
+    Returns:
+      [{"devices", "images_per_sec", "label"}], sorted by devices.
+    """
+    rows = [r for r in load_published(path)
+            if r.interconnect == fabric and r.images_per_sec and (not study or r.study == study)]
+    return sorted(({"devices": r.devices, "images_per_sec": r.images_per_sec, "label": r.name} for r in rows),
+                  key=lambda p: (p["devices"], p["images_per_sec"]))

@@ -30,6 +30,7 @@ Out of sample, two ways:
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -231,12 +232,6 @@ def published_batch_halves(family: str | None = None) -> tuple[float, ...]:
     return tuple(sorted(h for h in halves if h is not None))
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def fit_batch_half(rows, by_name: dict, catalogue: dict, sync_s: float) -> float:
     """K by least squares on log images/sec over the rows that speak to it (strong scaling).
 
@@ -267,7 +262,7 @@ def fit_sync_s(rows, catalogue: dict, by_name: dict) -> float:
     move it); 0 where no row speaks to it (the term is left out)."""
     syncs = [implied_constants(r, by_name[r.anchor], catalogue, 0.0)[1] for r in rows]
     syncs = [x for x in syncs if x is not None]
-    return max(0.0, _median(syncs)) if syncs else 0.0
+    return max(0.0, statistics.median(syncs)) if syncs else 0.0
 
 
 def fit_constants(rows, catalogue: dict | None = None, results=None) -> Constants:
@@ -363,8 +358,9 @@ def batch_half_of(anchor: published.PublishedResult) -> BatchHalf:
     return batch_half_for(projection.family_of(anchor.device), through=anchor.as_of)
 
 
-def _past_constants(row: published.PublishedResult, study_as_of: str, sync_s: float, path: str) -> Constants:
-    return Constants(batch_half_for(projection.family_of(row.device), before=study_as_of, path=path).value, sync_s)
+def _past_constants(row: published.PublishedResult, sync_s: float, path: str) -> Constants:
+    """K from the rounds before the row's (a study is one round: published.py checks it), and ``sync_s``."""
+    return Constants(batch_half_for(projection.family_of(row.device), before=row.as_of, path=path).value, sync_s)
 
 
 @lru_cache(maxsize=4)
@@ -377,12 +373,9 @@ def cross_validate(path: str = str(published.BUNDLED_PUBLISHED)) -> tuple[Check,
     studies = dict.fromkeys(r.study for r in results if r.role in LEARNT_FROM)
     checks = []
     for study in studies:
-        rows = [r for r in results if r.study == study and r.role in LEARNT_FROM]
-        since = min(r.as_of for r in rows)
         sync_s = fit_sync_s([r for r in calibration if r.study != study], catalogue, by_name)
-        for row in rows:
-            checks += check_row(row, _past_constants(row, since, sync_s, path), catalogue, results,
-                                leave_out=(study,))
+        for row in (r for r in results if r.study == study and r.role in LEARNT_FROM):
+            checks += check_row(row, _past_constants(row, sync_s, path), catalogue, results, leave_out=(study,))
     return tuple(checks)
 
 
@@ -391,12 +384,9 @@ def holdout_checks(path: str = str(published.BUNDLED_PUBLISHED)) -> list[Check]:
     results = published.load_published(path)
     catalogue = interconnect.load_interconnects()
     checks = []
-    for study in dict.fromkeys(r.study for r in results if r.role == "holdout"):
-        rows = [r for r in results if r.study == study and r.role == "holdout"]
-        since = min(r.as_of for r in rows)
-        for row in rows:  # its own epochs left out too (the google-tpu recipe never holds the holdout's)
-            checks += check_row(row, _past_constants(row, since, CALIBRATION.sync_s, path), catalogue, results,
-                                leave_out=(study,))
+    for row in (r for r in results if r.role == "holdout"):  # its own study's epochs left out too
+        checks += check_row(row, _past_constants(row, CALIBRATION.sync_s, path), catalogue, results,
+                            leave_out=(row.study,))
     return checks
 
 
@@ -404,15 +394,3 @@ def calibration_fit(path: str = str(published.BUNDLED_PUBLISHED)) -> Constants:
     """The constants the calibration rows give (CALIBRATION rounds them; a test keeps them equal)."""
     results = published.load_published(path)
     return fit_constants(_fitted_rows(results), results=results)
-
-
-def published_points(fabric: str, study: str = "", path: str = str(published.BUNDLED_PUBLISHED)) -> list[dict]:
-    """Every published system rate over ``fabric`` (of one ``study`` where given), for a chart.
-
-    Returns:
-      [{"devices", "images_per_sec", "label"}], sorted by devices.
-    """
-    rows = [r for r in published.load_published(path)
-            if r.interconnect == fabric and r.images_per_sec and (not study or r.study == study)]
-    return sorted(({"devices": r.devices, "images_per_sec": r.images_per_sec, "label": r.name} for r in rows),
-                  key=lambda p: (p["devices"], p["images_per_sec"]))

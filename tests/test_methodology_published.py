@@ -84,3 +84,11 @@ def test_bad_rows_are_refused_naming_the_row(tmp_path, change, fragment):
 def test_a_missing_file_is_one_line():
     with pytest.raises(ValueError, match="cannot read published results"):
         published.load_published("/nonexistent.csv")
+
+
+def test_system_rates_over_a_fabric_are_its_rows_sorted_by_size():
+    rates = published.system_rates("tpu-v4", "mlperf-v1.0-google")
+    rows = [r for r in published.load_published() if r.interconnect == "tpu-v4" and r.study == "mlperf-v1.0-google"]
+    assert [p["label"] for p in rates] == [r.name for r in sorted(rows, key=lambda r: (r.devices, r.images_per_sec))]
+    assert [p["devices"] for p in rates] == sorted(p["devices"] for p in rates) and len(rates) >= 3
+    assert len(published.system_rates("tpu-v4")) > len(rates)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from methodology import published, validation
+from methodology import published
 
 VALIDATION_CHART_STEM = "validation"
 CHART_STEM = "projection"
@@ -42,7 +42,7 @@ def write_projection_chart(directory: Path, rows, fabric_name: str, anchor) -> N
     from bench.report import files, projection_chart  # noqa: PLC0415
 
     directory.mkdir(parents=True, exist_ok=True)
-    points = validation.published_points(fabric_name, anchor.study if anchor else "")
+    points = published.system_rates(fabric_name, anchor.study if anchor else "")
     published_frame = pd.DataFrame(points, columns=["devices", "images_per_sec", "label"])
     by_name = {r.name: r for r in published.load_published()}
     published_frame["source"] = published_frame["label"].map(lambda n: by_name[n].source)
