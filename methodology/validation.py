@@ -379,7 +379,8 @@ def cross_validate(path: str = str(published.BUNDLED_PUBLISHED)) -> tuple[Check,
     return tuple(checks)
 
 
-def holdout_checks(path: str = str(published.BUNDLED_PUBLISHED)) -> list[Check]:
+@lru_cache(maxsize=4)
+def holdout_checks(path: str = str(published.BUNDLED_PUBLISHED)) -> tuple[Check, ...]:
     """The holdout rows by the same rule (K from the rounds before each): never learnt from, not in the band."""
     results = published.load_published(path)
     catalogue = interconnect.load_interconnects()
@@ -387,7 +388,7 @@ def holdout_checks(path: str = str(published.BUNDLED_PUBLISHED)) -> list[Check]:
     for row in (r for r in results if r.role == "holdout"):  # its own study's epochs left out too
         checks += check_row(row, _past_constants(row, CALIBRATION.sync_s, path), catalogue, results,
                             leave_out=(row.study,))
-    return checks
+    return tuple(checks)
 
 
 def calibration_fit(path: str = str(published.BUNDLED_PUBLISHED)) -> Constants:

@@ -54,9 +54,8 @@ def why(check: validation.Check, results=None) -> str:
     row, anchor = rows[check.name], rows[check.anchor]
     catalogue = interconnect.load_interconnects()
     if check.quantity == validation.MINUTES:
-        rate_check = [c for c in validation.check_row(row, validation.Constants(check.batch_half, projection.SYNC_S),
-                                                      catalogue, tuple(rows.values()))
-                      if c.quantity == validation.IMAGES_PER_SEC]
+        rate_check = [c for c in (*validation.cross_validate(), *validation.holdout_checks())
+                      if c.name == check.name and c.quantity == validation.IMAGES_PER_SEC]  # the same fit's
         parts = [f"recipe epochs vs the run's {row.epochs:g}" if row.epochs else "epochs not published"]
         if rate_check:
             parts.append(f"rate off by {rate_check[0].error:+.0%}")
