@@ -26,6 +26,7 @@ Out of sample, two ways:
   Its images/sec errors make the band (methodology/error_band.py).
 - ``holdout_checks``: rows never learnt from and kept out of the band,
   checked last by the same rule; their coverage tests the band's claim.
+Both take ``k_known``: each strong-scaling row's own K, to show what is left once K is right.
 """
 from __future__ import annotations
 
@@ -218,20 +219,6 @@ def implied_constants(row: published.PublishedResult, anchor: published.Publishe
     return batch_half, sync
 
 
-@lru_cache(maxsize=4)
-def published_batch_halves(family: str | None = None) -> tuple[float, ...]:
-    """The K every published strong-scaling result of ``family`` (gpu, tpu; None: all) implies, anchors
-    and the holdout excluded, sorted: how far the per-step cost moves between software generations, for `project` to
-    say beside an extrapolation."""
-    results = published.load_published()
-    catalogue = interconnect.load_interconnects()
-    by_name = {r.name: r for r in results}
-    halves = (implied_constants(r, by_name[r.anchor], catalogue, CALIBRATION.sync_s)[0]
-              for r in results if r.role in LEARNT_FROM and r.anchor
-              and (family is None or projection.family_of(r.device) == family))
-    return tuple(sorted(h for h in halves if h is not None))
-
-
 def fit_batch_half(rows, by_name: dict, catalogue: dict, sync_s: float) -> float:
     """K by least squares on log images/sec over the rows that speak to it (strong scaling).
 
@@ -358,37 +345,53 @@ def batch_half_of(anchor: published.PublishedResult) -> BatchHalf:
     return batch_half_for(projection.family_of(anchor.device), through=anchor.as_of)
 
 
-def _past_constants(row: published.PublishedResult, sync_s: float, path: str) -> Constants:
-    """K from the rounds before the row's (a study is one round: published.py checks it), and ``sync_s``."""
+@lru_cache(maxsize=4)
+def round_batch_halves(family: str, path: str = str(published.BUNDLED_PUBLISHED)) -> tuple[BatchHalf, ...]:
+    """Each round's own K for ``family``, oldest first: how far the per-step cost moved between software
+    generations (one fit a round, so a row that barely shrinks its batch cannot pose as a range's end)."""
+    dates = sorted({r.as_of for r in published.load_published(path) if r.role in LEARNT_FROM and r.anchor
+                    and projection.family_of(r.device) == family})
+    fits = dict.fromkeys(batch_half_for(family, through=d, path=path) for d in dates)  # a date without one repeats
+    return tuple(k for k in fits if k.round_as_of)
+
+
+def _past_constants(row: published.PublishedResult, sync_s: float, path: str, k_known: bool) -> Constants:
+    """K from the rounds before the row's (a study is one round: published.py checks it), and ``sync_s``;
+    with ``k_known``, a strong-scaling row's own K instead (what a sweep of its software would have measured)."""
+    if k_known:
+        results = {r.name: r for r in published.load_published(path)}
+        own, _ = implied_constants(row, results[row.anchor], interconnect.load_interconnects(), sync_s)
+        if own is not None:
+            return Constants(own, sync_s)
     return Constants(batch_half_for(projection.family_of(row.device), before=row.as_of, path=path).value, sync_s)
 
 
 @lru_cache(maxsize=4)
-def cross_validate(path: str = str(published.BUNDLED_PUBLISHED)) -> tuple[Check, ...]:
-    """Every calibration and validation row out of sample: K from the rounds before its study, the rest without it."""
+def cross_validate(path: str = str(published.BUNDLED_PUBLISHED), k_known: bool = False) -> tuple[Check, ...]:
+    """Every calibration and validation row out of sample: K from the rounds before its study, the rest without it.
+
+    ``k_known`` gives each strong-scaling row its own K instead: not a prediction (its rate is then
+    matched by construction) but what is left of the misses once K is right (PROJECTION.md)."""
     results = published.load_published(path)
     catalogue = interconnect.load_interconnects()
-    calibration = _fitted_rows(results)
     by_name = {r.name: r for r in results}
-    studies = dict.fromkeys(r.study for r in results if r.role in LEARNT_FROM)
     checks = []
-    for study in studies:
-        sync_s = fit_sync_s([r for r in calibration if r.study != study], catalogue, by_name)
+    for study in dict.fromkeys(r.study for r in results if r.role in LEARNT_FROM):
+        sync_s = fit_sync_s([r for r in _fitted_rows(results) if r.study != study], catalogue, by_name)
         for row in (r for r in results if r.study == study and r.role in LEARNT_FROM):
-            checks += check_row(row, _past_constants(row, sync_s, path), catalogue, results, leave_out=(study,))
+            checks += check_row(row, _past_constants(row, sync_s, path, k_known), catalogue, results, (study,))
     return tuple(checks)
 
 
 @lru_cache(maxsize=4)
-def holdout_checks(path: str = str(published.BUNDLED_PUBLISHED)) -> tuple[Check, ...]:
-    """The holdout rows by the same rule (K from the rounds before each): never learnt from, not in the band."""
+def holdout_checks(path: str = str(published.BUNDLED_PUBLISHED), k_known: bool = False) -> tuple[Check, ...]:
+    """The holdout rows by the same rule (K from the rounds before each): never learnt from, not in the band;
+    ``k_known`` as in ``cross_validate``."""
     results = published.load_published(path)
     catalogue = interconnect.load_interconnects()
-    checks = []
-    for row in (r for r in results if r.role == "holdout"):  # its own study's epochs left out too
-        checks += check_row(row, _past_constants(row, CALIBRATION.sync_s, path), catalogue, results,
-                            leave_out=(row.study,))
-    return tuple(checks)
+    return tuple(check for row in results if row.role == "holdout"  # its own study's epochs left out too
+                 for check in check_row(row, _past_constants(row, CALIBRATION.sync_s, path, k_known), catalogue,
+                                        results, (row.study,)))
 
 
 def calibration_fit(path: str = str(published.BUNDLED_PUBLISHED)) -> Constants:

@@ -105,13 +105,29 @@ def test_a_time_check_uses_the_rows_own_recipe_and_clock():
     assert validation.recipe_for(BY_NAME["mlperf-v4.0-h100x64"]) == "rcp"
 
 
-def test_published_batch_halves_are_the_rows_implied_k_by_family():
+def test_round_batch_halves_are_one_fit_a_round_oldest_first():
     from methodology import validation as val
-    gpu, tpu, every = (val.published_batch_halves(f) for f in ("gpu", "tpu", None))
-    assert sorted(gpu + tpu) == list(every) and list(every) == sorted(every)
-    assert gpu and tpu and all(0 <= k <= val.MAX_BATCH_HALF for k in every)
-    # MLPerf v1.0's TPU v4-4096 at 16 a chip implies about 6 (PROJECTION.md): it is among them.
-    assert any(5 <= k <= 7 for k in tpu)
+    for family in ("gpu", "tpu"):
+        rounds = val.round_batch_halves(family)
+        assert [k.round_as_of for k in rounds] == sorted({k.round_as_of for k in rounds})
+        assert all(k == val.batch_half_for(family, through=k.round_as_of) for k in rounds)
+        today = val.batch_half_for(family)  # today's K is the last round's
+        assert (rounds[-1].value, rounds[-1].round_as_of) == (today.value, today.round_as_of)
+    # MLPerf's TPU pods: 71.8 (2018), then falling with each round's software (PROJECTION.md)
+    assert [round(k.value, 1) for k in val.round_batch_halves("tpu")] == [71.8, 23.5, 13.5, 5.9]
+
+
+def test_k_known_matches_each_strong_scaling_rate_and_leaves_the_others_alone():
+    """With each strong-scaling result's own K its rate is matched by construction; a result that does not shrink
+    its batch keeps the past's K, so its check is the rolling origin's own."""
+    past = {(c.name, c.quantity): c for c in validation.cross_validate()}
+    for check in validation.cross_validate(k_known=True):
+        row = BY_NAME[check.name]
+        own, _ = validation.implied_constants(row, BY_NAME[row.anchor], CATALOGUE, 0.0)
+        if own is not None and check.quantity == validation.IMAGES_PER_SEC and 0 < own < validation.MAX_BATCH_HALF:
+            assert abs(check.error) < 1e-3, check.name
+        elif own is None:
+            assert check.predicted == past[check.name, check.quantity].predicted
 
 
 def test_projection_md_quotes_todays_k():

@@ -4,7 +4,6 @@ validation table. Pure: standard library, methodology/ and bench.humanize.
 from __future__ import annotations
 
 import argparse
-import statistics
 
 from bench.cli import common, project_source
 from bench.humanize import format_hours, format_rate, format_usd
@@ -76,15 +75,16 @@ def _below_the_points(model: projection.Model, rows) -> list[str]:
     if not below:
         return []
     family = projection.family_of(model.fabric.device)
-    halves = validation.published_batch_halves(family)
+    rounds = validation.round_batch_halves(family)
     low = min(r.per_device_batch for r in below)
     batches = sorted({low, smallest} | {2 ** k for k in range(1, 20) if low < 2 ** k < smallest})
-    spread = (f"; published {family} runs imply K from {halves[0]:.0f} to {halves[-1]:.0f} (median "
-              f"{statistics.median(halves):.0f}) across software generations (methodology/published.csv)"
-              ) if halves else ""
+    spread = (f" (fitted round by round, published {family} runs put K between {min(k.value for k in rounds):.1f} "
+              f"and {max(k.value for k in rounds):.1f}: {', '.join(f'{k.value:.1f}' for k in rounds)} from "
+              f"{rounds[0].round_as_of} to {rounds[-1].round_as_of}, methodology/published.csv; `podbench project "
+              "--validate` shows how many of its misses K alone accounts for)") if rounds else ""
     return [f"{', '.join(str(r.devices) for r in below)} devices run below the smallest measured batch ({smallest} "
-            f"a device), where the rate rests on K = {model.curve.batch_half:.1f} images of per-step cost{spread}: "
-            f"the least certain part of this projection; measure yours with `podbench sweep --batch-sizes "
+            f"a device), where the rate rests on K = {model.curve.batch_half:.1f} images of per-step cost: the least "
+            f"certain part of this projection{spread}; measure yours with `podbench sweep --batch-sizes "
             f"{','.join(map(str, batches))}` on one device or a slice, then `podbench project --run SWEEP_DIR`"]
 
 
