@@ -355,14 +355,12 @@ def round_batch_halves(family: str, path: str = str(published.BUNDLED_PUBLISHED)
     return tuple(k for k in fits if k.round_as_of)
 
 
-def _past_constants(row: published.PublishedResult, sync_s: float, path: str, k_known: bool) -> Constants:
+def _past_constants(row: published.PublishedResult, sync_s: float, path: str, k_known: bool, by_name: dict,
+                    catalogue: dict) -> Constants:
     """K from the rounds before the row's (a study is one round: published.py checks it), and ``sync_s``;
     with ``k_known``, a strong-scaling row's own K instead (what a sweep of its software would have measured)."""
-    if k_known:
-        results = {r.name: r for r in published.load_published(path)}
-        own, _ = implied_constants(row, results[row.anchor], interconnect.load_interconnects(), sync_s)
-        if own is not None:
-            return Constants(own, sync_s)
+    if k_known and (own := implied_constants(row, by_name[row.anchor], catalogue, sync_s)[0]) is not None:
+        return Constants(own, sync_s)
     return Constants(batch_half_for(projection.family_of(row.device), before=row.as_of, path=path).value, sync_s)
 
 
@@ -379,7 +377,8 @@ def cross_validate(path: str = str(published.BUNDLED_PUBLISHED), k_known: bool =
     for study in dict.fromkeys(r.study for r in results if r.role in LEARNT_FROM):
         sync_s = fit_sync_s([r for r in _fitted_rows(results) if r.study != study], catalogue, by_name)
         for row in (r for r in results if r.study == study and r.role in LEARNT_FROM):
-            checks += check_row(row, _past_constants(row, sync_s, path, k_known), catalogue, results, (study,))
+            constants = _past_constants(row, sync_s, path, k_known, by_name, catalogue)
+            checks += check_row(row, constants, catalogue, results, (study,))
     return tuple(checks)
 
 
@@ -389,9 +388,10 @@ def holdout_checks(path: str = str(published.BUNDLED_PUBLISHED), k_known: bool =
     ``k_known`` as in ``cross_validate``."""
     results = published.load_published(path)
     catalogue = interconnect.load_interconnects()
+    by_name = {r.name: r for r in results}
     return tuple(check for row in results if row.role == "holdout"  # its own study's epochs left out too
-                 for check in check_row(row, _past_constants(row, CALIBRATION.sync_s, path, k_known), catalogue,
-                                        results, (row.study,)))
+                 for check in check_row(row, _past_constants(row, CALIBRATION.sync_s, path, k_known, by_name,
+                                                             catalogue), catalogue, results, (row.study,)))
 
 
 def calibration_fit(path: str = str(published.BUNDLED_PUBLISHED)) -> Constants:
