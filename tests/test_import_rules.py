@@ -57,7 +57,7 @@ RULES = [
     (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.config", "bench.config_json",
       "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
       "bench.data.tfrecord", "bench.train.summary", "bench.train.threads"),
-     ("bench.train.run", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
+     ("bench.train.run", "bench.train.resume", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
       "bench.train.callbacks", "bench.train.evaluation", "bench.train.progress", "bench.train.environment",
       "bench.train.peak", "bench.train.local_peaks", "bench.data.pipeline", "bench.data.records",
       "bench.data.preprocess", "models.resnet"),
