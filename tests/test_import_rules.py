@@ -60,7 +60,7 @@ RULES = [
      ("bench.train.run", "bench.train.resume", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
       "bench.train.callbacks", "bench.train.evaluation", "bench.train.progress", "bench.train.environment",
       "bench.train.peak", "bench.train.local_peaks", "bench.data.pipeline", "bench.data.records",
-      "bench.data.preprocess", "models.resnet"),
+      "bench.data.record_checks", "bench.data.preprocess", "models.resnet"),
      "these never need a TensorFlow process's modules"),
     (("bench.results", "bench.cluster", "bench.config", "bench.config_json", "bench.resolve", "bench.presets",
       "bench.data.spec", "bench.train.summary", "bench.report.summary_text"),
