@@ -13,7 +13,7 @@ Good data:
 
 Bad data (one bad record at a known place):
   ``BAD_KINDS``: the kinds ``bad_example`` makes; ``REASONS`` maps each to the
-      words the error names (all but "corrupt_jpeg" fail ``records.parse``;
+      words the error names (all but "corrupt_jpeg" fail ``record_checks.parse``;
       that one only fails decoding).
   ``bad_example(kind, i) -> bytes``; ``write_bad_record_dir(root, kind=...)
       -> (root, bad shard's path, bad record's index)``.
@@ -30,19 +30,19 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from bench.data import records
+from bench.data import record_checks, records
 
 # (height, width): non-square both ways, smaller than a 32x32 model input, and larger.
 SIZES = ((40, 30), (30, 40), (64, 48), (33, 57), (20, 25), (120, 90))
 BAD_KINDS = ("missing_image", "missing_label", "label_zero", "label_out_of_range", "png_payload",
              "truncated_jpeg", "corrupt_jpeg")
 REASONS = {
-    "missing_image": records.NO_IMAGE,
-    "missing_label": records.NO_LABEL,
+    "missing_image": record_checks.NO_IMAGE,
+    "missing_label": record_checks.NO_LABEL,
     "label_zero": "label outside 1..",
     "label_out_of_range": "label outside 1..",
-    "png_payload": records.NOT_JPEG,
-    "truncated_jpeg": records.TRUNCATED_JPEG,
+    "png_payload": record_checks.NOT_JPEG,
+    "truncated_jpeg": record_checks.TRUNCATED_JPEG,
     "corrupt_jpeg": "JPEG does not decode",
 }
 _SEED_STRIDE = 1_000_003  # seed s, image n -> jpeg seed s * stride + n: no two datasets share images

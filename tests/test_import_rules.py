@@ -54,16 +54,16 @@ RULES = [
     (("methodology",), ("bench", "models", "tensorflow", "tf_keras", "official", "matplotlib"),
      "methodology/ is pure arithmetic: no TensorFlow, no harness"),
     (("models",), ("bench", "methodology"), "models/ builds models and knows nothing of benchmarks"),
-    (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.config", "bench.resolve",
-      "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec", "bench.data.tfrecord",
-      "bench.train.summary", "bench.train.threads"),
-     ("bench.train.run", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
+    (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.config", "bench.config_json",
+      "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
+      "bench.data.tfrecord", "bench.train.summary", "bench.train.threads"),
+     ("bench.train.run", "bench.train.resume", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
       "bench.train.callbacks", "bench.train.evaluation", "bench.train.progress", "bench.train.environment",
       "bench.train.peak", "bench.train.local_peaks", "bench.data.pipeline", "bench.data.records",
-      "bench.data.preprocess", "models.resnet"),
+      "bench.data.record_checks", "bench.data.preprocess", "models.resnet"),
      "these never need a TensorFlow process's modules"),
-    (("bench.results", "bench.cluster", "bench.config", "bench.resolve", "bench.presets", "bench.data.spec",
-      "bench.train.summary", "bench.report.summary_text"),
+    (("bench.results", "bench.cluster", "bench.config", "bench.config_json", "bench.resolve", "bench.presets",
+      "bench.data.spec", "bench.train.summary", "bench.report.summary_text"),
      ("bench.cli",), "the command line sits on top; nothing below imports it"),
 ]
 
@@ -86,7 +86,7 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
     """Modules that read-only commands load: TensorFlow may appear only inside a function, never at top level."""
     for name, path in MODULES.items():
         if not in_package(name, "bench.results", "bench.report", "bench.cluster", "bench.cli", "methodology",
-                          "bench.config", "bench.resolve", "bench.presets", "bench.train.summary",
+                          "bench.config", "bench.config_json", "bench.resolve", "bench.presets", "bench.train.summary",
                           "bench.train.threads", "bench.data.spec"):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -97,9 +97,10 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
 
 
 LIGHT_MODULES = sorted(n for n in MODULES if in_package(
-    n, "methodology", "bench.cli", "bench.results", "bench.cluster", "bench.config", "bench.resolve",
-    "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec", "bench.data.tfrecord",
-    "bench.train.summary", "bench.train.threads", "bench.report.summary_text") and not n.endswith("__main__"))
+    n, "methodology", "bench.cli", "bench.results", "bench.cluster", "bench.config", "bench.config_json",
+    "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
+    "bench.data.tfrecord", "bench.train.summary", "bench.train.threads", "bench.report.summary_text")
+    and not n.endswith("__main__"))
 
 
 def loaded_after(code: str) -> list[str]:

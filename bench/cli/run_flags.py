@@ -16,6 +16,7 @@ from typing import Callable
 
 from bench import config as cfg
 from bench import presets
+from bench.config_json import config_from_dict
 from bench.cli import checks
 from bench.cli.run_checks import check_run
 from bench.errors import UsageError
@@ -248,7 +249,7 @@ def load_config(path: str) -> cfg.RunConfig:
     try:
         file = Path(path) / CONFIG_FILE if Path(path).is_dir() else Path(path)
         requested = read_json(file)["requested"]
-        config = cfg.config_from_dict(requested)
+        config = config_from_dict(requested)
     except FileNotFoundError:
         raise UsageError(f"no config file {path}; give a run's config.json (or its run directory)") from None
     except OSError as err:

@@ -21,7 +21,7 @@ from typing import Sequence
 import tensorflow as tf
 
 from bench.cluster import gpus
-from bench.data import preprocess, records
+from bench.data import preprocess, record_checks, records
 from bench.data.spec import DataCounts, InputSpec
 from bench.errors import UsageError
 from methodology import constants
@@ -184,7 +184,7 @@ def is_input_error(err: tf.errors.OpError) -> bool:
     searching every shard for a bad record then would blame the data, for hours.
     """
     text = str(err)
-    return records.BAD_RECORD_TAG in text or any(op in text for op in INPUT_OPS)
+    return record_checks.BAD_RECORD_TAG in text or any(op in text for op in INPUT_OPS)
 
 
 def _local_devices(strategy: tf.distribute.Strategy) -> tuple[str, ...]:
@@ -206,17 +206,17 @@ def diagnose(err: tf.errors.OpError, pipeline: Pipeline, num_classes: int, progr
     if pipeline.skipped_records is not None:  # --skip-corrupt is on, and this record passed its checks
         fix = ("re-create or remove that shard (--skip-corrupt skips records that fail the checks before "
                "decoding; this one passed them)")
-    bad = records.bad_record_from_error(str(err))
+    bad = record_checks.bad_record_from_error(str(err))
     if bad is None and pipeline.files:
         if progress:
-            progress(f"input pipeline failed ({records.op_error_text(err)}); locating the bad record "
+            progress(f"input pipeline failed ({record_checks.op_error_text(err)}); locating the bad record "
                      f"in {len(pipeline.files)} shard(s)…")
-        bad = records.locate_corruption(pipeline.files, num_classes)
+        bad = record_checks.locate_corruption(pipeline.files, num_classes)
     if bad is not None and not bad.skippable:
         return f"bad input data: {bad.message()}; re-create or remove that shard"
     if bad is not None:
         return f"bad input data: {bad.message()}; {fix}"
-    return f"the input pipeline failed: {records.op_error_text(err)}; check the data with `podbench data inspect`"
+    return f"the input pipeline failed: {record_checks.op_error_text(err)}; check the data with `podbench data inspect`"
 
 
 def imagenet_num_examples(files: Sequence[str], split: str) -> int:
@@ -233,8 +233,8 @@ def imagenet_num_examples(files: Sequence[str], split: str) -> int:
 
 # The pipeline's functions are plain TensorFlow ops, no Python control flow on
 # tensors: AutoGraph has nothing to convert, and converting lambdas from their
-# source text has resolved names wrongly under pytest (a `records.parse` call
-# became another module's `join`).
+# source text has resolved names wrongly under pytest (a `record_checks.parse`
+# call became another module's `join`).
 _plain_tf = tf.autograph.experimental.do_not_convert
 
 
@@ -258,7 +258,7 @@ def _tfrecord_dataset_fn(spec: InputSpec, files: list[str], counter: tf.Variable
 
         @_plain_tf
         def check(path, index, record):
-            return records.parse(record, path, index, spec.num_classes, fail=not spec.skip_corrupt)
+            return record_checks.parse(record, path, index, spec.num_classes, fail=not spec.skip_corrupt)
 
         checked = raw.map(check, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
         return _finish(checked, spec, counter)

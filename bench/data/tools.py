@@ -11,7 +11,7 @@ import statistics
 
 import tensorflow as tf
 
-from bench.data import records
+from bench.data import record_checks, records
 from bench.errors import UsageError
 
 JPEG_SUFFIXES = (".jpg", ".jpeg")
@@ -153,7 +153,7 @@ def _describe(files: list[str], split: str, sample: int, num_classes: int) -> di
     try:
         return _read(files, count, sample, num_classes)
     except tf.errors.DataLossError:  # a checksum mismatch: TensorFlow names no file
-        bad = records.locate_corruption(files, num_classes, decode=False)
+        bad = record_checks.locate_corruption(files, num_classes, decode=False)
         where = bad.message() if bad else "a corrupt record"
         raise UsageError(f"{where}; re-create or remove that shard") from None
 

@@ -12,7 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.config import RunConfig, config_from_dict
+from bench.config import RunConfig
+from bench.config_json import config_from_dict
 from bench.resolve import ResolvedRun, resolved_from_dict
 from bench.results import jsonl, mllog
 from bench.results.eventfile import EventFileWriter

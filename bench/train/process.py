@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import models  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow loads)
-from bench.config import config_from_dict
+from bench.config_json import config_from_dict
 from bench.errors import EXIT_FAILED, EXIT_USAGE, RunFailed, UsageError
 from bench.streams import protect_std_streams
 from bench.train import threads

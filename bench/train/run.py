@@ -9,6 +9,9 @@ Each step consumes the previous one's output and nothing flows back:
         fit(built, setup.plan, files)                callbacks built in one place (train/callbacks.py)
     summary = build_summary(read_run(run_dir))       pure, from what the files hold (train/summary.py)
 
+Where a process's segment of the run starts (its record, the checkpoint it
+restores, the step fit begins at) is bench/train/resume.py.
+
 Nothing measured is lost: steps.jsonl, evals.jsonl and lifecycle.jsonl grow a
 flushed line at a time, and summary.json is computed from them however the run
 ended (completed, Ctrl-C, bad data), exactly as `podbench summarize` would.
@@ -17,9 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -36,12 +37,12 @@ from bench.data.spec import DataCounts
 from bench.errors import EXIT_OK, RunFailed, UsageError
 from bench.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
-from bench.results.rundir import CHECKPOINTS_DIR, ERROR_LOG_FILE, LIFECYCLE_FILE, STEPS_FILE
+from bench.results.rundir import ERROR_LOG_FILE
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import Summary, write_summary
 from bench.train import environment, peak, recipe
 from bench.train.callbacks import Controls, make_callbacks
-from bench.train.checkpoints import Checkpointer, agreement, check_same_step, client_io_device
+from bench.train.resume import ResumePoint, check_same_plan, mllog_path, restore, start_segment
 from bench.train.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
 from bench.train.strategy import StrategyInfo, make_strategy
 from bench.train.summary import build_summary
@@ -116,15 +117,6 @@ def native_bf16(platform: str) -> bool:
     return platform == "cpu" and peaks.cpu_native_bf16(environment.cpu_info()["isa_flags"])
 
 
-def check_same_plan(before: ResolvedRun, now: ResolvedRun) -> None:
-    """Raises UsageError naming the first setting a resumed run would change (progress lines aside)."""
-    old, new = before.to_json(), now.to_json()
-    for key in old:
-        if key != "log_steps" and old[key] != new.get(key):
-            raise UsageError(f"this machine would run the resumed benchmark differently: {key} was {old[key]}, "
-                             f"now {new.get(key)}; resume it where it has the same devices")
-
-
 def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.stderr,
             resume: bool = False, restore_checkpoint: bool | None = None) -> Outcome:
     """Runs the benchmark described by ``config`` (or resumes it) and writes ``run_dir``.
@@ -186,27 +178,6 @@ def _outcome(summary: Summary, run_dir: Path, ending: dict) -> Outcome:
         raise UsageError(what) if ending.get("usage") else RunFailed(what)
     code = EXIT_OK if ending["status"] == "completed" else exit_code(ending.get("signal") or "SIGINT")
     return Outcome(summary, run_dir, code)
-
-
-def start_segment(files: RunFiles, run_id: str) -> int:
-    """Records this process's start: its segment number, where its step records begin, its MLPerf log."""
-    earlier = [e for e in jsonl.read_lifecycle(files.run_dir / LIFECYCLE_FILE) if e["event"] == jsonl.START]
-    steps_path = files.run_dir / STEPS_FILE
-    logged = len(jsonl.read_steps(steps_path)) if steps_path.exists() else 0
-    files.lifecycle.event(jsonl.START, run_id=run_id, segment=len(earlier), first_record=logged,
-                          pid=os.getpid(), host=socket.gethostname(), mllog=files.mllog_path)
-    return len(earlier)
-
-
-def mllog_path(run_dir: Path, config: RunConfig) -> str | None:
-    """The run's MLPerf log, absolute: the first segment's (a resumed run appends to it from any directory)."""
-    if not config.output.mllog:
-        return None
-    with contextlib.suppress(OSError, ValueError):
-        for e in jsonl.read_lifecycle(run_dir / LIFECYCLE_FILE):
-            if e["event"] == jsonl.START and e.get("mllog"):
-                return e["mllog"]
-    return os.path.abspath(config.output.mllog)
 
 
 def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, start_s: float,
@@ -293,38 +264,6 @@ def describe_failure(err: BaseException, run_dir: Path) -> str:
     return f"{type(err).__name__}: {first}{hint}; traceback in {run_dir / ERROR_LOG_FILE}"
 
 
-def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, controls: Controls, say,
-            restoring: bool) -> Controls:
-    """The checkpointer, and when resuming its latest checkpoint restored (the fit then starts there).
-
-    Under multi_worker the workers agree at every block end on when to stop, with
-    or without checkpoints (else each stops at its own next block, and the later
-    ones wait in an all-reduce for a peer that has gone), and on the step they restored.
-    """
-    agree = agreement(setup.info.strategy)
-    if not config.checkpoint.every_minutes:
-        return dataclasses.replace(controls, agree=agree)
-    directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
-    checkpointer = Checkpointer(built.model, setup.info.strategy, directory,
-                                client_io_device(config.runtime.tpu, directory))
-    latest, step, start_s = None, 0, time.perf_counter()
-    if restoring:
-        latest, step, damaged = checkpointer.restore_intact()
-        for path, why in damaged:  # named, and passed over for the newest intact one
-            say(f"checkpoint {path} does not restore ({why}): falling back to an older one")
-            files.lifecycle.event(jsonl.RESTORE, path=path, failed=why, segment=controls.segment)
-    if latest:
-        files.lifecycle.event(jsonl.RESTORE, start_s=start_s, end_s=time.perf_counter(), step=step, path=latest,
-                              segment=controls.segment)
-        say(f"restored {latest}: continuing after step {step} of {setup.plan.train_steps}")
-    elif restoring:
-        say(f"no checkpoint in {directory}: starting from step 0 (what earlier segments measured is kept)")
-    if agree is not None:
-        check_same_step(agree, step, directory)
-    return dataclasses.replace(controls, checkpointer=checkpointer, checkpoint_every_s=config.checkpoint.every_s,
-                               initial_step=step, agree=agree)
-
-
 def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int = 0) -> Built:
     """The model under the strategy's scope and the input pipelines, as the plan says.
 
@@ -378,18 +317,6 @@ def fit(built: Built, plan: ResolvedRun, target_accuracy: float | None, files: R
                         validation_steps=plan.eval_steps or None, validation_freq=plan.eval_every_epochs or 1)
     finally:
         built.model._training_state = None  # noqa: SLF001
-
-
-class ResumePoint:
-    """Where a resumed fit starts inside an epoch, told to tf_keras through the hook its own
-    BackupAndRestore uses (``Model._training_state``, tf_keras 2.20 training.py): fit then
-    starts the data handler's first epoch at that step, and callbacks see the true steps."""
-
-    def __init__(self, epoch: int, step: int):
-        self.epoch, self.step = epoch, step
-
-    def maybe_load_initial_counters_from_ckpt(self, steps_per_epoch, initial_epoch, mode=None):
-        return self.epoch, self.step
 
 
 def _printer(stream: TextIO):

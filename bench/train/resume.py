@@ -1,0 +1,106 @@
+"""Where a run starts: the segment it records, the checkpoint it restores, the step fit begins at.
+
+A run may stop (a preemption, Ctrl-C) and be resumed, by another process on
+another machine; every process that runs it is one segment of the same run
+directory. Here is what a segment must keep and where it starts: the plan it
+may not change (``check_same_plan``), its record in lifecycle.jsonl
+(``start_segment``), the MLPerf log it continues (``mllog_path``), the
+checkpointer and the step it restored (``restore``), and how tf_keras is told
+to start inside an epoch (``ResumePoint``). Apart from bench/train/run.py, so
+that module reads in one direction, strategy to summary, as a first run does.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import socket
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.config import RunConfig
+from bench.errors import UsageError
+from bench.resolve import ResolvedRun
+from bench.results import jsonl
+from bench.results.rundir import CHECKPOINTS_DIR, LIFECYCLE_FILE, STEPS_FILE
+from bench.results.runfiles import RunFiles
+from bench.train.callbacks import Controls
+from bench.train.checkpoints import Checkpointer, agreement, check_same_step, client_io_device
+
+if TYPE_CHECKING:  # annotations only: bench/train/run.py imports this module
+    from bench.train.run import Built, Setup
+
+
+def check_same_plan(before: ResolvedRun, now: ResolvedRun) -> None:
+    """Raises UsageError naming the first setting a resumed run would change (progress lines aside)."""
+    old, new = before.to_json(), now.to_json()
+    for key in old:
+        if key != "log_steps" and old[key] != new.get(key):
+            raise UsageError(f"this machine would run the resumed benchmark differently: {key} was {old[key]}, "
+                             f"now {new.get(key)}; resume it where it has the same devices")
+
+
+def start_segment(files: RunFiles, run_id: str) -> int:
+    """Records this process's start: its segment number, where its step records begin, its MLPerf log."""
+    earlier = [e for e in jsonl.read_lifecycle(files.run_dir / LIFECYCLE_FILE) if e["event"] == jsonl.START]
+    steps_path = files.run_dir / STEPS_FILE
+    logged = len(jsonl.read_steps(steps_path)) if steps_path.exists() else 0
+    files.lifecycle.event(jsonl.START, run_id=run_id, segment=len(earlier), first_record=logged,
+                          pid=os.getpid(), host=socket.gethostname(), mllog=files.mllog_path)
+    return len(earlier)
+
+
+def mllog_path(run_dir: Path, config: RunConfig) -> str | None:
+    """The run's MLPerf log, absolute: the first segment's (a resumed run appends to it from any directory)."""
+    if not config.output.mllog:
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        for e in jsonl.read_lifecycle(run_dir / LIFECYCLE_FILE):
+            if e["event"] == jsonl.START and e.get("mllog"):
+                return e["mllog"]
+    return os.path.abspath(config.output.mllog)
+
+
+def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, controls: Controls, say,
+            restoring: bool) -> Controls:
+    """The checkpointer, and when resuming its latest checkpoint restored (the fit then starts there).
+
+    Under multi_worker the workers agree at every block end on when to stop, with
+    or without checkpoints (else each stops at its own next block, and the later
+    ones wait in an all-reduce for a peer that has gone), and on the step they restored.
+    """
+    agree = agreement(setup.info.strategy)
+    if not config.checkpoint.every_minutes:
+        return dataclasses.replace(controls, agree=agree)
+    directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
+    checkpointer = Checkpointer(built.model, setup.info.strategy, directory,
+                                client_io_device(config.runtime.tpu, directory))
+    latest, step, start_s = None, 0, time.perf_counter()
+    if restoring:
+        latest, step, damaged = checkpointer.restore_intact()
+        for path, why in damaged:  # named, and passed over for the newest intact one
+            say(f"checkpoint {path} does not restore ({why}): falling back to an older one")
+            files.lifecycle.event(jsonl.RESTORE, path=path, failed=why, segment=controls.segment)
+    if latest:
+        files.lifecycle.event(jsonl.RESTORE, start_s=start_s, end_s=time.perf_counter(), step=step, path=latest,
+                              segment=controls.segment)
+        say(f"restored {latest}: continuing after step {step} of {setup.plan.train_steps}")
+    elif restoring:
+        say(f"no checkpoint in {directory}: starting from step 0 (what earlier segments measured is kept)")
+    if agree is not None:
+        check_same_step(agree, step, directory)
+    return dataclasses.replace(controls, checkpointer=checkpointer, checkpoint_every_s=config.checkpoint.every_s,
+                               initial_step=step, agree=agree)
+
+
+class ResumePoint:
+    """Where a resumed fit starts inside an epoch, told to tf_keras through the hook its own
+    BackupAndRestore uses (``Model._training_state``, tf_keras 2.20 training.py): fit then
+    starts the data handler's first epoch at that step, and callbacks see the true steps."""
+
+    def __init__(self, epoch: int, step: int):
+        self.epoch, self.step = epoch, step
+
+    def maybe_load_initial_counters_from_ckpt(self, steps_per_epoch, initial_epoch, mode=None):
+        return self.epoch, self.step
