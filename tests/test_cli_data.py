@@ -50,7 +50,7 @@ def test_data_inspect_json(imagenet_dir):
     proc = podbench("data", "inspect", "--data-dir", imagenet_dir, "--num-classes", 5, "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads(proc.stdout)
-    assert info  # the fields are tested in test_records.py; here: it runs and is JSON
+    assert info  # the fields are tested in test_data_tools.py; here: it runs and is JSON
 
 
 def test_data_make_then_bench(tmp_path):

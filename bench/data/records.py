@@ -25,7 +25,6 @@ from bench.errors import UsageError
 from bench.data.spec import SPLITS
 from bench.data.tfrecord import FramingError, frames
 
-SPLITS = ("train", "validation")
 IMAGENET_SHARDS = {"train": 1024, "validation": 128}
 LABEL_OFFSET = 1  # stored labels are 1..1000
 ENCODED_KEY, LABEL_KEY = "image/encoded", "image/class/label"
@@ -83,7 +82,7 @@ def list_shards(data_dir: str, split: str) -> list[str]:
     if missing:
         raise UsageError(f"{data_dir}: {len(found)} of {count} {split} shards; {shard_name(split, missing[0], count)} "
                          "is missing (an interrupted copy?); copy the rest")
-    return [_join(data_dir, found[i]) for i in range(count)]
+    return [join(data_dir, found[i]) for i in range(count)]
 
 
 def _some(names: list[str], shown: int = 3) -> str:
@@ -94,8 +93,8 @@ def _some(names: list[str], shown: int = 3) -> str:
     return f"{len(names)} file{'s' * (len(names) != 1)} ({', '.join(names[:shown])}{more})"
 
 
-def _join(directory: str, name: str) -> str:
-    # Not os.path.join: gs:// URIs always use '/', whatever the host's separator.
+def join(directory: str, name: str) -> str:
+    """``directory``/``name``: not os.path.join, because gs:// URIs always use '/', whatever the host's separator."""
     return directory.rstrip("/") + "/" + name
 
 
@@ -146,7 +145,7 @@ def write_shards(examples: Sequence[bytes], out_dir: str, split: str, num_shards
     if num_shards < 1 or split not in SPLITS:
         raise ValueError(f"need num_shards >= 1 and a split in {SPLITS}, got {num_shards}, {split!r}")
     tf.io.gfile.makedirs(out_dir)
-    paths = [_join(out_dir, shard_name(split, i, num_shards)) for i in range(num_shards)]
+    paths = [join(out_dir, shard_name(split, i, num_shards)) for i in range(num_shards)]
     writers = []
     try:
         writers += (tf.io.TFRecordWriter(p) for p in paths)

@@ -36,14 +36,14 @@ def make_from_folder(folder: str, out_dir: str, *, num_shards: int = 4, validati
     if not tf.io.gfile.isdir(folder):
         raise UsageError(f"no folder {folder}; give a folder with one subfolder of JPEGs per class")
     classes = sorted(d.rstrip("/") for d in tf.io.gfile.listdir(folder)
-                     if tf.io.gfile.isdir(records._join(folder, d.rstrip("/"))))
+                     if tf.io.gfile.isdir(records.join(folder, d.rstrip("/"))))
     if not classes:
         raise UsageError(f"{folder} has no class subfolders; put each class's JPEGs in FOLDER/<class>/")
     rng = random.Random(seed)
     splits = {"train": [], "validation": []}
     for label, name in enumerate(classes, start=records.LABEL_OFFSET):
-        class_dir = records._join(folder, name)
-        files = sorted(f for f in tf.io.gfile.listdir(class_dir) if not tf.io.gfile.isdir(records._join(class_dir, f)))
+        class_dir = records.join(folder, name)
+        files = sorted(f for f in tf.io.gfile.listdir(class_dir) if not tf.io.gfile.isdir(records.join(class_dir, f)))
         if not files:
             raise UsageError(f"class folder {class_dir} has no images; add JPEGs or remove it")
         rng.shuffle(files)
@@ -51,7 +51,7 @@ def make_from_folder(folder: str, out_dir: str, *, num_shards: int = 4, validati
         if validation_fraction > 0 and len(files) >= 2:
             held = max(1, min(held, len(files) - 1))
         for n, file in enumerate(files):
-            splits["validation" if n < held else "train"].append(_example(records._join(class_dir, file), label, name))
+            splits["validation" if n < held else "train"].append(_example(records.join(class_dir, file), label, name))
     return _write_splits(splits, out_dir, num_shards, validation_fraction, len(classes))
 
 
