@@ -21,7 +21,7 @@ The model, each part a stated assumption (methodology/PROJECTION.md says more):
    more devices adds ``SYNC_S`` a step (fitted on the calibration rows that go
    from 1 GPU to 8-16); a curve from a multi-device figure already holds it.
 3. **Communication.** One all-reduce of every gradient a step
-   (methodology/interconnect.py): its bandwidth term and its latency, which
+   (methodology/all_reduce.py): its bandwidth term and its latency, which
    grows with the torus axes or the tree of hosts; ``exposed_fraction`` of it
    is not hidden behind the backward pass (default 1.0: nothing hidden).
    Weight-update sharding (an option) replaces the all-reduce by a
@@ -41,10 +41,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
-from methodology import cost, interconnect, published, time_to_target as ttt, update
+from methodology import all_reduce, cost, interconnect, published, time_to_target as ttt, update
+from methodology.all_reduce import all_reduce_latency_s, all_reduce_s
 from methodology.device_curve import (BATCH_HALF, EXPOSED_FRACTION, CurvePoint, DeviceCurve, Rate, _non_negative,
                                      _positive, _positive_int, device_point, hyperbolic_rate)
-from methodology.interconnect import Interconnect, all_reduce_latency_s, all_reduce_s
+from methodology.interconnect import Interconnect
 
 __all__ = ["BATCH_HALF", "EXPOSED_FRACTION", "SYNC_S", "Band", "CurvePoint", "DeviceCurve", "Model", "Rate", "SizeProjection", "StepParts",
            "curve_from_anchor", "device_point", "family_of", "hyperbolic_rate", "project", "project_config",
@@ -346,7 +347,7 @@ def curve_from_anchor(anchor: published.PublishedResult, batch_half: float = BAT
     fabric = (interconnect.tpu_v2_with_stand_in(catalogue) if anchor.interconnect == "tpu-v2"
               else catalogue[anchor.interconnect])
     network = catalogue[anchor.network] if anchor.network else None
-    payload = interconnect.gradient_bytes()
+    payload = all_reduce.gradient_bytes()
     comm_s = (all_reduce_s(fabric, anchor.devices, payload, network)
               + all_reduce_latency_s(fabric, anchor.devices, network))
     return DeviceCurve((device_point(anchor.images_per_sec, anchor.per_device_batch, anchor.devices, comm_s),),
@@ -384,7 +385,7 @@ def project_config(source: DeviceCurve | published.PublishedResult, devices: int
     has_sync = (anchor.devices > 1 if anchor else False) if curve_has_sync is None else curve_has_sync
     batch = per_device_batch or curve.largest_batch
     update_s = update.update_seconds(anchor.device if anchor else fabric.device, "lars") or 0.0
-    model = Model(curve, fabric, network, batch, interconnect.gradient_bytes(), global_batch_max,
+    model = Model(curve, fabric, network, batch, all_reduce.gradient_bytes(), global_batch_max,
                   recipe=recipe, curve_has_sync=has_sync, weight_update_sharding=weight_update_sharding,
                   update_s=update_s if weight_update_sharding else 0.0,
                   measured_at=(anchor.devices, anchor.per_device_batch) if anchor else None,

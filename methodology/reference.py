@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from methodology import cost, interconnect, projection, validation
+from methodology import all_reduce, cost, interconnect, projection, validation
 from methodology.constants import MEASURED_EPOCHS, TARGET_TOP1_MLPERF_V05
 from methodology.prices import PriceBook, quote
 
@@ -281,10 +281,10 @@ def _modeled_rate(c: ReferenceConfig, pod_images_per_sec: float) -> tuple[float,
     """images/sec of TPU slice ``c`` projected from the full Pod's rate, and how."""
     pod = config("TPU v2-512")
     fabric = interconnect.tpu_v2_with_stand_in(interconnect.load_interconnects())
-    payload = interconnect.gradient_bytes()
+    payload = all_reduce.gradient_bytes()
     pod_batch = pod.global_batch_size // pod.chips
     point = projection.device_point(pod_images_per_sec, pod_batch, pod.chips,
-                                    interconnect.all_reduce_s(fabric, pod.chips, payload))
+                                    all_reduce.all_reduce_s(fabric, pod.chips, payload))
     batch = c.global_batch_size // c.chips
     k = validation.batch_half_for("tpu", through=AS_OF)
     model = projection.Model(projection.DeviceCurve((point,), k.value), fabric, None, batch, payload,
@@ -293,7 +293,7 @@ def _modeled_rate(c: ReferenceConfig, pod_images_per_sec: float) -> tuple[float,
     how = (f"modeled (podbench project): the full Pod's rate at {pod_batch} a chip, carried to {batch} a chip "
            f"as b/(b+{k.value:.0f}) (methodology/projection.py; K fitted on {k.basis}: the 2018 TPU software's "
            f"per-step cost), plus a {row.all_reduce_s * 1e3:.2f} ms all-reduce a step on a "
-           f"{interconnect.shape(fabric, c.chips)} (v2's link bandwidth is not published: v3's stands in)")
+           f"{all_reduce.shape(fabric, c.chips)} (v2's link bandwidth is not published: v3's stands in)")
     return row.images_per_sec, how
 
 

@@ -15,7 +15,7 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
-from methodology.interconnect import RESNET50_TRAINABLE_PARAMS
+from methodology.all_reduce import RESNET50_TRAINABLE_PARAMS
 
 BUNDLED_DEVICE_MEMORY = Path(__file__).with_name("device_memory.csv")
 COLUMNS = ("device", "memory_gb_per_s", "as_of", "source")

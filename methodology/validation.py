@@ -6,7 +6,7 @@ anchor's fabric taken out and the case's put in. The model has three fitted
 constants (``Constants``): the device curve's ``batch_half`` K
 (projection.py), the coordination cost ``sync_s`` added when a one-device
 figure is carried to several devices, and the per-level latency of the tree
-of hosts (interconnect.py).
+of hosts (all_reduce.py).
 
 - ``sync_s`` is fitted on the ``calibration`` rows (``fit_constants``: the
   median of what each row implies).
@@ -35,7 +35,7 @@ import statistics
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from methodology import interconnect, projection, published, time_to_target as ttt, update
+from methodology import all_reduce, interconnect, projection, published, time_to_target as ttt, update
 from methodology.constants import TARGET_TOP1_BLOG, TARGET_TOP1_MLPERF
 
 DEFAULT_TOLERANCE = 0.10
@@ -134,7 +134,7 @@ def _model(row: published.PublishedResult, anchor: published.PublishedResult, co
     fabric = _fabric(row.interconnect, catalogue)
     network = _network(row.network, catalogue)
     return projection.Model(anchor_curve(anchor, constants, catalogue), fabric, network, row.per_device_batch,
-                            interconnect.gradient_bytes(), recipe=recipe, sync_s=constants.sync_s,
+                            all_reduce.gradient_bytes(), recipe=recipe, sync_s=constants.sync_s,
                             curve_has_sync=anchor.devices > 1, curve_optimizer=anchor.recipe,
                             optimizer=row.recipe if row.recipe in update.UPDATE_BYTES_PER_PARAM else None)
 

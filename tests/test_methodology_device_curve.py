@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from methodology import interconnect
+from methodology import all_reduce, interconnect
 from methodology.device_curve import CurvePoint, DeviceCurve, device_point
 
 CATALOGUE = interconnect.load_interconnects()
@@ -79,7 +79,7 @@ def test_bad_points_are_refused(batch, rate):
 
 def test_device_point_takes_the_modeled_all_reduce_out():
     # 16 chips at 256 each, 31,225 img/s: a 131.18 ms step, 0.58 ms of it the modeled all-reduce.
-    reduce_s = interconnect.all_reduce_s(CATALOGUE["tpu-v3"], 16, GRADIENTS)
+    reduce_s = all_reduce.all_reduce_s(CATALOGUE["tpu-v3"], 16, GRADIENTS)
     point = device_point(31_225, 256, 16, reduce_s)
     assert point.per_device_batch == 256
     assert point.images_per_sec == pytest.approx(256 / (4096 / 31_225 - reduce_s), rel=1e-12)

@@ -24,7 +24,7 @@ from bench.cluster.sweep import SWEEP_JSON
 from bench.errors import UsageError
 from bench.results import rundir
 from bench.results.summary import Summary, read_summary
-from methodology import choice, hardware, interconnect, prices, projection, published, validation
+from methodology import all_reduce, choice, hardware, interconnect, prices, projection, published, validation
 from methodology import time_to_target as ttt
 from methodology.choice import Choice, Span
 from methodology.constants import TARGET_TOP1_BLOG
@@ -299,7 +299,7 @@ def project_anchor(found: published.PublishedResult, hw: hardware.Hardware):
         else None
     constants = validation.Constants(validation.batch_half_of(found).value, projection.SYNC_S)
     model = projection.Model(validation.anchor_curve(found, constants, catalogue), fabric, network,
-                             found.per_device_batch, interconnect.gradient_bytes(),
+                             found.per_device_batch, all_reduce.gradient_bytes(),
                              curve_has_sync=found.devices > 1, measured_at=(found.devices, found.per_device_batch))
     row = projection.project_size(model, hw.devices)
     notes = (fabric.flag,) if fabric.name == "tpu-v2" else ()

@@ -15,7 +15,7 @@ from bench.cli import checks, common, project_charts, project_source, project_te
 from bench.cluster.sweep import parse_sizes
 from bench.errors import UsageError
 from bench.results import rundir
-from methodology import interconnect, prices, projection, published, update, validation
+from methodology import all_reduce, interconnect, prices, projection, published, update, validation
 from methodology import time_to_target as ttt
 from methodology.constants import IMAGENET_TRAIN_EXAMPLES
 
@@ -92,7 +92,7 @@ def register(sub) -> None:
                    "fixed-90 = --recipe podbench")
     p.add_argument("--target", choices=("0.759", "0.76"), help="the target the time is named after "
                    "(default: the recipe's: 0.76 for podbench, 0.759 for rcp and google-tpu)")
-    p.add_argument("--all-reduce-dtype", choices=tuple(interconnect.BYTES_PER_VALUE),
+    p.add_argument("--all-reduce-dtype", choices=tuple(all_reduce.BYTES_PER_VALUE),
                    help="gradient precision on the wire (default float32)")
     p.add_argument("--exposed-fraction", type=float, metavar="F",
                    help=f"share of the all-reduce not hidden behind the backward pass "
@@ -185,8 +185,8 @@ def _curve(args, source: project_source.Source, fabric, network, payload: int,
         return projection.curve_from_anchor(source.anchor, batch_half)
     comm_s = 0.0
     if source.devices > 1:
-        comm_s = (interconnect.all_reduce_s(fabric, source.devices, payload, network)
-                  + interconnect.all_reduce_latency_s(fabric, source.devices, network))
+        comm_s = (all_reduce.all_reduce_s(fabric, source.devices, payload, network)
+                  + all_reduce.all_reduce_latency_s(fabric, source.devices, network))
     points = tuple(projection.device_point(rate, batch, source.devices, comm_s, exposed)
                    for batch, rate in sorted(source.points.items()))
     return projection.DeviceCurve(points, batch_half)
@@ -210,7 +210,7 @@ def build_model(args, source: project_source.Source) -> projection.Model:
     """
     fabric, network = _fabrics(args, source)
     try:
-        payload = interconnect.gradient_bytes(args.all_reduce_dtype or "float32")
+        payload = all_reduce.gradient_bytes(args.all_reduce_dtype or "float32")
         exposed = projection.EXPOSED_FRACTION if args.exposed_fraction is None else args.exposed_fraction
         curve = _curve(args, source, fabric, network, payload, exposed)
         batch = args.per_device_batch or curve.largest_batch

@@ -7,7 +7,7 @@ import argparse
 
 from bench.cli import common, project_source
 from bench.humanize import format_hours, format_rate, format_usd
-from methodology import constants, interconnect, projection, validation
+from methodology import all_reduce, constants, interconnect, projection, validation
 from methodology import time_to_target as ttt
 from methodology.prices import Price
 
@@ -58,12 +58,12 @@ def projection_answer(args: argparse.Namespace, source, model: projection.Model,
                          "sync_s": model.sync_s, "curve_has_sync": model.curve_has_sync},
         "interconnect": _fabric_json(model.fabric), "network": _fabric_json(model.network),
         "all_reduce": {"dtype": dtype, "payload_bytes": model.payload_bytes,
-                       "parameters": interconnect.RESNET50_TRAINABLE_PARAMS,
+                       "parameters": all_reduce.RESNET50_TRAINABLE_PARAMS,
                        "exposed_fraction": model.exposed_fraction},
         "global_batch_max": model.global_batch_max,
         "weight_update_sharding": {"on": model.weight_update_sharding, "update_s": model.update_s},
         "prices": {"label": pricing.label, "parts": [common.part_json(p) for p in pricing.parts]},
-        "rows": [dict(r.to_json(), shape=interconnect.shape(model.fabric, r.devices)) for r in rows],
+        "rows": [dict(r.to_json(), shape=all_reduce.shape(model.fabric, r.devices)) for r in rows],
         "notes": [*source.notes, *_below_the_points(model, rows), *target_notes, *pricing.notes],
     }
 
