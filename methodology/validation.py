@@ -368,8 +368,8 @@ def _past_constants(row: published.PublishedResult, sync_s: float, path: str, k_
 def cross_validate(path: str = str(published.BUNDLED_PUBLISHED), k_known: bool = False) -> tuple[Check, ...]:
     """Every calibration and validation row out of sample: K from the rounds before its study, the rest without it.
 
-    ``k_known`` gives each strong-scaling row its own K instead: not a prediction (its rate is then
-    matched by construction) but what is left of the misses once K is right (PROJECTION.md)."""
+    ``k_known`` gives each strong-scaling row its own K instead: not a prediction (its rate is then matched
+    unless even K = 0 is too slow for it) but what is left of the misses once K is right (PROJECTION.md)."""
     results = published.load_published(path)
     catalogue = interconnect.load_interconnects()
     by_name = {r.name: r for r in results}
