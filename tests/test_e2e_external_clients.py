@@ -207,6 +207,13 @@ def test_report_includes_the_resumed_runs(runs, tmp_path):
                           cwd=REPO, timeout=300)
     assert code.returncode == 0, code.stderr[-3000:]
     rows = (out / "runs.csv").read_text()
-    for name in ("term", "kill", "plain"):
+    for name in ("term", "kill"):  # the resumed runs: measured across their segments
         assert summaries[name]["run_id"] in rows
-    assert "skipped" not in code.stderr
+    # The uninterrupted control may reach 90% at its first evaluation (top-1 there was 0.86-0.91 over the runs
+    # seen: CPU training is not bit-reproducible across processes), ending inside the warm-up epoch with
+    # nothing steady to report: the report then names it as skipped and why, instead of a row.
+    if summaries["plain"]["images_per_sec"] is None:
+        assert f"skipped {root / 'plain'}: no steady-state images/sec" in code.stderr
+        assert code.stderr.count("skipped") == 1
+    else:
+        assert summaries["plain"]["run_id"] in rows and "skipped" not in code.stderr
