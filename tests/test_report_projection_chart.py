@@ -82,3 +82,10 @@ def test_no_published_efficiency_across_precisions():
     assert list(amp.get_ydata()) == pytest.approx([90])  # 720 / (8 x 100)
     assert "published points (TF32) left out: not at the projection's precision (AMP)" in " ".join(
         t.get_text() for t in fig.texts).replace("\n", " ")
+
+
+def test_a_published_size_crowding_a_projected_one_gets_no_tick_of_its_own():
+    from bench.report.projection_chart import device_ticks
+    # MLPerf v4.0's 2,528 H100 beside a projected 2,048: the two labels printed over each other.
+    assert device_ticks([8.0, 64.0, 2048.0], [8.0, 64.0, 2528.0]) == [8.0, 64.0, 2048.0]
+    assert device_ticks([8.0, 64.0], [512.0]) == [8.0, 64.0, 512.0]  # room enough: it gets one

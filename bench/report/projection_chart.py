@@ -143,21 +143,23 @@ def plot_projection(df: pd.DataFrame, published: pd.DataFrame | None = None, pre
     efficiency = 100 * rows["scaling_efficiency"].astype(float)
     eff_ax.plot(devices, efficiency, color=MEASURED_COLOR, linewidth=1.5)
     _projection_markers(ax, eff_ax, rows, efficiency)
-    values, x_values, points = [float(rows["images_per_sec"].min()), float(rows["ideal_images_per_sec"].max())], \
-        list(devices), [(float(n), float(r), format_rate(r)) for n, r in zip(devices, rows["images_per_sec"])]
+    values, points = [float(rows["images_per_sec"].min()), float(rows["ideal_images_per_sec"].max())], \
+        [(float(n), float(r), format_rate(r)) for n, r in zip(devices, rows["images_per_sec"])]
+    published_sizes: list[float] = []
     notes = []
     if published is not None and len(published):
         table = _published_table(published)
         ideal_per_device = float(rows["ideal_images_per_sec"].iloc[0] / rows["devices"].iloc[0])
         points += _published_points(ax, eff_ax, table, ideal_per_device, precision)
         values += [float(table["images_per_sec"].min()), float(table["images_per_sec"].max())]
-        x_values += list(table["devices"].astype(float))
+        published_sizes = list(table["devices"].astype(float))
         notes = _published_notes(table, precision)
-    _finish_axes(ax, eff_ax, efficiency, values, x_values)
+    ticks = device_ticks(list(devices), published_sizes)
+    _finish_axes(ax, eff_ax, efficiency, values, ticks, list(devices) + published_sizes)
     for n, value in zip(devices, efficiency):
         eff_ax.annotate(f"{value:.0f}%", (n, value), xytext=(6, 4), textcoords="offset points", fontsize=8)
     _time_cost_panel(time_ax, rows)
-    time_ax.xaxis.set_major_locator(FixedLocator(sorted(set(x_values))))
+    time_ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     if notes:
         text = "\n".join(notes)
@@ -185,15 +187,28 @@ def _published_notes(table: pd.DataFrame, precision: str | None) -> list[str]:
     return ["\n".join(textwrap.wrap(n, 140)) for n in notes]
 
 
-def _finish_axes(ax, eff_ax, efficiency, values, x_values) -> None:
+# Two device-count labels closer than this ratio on the log axis print over each other ("2048" beside 2528).
+MIN_TICK_RATIO = 1.5
+
+
+def device_ticks(projected: list[float], published: list[float]) -> list[float]:
+    """The x ticks: every projected size, and a published size only where it would not crowd a tick (the
+    published point stays drawn and named in the notes either way)."""
+    ticks = sorted(set(projected))
+    for size in sorted(set(published)):
+        if all(max(size, t) / min(size, t) >= MIN_TICK_RATIO for t in ticks):
+            ticks = sorted(ticks + [size])
+    return ticks
+
+
+def _finish_axes(ax, eff_ax, efficiency, values, ticks, sizes) -> None:
     low, high = min(values), max(values)
     ax.set_ylim(low / 1.5, high * 1.5)
     _log_ticks(ax, "y", low / 1.5, high * 1.5, lambda v: f"{v:,.0f}" if v >= 1 else f"{v:g}")
-    ticks = sorted(set(x_values))
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlim(min(ticks) / 1.4, max(ticks) * 2.0)
+    ax.set_xlim(min(sizes) / 1.4, max(sizes) * 2.0)  # every point inside, ticked or not
     eff_ax.axhline(100, color=IDEAL_COLOR, linestyle="--", linewidth=1)
     eff_ax.set_ylim(0, max(110.0, float(efficiency.max()) * 1.15))
     eff_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}%"))
