@@ -32,7 +32,7 @@ def smoke(config: RunConfig) -> RunConfig:
 # ms from about step 35 on, Nov 24 2026), so a gate on them compared warm-ups as much as
 # code; 40 warm-up + 40 measured steps leave that out. It did not make runs agree better
 # (run-to-run noise about 5% either way here); one CPU and one thread a pool did (4.0% against
-# 6.8% over 15 runs each, alternating; bench/train/threads.py), at 0.8x the throughput.
+# 6.8% over 15 runs each, alternating; bench/harness/threads.py), at 0.8x the throughput.
 GATE_WARMUP_STEPS = 40
 
 

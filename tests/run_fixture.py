@@ -2,7 +2,7 @@
 
 ``write_run`` writes what the runner writes (config.json from a real resolved
 plan, environment.json, steps.jsonl, lifecycle.jsonl, through the runner's own
-writers) and then summary.json the way the runner computes it: bench.train.summary's
+writers) and then summary.json the way the runner computes it: bench.harness.summary's
 pure ``build_summary`` over ``read_run`` of those files. No summary is made up.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from bench.resolve import resolve
 from bench.results import jsonl, rundir
 from bench.results.runfiles import config_json, read_run
 from bench.results import summary as summary_file
-from bench.train.summary import build_summary
+from bench.harness.summary import build_summary
 from methodology import mfu as mfu_math
 from methodology.throughput import StepRecord
 

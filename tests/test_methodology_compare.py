@@ -15,7 +15,7 @@ def log_of(*pairs) -> list[StepRecord]:
 
 
 def measured_intervals(records, warmup_steps, pauses=()):
-    """As bench/train/summary.py measured_windows prepares a run's log: pauses out, then the windows."""
+    """As bench/harness/summary.py measured_windows prepares a run's log: pauses out, then the windows."""
     parts = [segments.Segment(tuple(throughput.exclude_pauses(p, pauses))) for p in segments.split(records)]
     return compare.measured_intervals(segments.windows(parts, warmup_steps))
 

@@ -252,7 +252,7 @@ def resume(run_dir: Path, resume_step: int, train_steps: int, step_s: float = 0.
     """A second segment as `podbench run --resume` appends it: restored at ``resume_step``, trained to the end."""
     from bench.results.runfiles import read_run
     from bench.results import summary as summary_file
-    from bench.train.summary import build_summary
+    from bench.harness.summary import build_summary
 
     first = len(jsonl.read_steps(run_dir / results.STEPS_FILE))
     steps = jsonl.StepsWriter(run_dir / results.STEPS_FILE)

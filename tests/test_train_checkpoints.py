@@ -10,7 +10,7 @@ import tf_keras
 
 from bench.results import jsonl
 from bench.train import checkpoints
-from bench.train.stopping import StopRequest
+from bench.harness.stopping import StopRequest
 from bench.train.timer import StepTimerCallback
 
 STEPS_PER_EPOCH = 4

@@ -18,7 +18,7 @@ from bench.results import rundir as results
 from bench.results.runfiles import read_run
 from bench.results.summary import summary_from_json
 from bench.train.run import EXIT_OK, Outcome, execute, native_bf16
-from bench.train.summary import build_summary
+from bench.harness.summary import build_summary
 from methodology import throughput
 
 # The summary fields issue 2 requires.
@@ -320,7 +320,7 @@ def test_skipped_records_are_every_workers_when_the_workers_ended_together():
 
     from bench.train.callbacks import Controls
     from bench.train.run import _skipped_records
-    from bench.train.stopping import StopRequest
+    from bench.harness.stopping import StopRequest
 
     built = SimpleNamespace(skipped_records=lambda: 3)
     others = 4  # the other worker's count, as the agreement all-reduce adds it

@@ -21,7 +21,7 @@ from bench.results import baselines, storage
 from bench.results.rundir import dumps
 from bench.results.runfiles import read_run
 from bench.results.summary import Summary, read_summary
-from bench.train.summary import measured_windows
+from bench.harness.summary import measured_windows
 from methodology import compare
 
 EXIT_SLOWER = 1

@@ -23,7 +23,7 @@ from bench.cluster import gpus, launch, tf_config
 from bench.results import jsonl, rundir
 from bench.results.runfiles import read_run
 from bench.results.summary import write_summary
-from bench.train.summary import build_summary
+from bench.harness.summary import build_summary
 from bench.errors import UsageError
 
 WORKERS_DIR = "workers"

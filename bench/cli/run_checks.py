@@ -21,7 +21,7 @@ from bench.cli import checks
 from bench.cluster import gpus
 from bench.config import RunConfig
 from bench.errors import UsageError
-from bench.train import threads
+from bench.harness import threads
 
 
 
@@ -49,7 +49,7 @@ def check_run(config: RunConfig, environ: Mapping[str, str] = os.environ,
 
 
 def check_cpu_threads(config: RunConfig) -> None:
-    """--cpu-threads no larger than the CPUs this host lets the run use (bench/train/threads.py)."""
+    """--cpu-threads no larger than the CPUs this host lets the run use (bench/harness/threads.py)."""
     if config.runtime.cpu_threads is not None:
         try:
             threads.chosen_cpus(config.runtime.cpu_threads, threads.allowed_cpus())

@@ -3,7 +3,7 @@
 For a run that could not write its own: killed with SIGKILL (the OOM killer,
 a machine that lost power, a launcher's last resort), or whose supervisor was
 killed with it. A run that ended by itself summarizes to the summary it wrote:
-the same pure function (bench/train/summary.py) reads the same files.
+the same pure function (bench/harness/summary.py) reads the same files.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from bench.report.summary_text import format_summary
 from bench.results import rundir, runlock
 from bench.results.runfiles import read_run
 from bench.results.summary import earlier_runs, write_summary
-from bench.train.summary import build_summary
+from bench.harness.summary import build_summary
 
 _EPILOG = """\
 A run with no end recorded (killed by SIGKILL, or with its supervisor) gets

@@ -7,7 +7,7 @@ summarizes. What the child cannot handle, the supervisor does:
 
 - a crash the child cannot catch (an abort in TensorFlow's C++, the kernel's
   out-of-memory killer, SIGKILL): the supervisor records how it ended and builds
-  summary.json from the raw logs (bench/train/summary.py, pure);
+  summary.json from the raw logs (bench/harness/summary.py, pure);
 - a stop notice the child cannot honour in time (stuck in an all-reduce with a
   dead peer): after the grace period it kills the child and summarizes;
 - a multi-worker cluster that does not join (another worker never started, a
@@ -42,8 +42,8 @@ from bench.results.runlock import RunLock
 from bench.results.rundir import CONFIG_FILE, LIFECYCLE_FILE, SUMMARY_FILE, os_reason
 from bench.results.runfiles import read_run
 from bench.results.summary import Summary, write_summary
-from bench.train.stopping import HANDLED
-from bench.train.summary import build_summary, end_status
+from bench.harness.stopping import HANDLED
+from bench.harness.summary import build_summary, end_status
 
 POLL_S = 0.2
 # Beyond the platform's grace period, time for the child to write its summary once it stopped.

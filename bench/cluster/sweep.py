@@ -25,7 +25,7 @@ from bench.cluster.launch import die_with_parent
 from bench.results import rundir
 from bench.results.summary import Summary, read_summary
 from bench.errors import EXIT_INTERRUPTED, UsageError
-from bench.train.stopping import StopRequest, handling_stop_signals
+from bench.harness.stopping import StopRequest, handling_stop_signals
 from methodology import scaling
 
 DEFAULT_SWEEPS_DIR = Path("results") / "sweeps"

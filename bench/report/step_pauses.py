@@ -2,7 +2,7 @@
 
 The step chart (bench/report/step_chart.py) draws what the summary measures:
 intervals on a clock stopped during evaluations (evals.jsonl) and checkpoint
-writes (lifecycle.jsonl), as bench/train/summary.py does with
+writes (lifecycle.jsonl), as bench/harness/summary.py does with
 methodology.throughput.exclude_pauses. An interval that held a pause would
 otherwise be drawn as one very slow training step.
 """

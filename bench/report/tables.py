@@ -11,7 +11,7 @@ Interrupted runs: the runner summarizes whatever it measured before Ctrl-C
 was interrupted before any step after the warm-up has no rate and is skipped.
 
 Resumed runs: the step log is cut into segments where each process started,
-by the summary's own reader (bench/train/summary.py ``segments_of``); each
+by the summary's own reader (bench/harness/summary.py ``segments_of``); each
 segment is checked on its own, and its re-traced and redone steps are phase
 ``restart`` in the step table. The row says how many restarts the run had.
 """
@@ -29,7 +29,7 @@ import pandas as pd
 from bench.results import rundir
 from bench.results.runfiles import read_run
 from bench.results.summary import Summary, read_summary
-from bench.train.summary import segments_of
+from bench.harness.summary import segments_of
 from methodology import cost, hardware, prices, reference
 from methodology.segments import Segment, window
 from methodology.throughput import StepRecord, validate_log

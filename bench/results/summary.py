@@ -1,7 +1,7 @@
 """summary.json: one schema, one writer, one reader. No TensorFlow.
 
 ``Summary`` lists every key summary.json holds, with its type and meaning.
-The runner builds one (bench/train/summary.py), ``write_summary`` writes it,
+The runner builds one (bench/harness/summary.py), ``write_summary`` writes it,
 ``read_summary`` reads it back and checks every key's type, and everything
 that reads summaries (the printer, report, cost, aggregate, sweep, compare)
 takes a ``Summary``. A key added here is added everywhere.

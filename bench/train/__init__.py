@@ -1,8 +1,7 @@
-"""One TensorFlow process: strategy, recipe, timer, progress, evaluation, callbacks,
-environment, the run itself, and the pure summary of what it recorded.
+"""The TensorFlow engine: one TensorFlow process (strategy, recipe, timer, progress, evaluation,
+callbacks, checkpoints, environment, the peak probe, the run itself).
 
-Modules here import TensorFlow, except ``summary`` (raw logs -> summary.json),
-which read-only commands use, and ``threads`` (``--cpu-threads``, applied before
-TensorFlow loads). This ``__init__`` imports nothing, so importing
-``bench.train.summary`` stays cheap.
+Every module here imports TensorFlow except ``process`` (the child's entry point, which
+loads it after the checks). What both engines share is in bench/harness/. This
+``__init__`` imports nothing.
 """

@@ -22,7 +22,7 @@ from bench.results.summary import configuration_of
 from bench.train.checkpoints import Checkpointer, StopAndCheckpointCallback
 from bench.train.evaluation import EvalCallback
 from bench.train.progress import ProgressCallback
-from bench.train.stopping import DEFAULT_GRACE_S, StopRequest
+from bench.harness.stopping import DEFAULT_GRACE_S, StopRequest
 from bench.train.timer import StepTimerCallback, StopAtStepCallback
 from methodology import schedule as lr
 from methodology.training_time import EVAL_DURATION_TAG

@@ -26,7 +26,7 @@ import tf_keras
 
 from bench.errors import RunFailed, UsageError
 from bench.results import jsonl
-from bench.train.stopping import DEFAULT_GRACE_S, Interrupted, StopRequest
+from bench.harness.stopping import DEFAULT_GRACE_S, Interrupted, StopRequest
 from bench.train.timer import StepTimerCallback
 
 MAX_TO_KEEP = 2  # the newest, and the one before it in case the newest was cut short
@@ -246,7 +246,7 @@ class StopAndCheckpointCallback(tf_keras.callbacks.Callback):
 
     Args:
       timer: the run's step timer (the step a checkpoint is written after).
-      request: the process's stop request (bench/train/stopping.py).
+      request: the process's stop request (bench/harness/stopping.py).
       lifecycle: the run's lifecycle writer, for the checkpoint pauses.
       checkpointer: None: this run writes no checkpoints.
       every_s: seconds of training between checkpoints (None: only on a stop notice).

@@ -13,7 +13,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from bench.cluster import tpu_slice
-from bench.train import threads
+from bench.harness import threads
 from bench.train.peak import MeasuredPeak
 from bench.train.strategy import StrategyInfo, cluster_task
 from methodology import mfu, peaks

@@ -21,7 +21,7 @@ import models  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow loads)
 from bench.config_json import config_from_dict
 from bench.errors import EXIT_FAILED, EXIT_USAGE, RunFailed, UsageError
 from bench.streams import protect_std_streams
-from bench.train import threads
+from bench.harness import threads
 
 REQUEST_KEYS = ("config", "run_id", "run_dir", "resume")
 
@@ -37,7 +37,7 @@ def read_request(text: str) -> dict:
 
 def ignore_stop_signals() -> None:
     """The run has ended and is summarized: a late signal must not turn its exit code into 143."""
-    from bench.train.stopping import HANDLED  # noqa: PLC0415
+    from bench.harness.stopping import HANDLED  # noqa: PLC0415
 
     for sig in HANDLED:
         signal.signal(sig, signal.SIG_IGN)
@@ -80,7 +80,7 @@ def main() -> int:
     # `podbench run` checked the count against this host's CPUs (bench/cli/run_checks.py).
     threads.pin(request["config"].get("runtime", {}).get("cpu_threads"))
     from bench.train.run import execute  # noqa: PLC0415 (TensorFlow loads here)
-    from bench.train.stopping import exit_code  # noqa: PLC0415
+    from bench.harness.stopping import exit_code  # noqa: PLC0415
 
     try:
         outcome = execute(config_from_dict(request["config"]), request["run_id"], Path(request["run_dir"]),

@@ -7,7 +7,7 @@ Each step consumes the previous one's output and nothing flows back:
         built = build(config, setup, files)          model under strategy.scope(), input pipelines
         bench_input(built, setup.plan, files)        real data: the input pipeline alone, timed
         fit(built, setup.plan, files)                callbacks built in one place (train/callbacks.py)
-    summary = build_summary(read_run(run_dir))       pure, from what the files hold (train/summary.py)
+    summary = build_summary(read_run(run_dir))       pure, from what the files hold (harness/summary.py)
 
 Where a process's segment of the run starts (its record, the checkpoint it
 restores, the step fit begins at) is bench/train/resume.py.
@@ -43,9 +43,9 @@ from bench.results.summary import Summary, write_summary
 from bench.train import environment, peak, recipe
 from bench.train.callbacks import Controls, make_callbacks
 from bench.train.resume import ResumePoint, check_same_plan, mllog_path, restore, start_segment
-from bench.train.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
+from bench.harness.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
 from bench.train.strategy import StrategyInfo, make_strategy
-from bench.train.summary import build_summary
+from bench.harness.summary import build_summary
 from methodology import peaks
 from methodology.target import EvalRecord
 from models.resnet import forward_macs_per_image

@@ -1,4 +1,4 @@
-"""bench/train/summary.py: every summary figure from the raw logs, by hand. Pure: no TensorFlow, no files."""
+"""bench/harness/summary.py: every summary figure from the raw logs, by hand. Pure: no TensorFlow, no files."""
 from pathlib import Path
 
 import pytest
@@ -9,7 +9,7 @@ from bench.data.spec import DataCounts
 from bench.resolve import resolve
 from bench.results.runfiles import RunRecord
 from bench.results.summary import DATA_POSITION_NOT_RESTORED
-from bench.train.summary import build_summary
+from bench.harness.summary import build_summary
 from methodology.target import EvalRecord
 from methodology.throughput import StepRecord
 
@@ -182,7 +182,7 @@ def test_stopped_before_any_step():
 
 
 def test_a_stall_is_found_and_ordinary_jitter_is_not():
-    from bench.train.summary import find_stalls  # noqa: PLC0415
+    from bench.harness.summary import find_stalls  # noqa: PLC0415
     from methodology.throughput import StepRecord  # noqa: PLC0415
 
     window = [StepRecord(s, 0.1 * s) for s in range(10)]  # 0.1 s steps

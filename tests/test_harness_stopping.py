@@ -1,10 +1,10 @@
-"""bench/train/stopping.py: a stop signal waits for a step boundary inside fit, stops at once outside it."""
+"""bench/harness/stopping.py: a stop signal waits for a step boundary inside fit, stops at once outside it."""
 import os
 import signal
 
 import pytest
 
-from bench.train import stopping
+from bench.harness import stopping
 
 
 class Clock:

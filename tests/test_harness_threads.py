@@ -1,4 +1,4 @@
-"""bench/train/threads.py: `--cpu-threads N` pins the training process and sizes TensorFlow's pools."""
+"""bench/harness/threads.py: `--cpu-threads N` pins the training process and sizes TensorFlow's pools."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.train import threads
+from bench.harness import threads
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -37,7 +37,7 @@ def test_a_size_that_is_not_a_number_is_recorded_as_written():
 
 def test_pin_sets_the_affinity_and_the_pools_of_its_own_process():
     # In a child: pinning the test process itself would slow every later test.
-    probe = ("import json, os; from bench.train import threads; env = {}; cpus = threads.pin(1, env); "
+    probe = ("import json, os; from bench.harness import threads; env = {}; cpus = threads.pin(1, env); "
              "print(json.dumps([cpus, sorted(os.sched_getaffinity(0)), env]))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, timeout=60)
     assert done.returncode == 0, done.stderr
