@@ -8,7 +8,8 @@ import tf_keras
 from bench.results import mllog
 from bench.train.evaluation import EvalCallback
 from bench.results.eventfile import EventFileWriter, read_event_log
-from bench.train.callbacks import (IMAGES_PER_SEC_TAG, LEARNING_RATE_TAG, LOSS_TAG, TOP_1_TAG, TOP_5_TAG, EventFileCallback,
+from bench.harness.events import IMAGES_PER_SEC_TAG, LEARNING_RATE_TAG, LOSS_TAG, TOP_1_TAG, TOP_5_TAG
+from bench.train.callbacks import (EventFileCallback,
                             MLPerfLogCallback, StepLoss)
 from bench.train.timer import StepTimerCallback
 from methodology import schedule as lr

@@ -9,6 +9,7 @@ import tensorflow as tf
 import tf_keras
 
 from bench.results import jsonl
+from bench.harness import block_end
 from bench.train import checkpoints
 from bench.harness.stopping import StopRequest
 from bench.train.timer import StepTimerCallback
@@ -138,7 +139,7 @@ def cluster_sums(*others):
 def test_a_stop_any_worker_received_stops_this_one_interrupted_with_that_signal(tmp_path):
     request = StopRequest()  # this worker received nothing
     m, timer, life, cb = controls(tmp_path, [0.0, 1.0, 2.0], request=request, every_s=None, with_saver=False)
-    cb.agree = cluster_sums((0, 1, 1))  # another worker: no checkpoint due, a stop, by SIGTERM
+    cb.block_end.agree = cluster_sums((0, 1, 1))  # another worker: no checkpoint due, a stop, by SIGTERM
     assert drive(cb, timer, m, blocks=3) == 1 and m.stop_training
     assert (request.signal_name, request.from_peer, request.own) == ("SIGTERM", True, False)
 
@@ -146,9 +147,9 @@ def test_a_stop_any_worker_received_stops_this_one_interrupted_with_that_signal(
 def test_during_an_evaluation_the_workers_stop_at_the_same_step(tmp_path):
     request = StopRequest()
     _, _, _, cb = controls(tmp_path, [0.0], request=request, with_saver=False)
-    cb.agree = cluster_sums((0, 0))
+    cb.block_end.agree = cluster_sums((0, 0))
     cb.on_test_batch_end(0)  # nobody asked: the evaluation goes on
-    cb.agree = cluster_sums((1, 0))  # a peer's Ctrl-C
+    cb.block_end.agree = cluster_sums((1, 0))  # a peer's Ctrl-C
     with pytest.raises(KeyboardInterrupt):
         cb.on_test_batch_end(1)
     assert request.signal_name == "SIGINT" and request.from_peer
@@ -157,7 +158,7 @@ def test_during_an_evaluation_the_workers_stop_at_the_same_step(tmp_path):
 @pytest.mark.parametrize("values, own, expected", [
     ((0, 0), None, None), ((1, 1), None, "SIGTERM"), ((2, 0), None, "SIGINT"), ((2, 1), "SIGINT", "SIGINT")])
 def test_stop_signal(values, own, expected):
-    assert checkpoints.stop_signal(values, own) == expected
+    assert block_end.stop_signal(values, own) == expected
 
 
 def test_workers_that_restored_different_steps_are_refused_before_training():

@@ -17,7 +17,9 @@ from bench.results import jsonl
 from bench.results import rundir as results
 from bench.results.runfiles import read_run
 from bench.results.summary import summary_from_json
-from bench.train.run import EXIT_OK, Outcome, execute, native_bf16
+from bench.errors import EXIT_OK
+from bench.harness.outcome import Outcome
+from bench.train.run import execute, native_bf16
 from bench.harness.summary import build_summary
 from methodology import throughput
 

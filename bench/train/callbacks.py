@@ -1,10 +1,9 @@
-"""The harness's Keras callbacks, built in one place (``make_callbacks``), and the two
-that write logs for other tools: TensorBoard event files and an MLPerf-style log.
+"""The TensorFlow engine's Keras callbacks, built in one place (``make_callbacks``): the harness's
+step clock, progress, evaluations, block-end decisions, TensorBoard events and MLPerf log
+(bench/harness/), each at the Keras hooks where it belongs.
 
-The log callbacks are written from Keras callbacks placed after the step timer, so they
-read its newest record instead of taking their own. The event files carry the
-reference's tag (``loss``) at every logged step, so the reference's own timing
-rule (read_training_time.py, or `podbench eventlog`) applies to our runs.
+The log callbacks are placed after the step timer, so they read its newest record
+instead of taking their own.
 """
 from __future__ import annotations
 
@@ -22,83 +21,54 @@ from bench.results.summary import configuration_of
 from bench.train.checkpoints import Checkpointer, StopAndCheckpointCallback
 from bench.train.evaluation import EvalCallback
 from bench.train.progress import ProgressCallback
+from bench.harness.events import TrainingEvents
+from bench.harness.mlperf import MLPerfSegment
 from bench.harness.stopping import DEFAULT_GRACE_S, StopRequest
 from bench.train.timer import StepTimerCallback, StopAtStepCallback
 from methodology import schedule as lr
-from methodology.training_time import EVAL_DURATION_TAG
-
-LOSS_TAG = "loss"  # the TPU reference's tag (read_training_time.py's default)
-LEARNING_RATE_TAG = "learning_rate"
-IMAGES_PER_SEC_TAG = "images_per_sec"
-TOP_1_TAG = "eval/top_1_accuracy"
-TOP_5_TAG = "eval/top_5_accuracy"
 
 
 class EventFileCallback(tf_keras.callbacks.Callback):
-    """Per logged step: loss, learning rate and the interval's images/sec; per evaluation: accuracy and duration.
+    """The run's TensorBoard events (bench/harness/events.py) at Keras's hooks.
 
-    The learning rate is computed from the schedule (methodology/schedule.py),
-    not read back from the optimizer: that would cost a device round trip a step.
-    ``loss`` is the step's own loss (the mean over the steps since the previous
-    event when a host round trip runs several), as the reference's tag means:
-    tf-keras reports the mean since the epoch began, so it is undone here
-    (step_losses). Each fit (segment) begins with a ``SessionLog.START`` at its
-    first step, so TensorBoard drops what a killed segment logged past the
-    checkpoint it resumed from, and with the run's configuration as hparams.
+    tf-keras reports the loss as its mean since the epoch began, so the step's own
+    loss is recovered here (StepLoss) before it is written.
     """
 
     def __init__(self, writer: EventFileWriter, timer: StepTimerCallback, schedule: lr.Schedule, steps_per_epoch: int,
                  global_batch_size: int, evals: EvalCallback | None = None, hparams: dict | None = None,
                  saves: "SaveNotice | None" = None):
         super().__init__()
-        self._writer, self._timer, self._schedule = writer, timer, schedule
-        self._steps_per_epoch, self._global_batch_size, self._evals = steps_per_epoch, global_batch_size, evals
-        self._hparams, self._saves = hparams, saves
+        self.events = TrainingEvents(writer, timer, schedule, steps_per_epoch, global_batch_size, hparams)
+        self._timer, self._evals, self._saves = timer, evals, saves
         self._loss = StepLoss()
 
     def on_train_begin(self, logs=None):
-        if self._hparams:
-            self._writer.hparams(self._hparams, trial_id=None)
+        self.events.begin()
         # The timer's first record (taken at the first epoch's start) is where this session begins.
         self._begun = False
 
     def on_epoch_begin(self, epoch, logs=None):
         if not self._begun:
             self._begun = True
-            self._writer.session_start(self._timer.last_step + 1)
+            self.events.session_start()
         self._loss.epoch_begins(self._timer.last_step)
 
     def on_train_batch_end(self, batch, logs=None):
-        records = self._timer.records
-        step = records[-1].step
-        # The rate step `step` trained with: the optimizer had done step - 1 updates then.
-        values = {LEARNING_RATE_TAG: lr.learning_rate(self._schedule, (step - 1) / self._steps_per_epoch)}
+        loss = None
         if logs and "loss" in logs:
-            values[LOSS_TAG] = self._loss.step_loss(step, float(logs["loss"]))
-        if len(records) > 1 and records[-1].time_s > records[-2].time_s:
-            previous = records[-2]
-            values[IMAGES_PER_SEC_TAG] = ((step - previous.step) * self._global_batch_size
-                                          / (records[-1].time_s - previous.time_s))
-        self._writer.scalars(values, step)
+            loss = self._loss.step_loss(self._timer.last_step, float(logs["loss"]))
+        self.events.after_block(loss)
         if self._saves is not None and self._saves.take():
-            # Every event up to a checkpoint's step is on disk: a SIGKILL then loses only
-            # events of steps a resumed run does again (and its SessionLog.START hides).
-            self._writer.flush()
+            self.events.flush()
 
     def on_epoch_end(self, epoch, logs=None):
         if self._evals is None or not self._evals.records or self._evals.records[-1].epoch != epoch + 1:
             return
-        e = self._evals.records[-1]
-        values = {TOP_1_TAG: e.top_1, EVAL_DURATION_TAG: e.duration_s}
-        if e.top_5 is not None:
-            values[TOP_5_TAG] = e.top_5
-        # Written now, at the evaluation's end: event-log timing takes out the evaluations
-        # whose duration event falls inside its window.
-        self._writer.scalars(values, e.step)
-        self._writer.flush()
+        self.events.evaluation(self._evals.records[-1])
 
     def on_train_end(self, logs=None):
-        self._writer.flush()
+        self.events.flush()
 
 
 class SaveNotice:
@@ -147,50 +117,33 @@ class StepLoss:
 
 
 class MLPerfLogCallback(tf_keras.callbacks.Callback):
-    """``:::MLLOG`` lines for the training part of a run: run, epochs, evaluations, and the stop.
-
-    ``init_start`` is logged by the runner when it starts; ``init_stop`` and
-    ``run_start`` when training begins (a resumed segment logs
-    ``podbench_segment_start`` instead: the run started once); ``run_stop`` once
-    (the writer keeps it to one), with status success only if the target was
-    reached. A stop notice ends the segment without ``run_stop``: the run can be resumed.
-    """
+    """The MLPerf log's training lines (bench/harness/mlperf.py) at Keras's hooks."""
 
     def __init__(self, writer: mllog.MLLogWriter, evals: EvalCallback | None, request: StopRequest | None = None,
                  segment: int = 0, initial_step: int = 0):
         super().__init__()
-        self._log, self._evals, self._request = writer, evals, request
-        self._segment, self._initial_step = segment, initial_step
+        self.mlperf = MLPerfSegment(writer, request, segment, initial_step)
+        self._evals = evals
         self._epoch = 0
 
     def on_train_begin(self, logs=None):
-        if self._segment:
-            self._log.event(mllog.SEGMENT_START, metadata={"segment": self._segment,
-                                                           "first_step": self._initial_step + 1})
-            return
-        self._log.end(mllog.INIT_STOP)
-        self._log.start(mllog.RUN_START)
+        self.mlperf.train_begin()
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch + 1
-        self._log.start(mllog.EPOCH_START, metadata={mllog.EPOCH_NUM: self._epoch})
+        self.mlperf.epoch_begin(self._epoch)
 
     def on_test_begin(self, logs=None):
-        self._log.start(mllog.EVAL_START, metadata={mllog.EPOCH_NUM: self._epoch})
+        self.mlperf.eval_begin(self._epoch)
 
     def on_test_end(self, logs=None):
-        self._log.end(mllog.EVAL_STOP, metadata={mllog.EPOCH_NUM: self._epoch})
+        self.mlperf.eval_end(self._epoch)
 
     def on_epoch_end(self, epoch, logs=None):
-        if logs and "val_top_1" in logs:
-            self._log.event(mllog.EVAL_ACCURACY, float(logs["val_top_1"]), metadata={mllog.EPOCH_NUM: epoch + 1})
-        self._log.end(mllog.EPOCH_STOP, metadata={mllog.EPOCH_NUM: epoch + 1})
+        self.mlperf.epoch_end(epoch + 1, logs.get("val_top_1") if logs else None)
 
     def on_train_end(self, logs=None):
-        if self._request is not None and self._request.requested:
-            self._log.stop_segment("interrupted", self._request.signal_name)
-        else:
-            self._log.stop_run(self._evals is not None and self._evals.reached_target)
+        self.mlperf.train_end(self._evals is not None and self._evals.reached_target)
 
 
 def run_hparams(requested, plan: ResolvedRun) -> dict:

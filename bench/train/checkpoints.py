@@ -1,17 +1,13 @@
-"""Checkpoints of a run, and the block-end decisions: write one, stop here, or both.
+"""The TensorFlow engine's checkpoints, and the block-end decisions (bench/harness/block_end.py) as a callback.
 
 A checkpoint holds the model, the optimizer's state (its slots, its step
 counter and, under mixed_float16, the loss scale: the optimizer tracks them
 all) and the exact global step, read from the step timer after the block that
-ended there. Writing one happens between blocks, so it is exact with any
-steps_per_execution (tf_keras's BackupAndRestore with an integer save_freq is
-not: it resumes steps_per_execution - 1 steps off). Its time is a pause, like
-an evaluation: recorded raw in lifecycle.jsonl and left out of every rate.
+ended there.
 
 Under multi_worker every worker must write (variables are synchronized when
-saved) and stop at the same step, or one of them waits in an all-reduce
-forever; so each block end the workers agree on both decisions with one small
-all-reduce. Non-chief workers write to a temporary directory removed after
+saved) and stop at the same step; ``agreement`` is how the workers agree on
+both decisions, one small all-reduce a block end. Non-chief workers write to a temporary directory removed after
 each write, as tf_keras does; all of them restore from the chief's.
 """
 from __future__ import annotations
@@ -25,15 +21,12 @@ import tensorflow as tf
 import tf_keras
 
 from bench.errors import RunFailed, UsageError
-from bench.results import jsonl
+from bench.harness.block_end import BlockEnd
 from bench.harness.stopping import DEFAULT_GRACE_S, Interrupted, StopRequest
+from bench.results import jsonl
 from bench.train.timer import StepTimerCallback
 
 MAX_TO_KEEP = 2  # the newest, and the one before it in case the newest was cut short
-# Before the first write has been timed: what a last checkpoint on a stop notice may take.
-FIRST_WRITE_ESTIMATE_S = 10.0
-# Kept for the summary and the upload after the last checkpoint.
-SUMMARY_MARGIN_S = 5.0
 # A failed write with less than this free is a full disk (a checkpoint is MBs; a write stops short of 0).
 FULL_BELOW_BYTES = 16 * 2**20
 
@@ -80,6 +73,9 @@ class Checkpointer:
 
     def latest(self) -> str | None:
         return self.reader.latest_checkpoint
+
+    def bytes(self, path: str) -> int | None:
+        return checkpoint_bytes(path)
 
     def candidates(self) -> tuple[list[str], list[tuple[str, str]]]:
         """(every checkpoint in the directory, newest first; [(path, why)] of those the state file
@@ -233,82 +229,28 @@ def check_same_step(agree, step: int, directory: str) -> None:
                          "shared file system or gs:// (--checkpoint-dir)")
 
 
-def stop_signal(values: tuple[int, ...], own_signal: str | None) -> str | None:
-    """The signal the workers stop with: this worker's own, else SIGTERM if any peer had it, else SIGINT."""
-    stops, sigterms = values
-    if not stops:
-        return None
-    return own_signal or ("SIGTERM" if sigterms else "SIGINT")
-
-
 class StopAndCheckpointCallback(tf_keras.callbacks.Callback):
-    """At each block end: write a checkpoint when one is due, stop when a signal asked for it.
+    """The block-end decisions (bench/harness/block_end.py) at Keras's block ends and evaluation steps.
 
-    Args:
-      timer: the run's step timer (the step a checkpoint is written after).
-      request: the process's stop request (bench/harness/stopping.py).
-      lifecycle: the run's lifecycle writer, for the checkpoint pauses.
-      checkpointer: None: this run writes no checkpoints.
-      every_s: seconds of training between checkpoints (None: only on a stop notice).
-      grace_s: seconds from a stop notice to SIGKILL; a last checkpoint is written only if it fits.
-      segment: which process of a resumed run this is.
-      agree: bench.train.checkpoints.agreement(strategy).
-      clock: the step timer's clock.
+    Args: as ``BlockEnd``'s: the step timer, the stop request, the lifecycle writer, the
+      checkpointer (None: none), seconds between checkpoints, the grace period, the segment,
+      the agreement across workers and the step timer's clock.
     """
 
     def __init__(self, timer: StepTimerCallback, request: StopRequest, lifecycle: jsonl.LifecycleWriter,
                  checkpointer: Checkpointer | None = None, every_s: float | None = None,
                  grace_s: float = DEFAULT_GRACE_S, segment: int = 0, agree=None, clock=time.perf_counter):
         super().__init__()
-        self.timer, self.request, self.lifecycle, self.checkpointer = timer, request, lifecycle, checkpointer
-        self.every_s, self.grace_s, self.segment, self.agree, self.clock = every_s, grace_s, segment, agree, clock
-        self._last_s = None
-        self._write_s = None
+        self.block_end = BlockEnd(timer, request, lifecycle, checkpointer, every_s, grace_s, segment, agree, clock)
 
     def on_train_begin(self, logs=None):
-        self._last_s = self.clock()
+        self.block_end.begin()
 
     def on_train_batch_end(self, batch, logs=None):
-        due = self.checkpointer is not None and self.every_s is not None \
-            and self.clock() - self._last_s >= self.every_s
-        final = self.request.requested and self.checkpointer is not None and self._final_fits()
-        if self.agree is None:
-            save, stop = due or final, self.request.requested
-        else:
-            save, *stops = self.agree((int(due or final), *self._stop_flags()))
-            stop = self._agreed_stop(stops)
-        if save:
-            self._save()
-        if stop:
+        if self.block_end.after_block():
             self.model.stop_training = True
 
     def on_test_batch_end(self, batch, logs=None):
-        # An evaluation can take minutes: a stop notice does not wait for its end. Under
-        # multi_worker every evaluation step is all-reduced, so the workers stop together.
-        stop = self.request.requested if self.agree is None else self._agreed_stop(self.agree(self._stop_flags()))
-        if stop:
-            raise Interrupted(self.request.signal_name)
-
-    def _stop_flags(self) -> tuple[int, int]:
-        own = self.request.own
-        return int(own), int(own and self.request.signal_name == "SIGTERM")
-
-    def _agreed_stop(self, values) -> bool:
-        """A stop any worker received stops this one, which then ends interrupted with that signal (N1)."""
-        name = stop_signal(tuple(values), self.request.signal_name if self.request.own else None)
-        if name is not None and not self.request.requested:
-            self.request.peer(name)
-        self.request.agreed = name is not None
-        return name is not None
-
-    def _final_fits(self) -> bool:
-        expected_s = self._write_s if self._write_s is not None else FIRST_WRITE_ESTIMATE_S
-        return self.request.seconds_since() + expected_s + SUMMARY_MARGIN_S <= self.grace_s
-
-    def _save(self) -> None:
-        step, start_s = self.timer.last_step, self.clock()
-        path = self.checkpointer.save(step)
-        end_s = self._last_s = self.clock()
-        self._write_s = end_s - start_s
-        self.lifecycle.event(jsonl.CHECKPOINT, start_s=start_s, end_s=end_s, step=step, path=path,
-                             bytes=checkpoint_bytes(path), segment=self.segment)
+        # Under multi_worker every evaluation step is all-reduced, so the workers stop together.
+        if self.block_end.during_evaluation():
+            raise Interrupted(self.block_end.request.signal_name)

@@ -1,65 +1,26 @@
-"""Where a run starts: the segment it records, the checkpoint it restores, the step fit begins at.
+"""Where a TensorFlow segment starts: the checkpoint it restores, the step fit begins at.
 
-A run may stop (a preemption, Ctrl-C) and be resumed, by another process on
-another machine; every process that runs it is one segment of the same run
-directory. Here is what a segment must keep and where it starts: the plan it
-may not change (``check_same_plan``), its record in lifecycle.jsonl
-(``start_segment``), the MLPerf log it continues (``mllog_path``), the
-checkpointer and the step it restored (``restore``), and how tf_keras is told
-to start inside an epoch (``ResumePoint``). Apart from bench/train/run.py, so
-that module reads in one direction, strategy to summary, as a first run does.
+A resumed run's segment keeps its plan and records its start as every engine's
+does (bench/harness/segment.py); here is the TensorFlow side: the checkpointer
+and the step it restored (``restore``), and how tf_keras is told to start inside
+an epoch (``ResumePoint``). Apart from bench/train/run.py, so that module reads
+in one direction, strategy to summary, as a first run does.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
-import socket
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.config import RunConfig
-from bench.errors import UsageError
-from bench.resolve import ResolvedRun
 from bench.results import jsonl
-from bench.results.rundir import CHECKPOINTS_DIR, LIFECYCLE_FILE, STEPS_FILE
+from bench.results.rundir import CHECKPOINTS_DIR
 from bench.results.runfiles import RunFiles
 from bench.train.callbacks import Controls
 from bench.train.checkpoints import Checkpointer, agreement, check_same_step, client_io_device
 
 if TYPE_CHECKING:  # annotations only: bench/train/run.py imports this module
     from bench.train.run import Built, Setup
-
-
-def check_same_plan(before: ResolvedRun, now: ResolvedRun) -> None:
-    """Raises UsageError naming the first setting a resumed run would change (progress lines aside)."""
-    old, new = before.to_json(), now.to_json()
-    for key in old:
-        if key != "log_steps" and old[key] != new.get(key):
-            raise UsageError(f"this machine would run the resumed benchmark differently: {key} was {old[key]}, "
-                             f"now {new.get(key)}; resume it where it has the same devices")
-
-
-def start_segment(files: RunFiles, run_id: str) -> int:
-    """Records this process's start: its segment number, where its step records begin, its MLPerf log."""
-    earlier = [e for e in jsonl.read_lifecycle(files.run_dir / LIFECYCLE_FILE) if e["event"] == jsonl.START]
-    steps_path = files.run_dir / STEPS_FILE
-    logged = len(jsonl.read_steps(steps_path)) if steps_path.exists() else 0
-    files.lifecycle.event(jsonl.START, run_id=run_id, segment=len(earlier), first_record=logged,
-                          pid=os.getpid(), host=socket.gethostname(), mllog=files.mllog_path)
-    return len(earlier)
-
-
-def mllog_path(run_dir: Path, config: RunConfig) -> str | None:
-    """The run's MLPerf log, absolute: the first segment's (a resumed run appends to it from any directory)."""
-    if not config.output.mllog:
-        return None
-    with contextlib.suppress(OSError, ValueError):
-        for e in jsonl.read_lifecycle(run_dir / LIFECYCLE_FILE):
-            if e["event"] == jsonl.START and e.get("mllog"):
-                return e["mllog"]
-    return os.path.abspath(config.output.mllog)
 
 
 def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, controls: Controls, say,

@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import signal
 import sys
-import threading
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -34,30 +31,23 @@ import tensorflow as tf
 from bench.config import RunConfig
 from bench.data import pipeline
 from bench.data.spec import DataCounts
-from bench.errors import EXIT_OK, RunFailed, UsageError
+from bench.errors import UsageError
 from bench.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
-from bench.results.rundir import ERROR_LOG_FILE
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import Summary, write_summary
+from bench.harness import outcome
+from bench.harness.outcome import Outcome, outcome_of, signals_deferred
+from bench.harness.segment import check_same_plan, mllog_path, start_segment
+from bench.harness.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
+from bench.harness.summary import build_summary
 from bench.train import environment, peak, recipe
 from bench.train.callbacks import Controls, make_callbacks
-from bench.train.resume import ResumePoint, check_same_plan, mllog_path, restore, start_segment
-from bench.harness.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
+from bench.train.resume import ResumePoint, restore
 from bench.train.strategy import StrategyInfo, make_strategy
-from bench.harness.summary import build_summary
 from methodology import peaks
 from methodology.target import EvalRecord
 from models.resnet import forward_macs_per_image
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a run produced: its summary, where it was written, the exit code."""
-
-    summary: Summary
-    run_dir: Path
-    exit_code: int
 
 
 @dataclass(frozen=True)
@@ -165,19 +155,11 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
                 mllog.log_run_config(files.mllog, setup.plan, config.train.seed, recipe.SGD_MOMENTUM)
             restoring = resume if restore_checkpoint is None else restore_checkpoint
             controls = Controls(request=request, segment=segment, grace_s=config.checkpoint.grace_s)
-            ending = train(config, setup, files, controls, start_s, stream, restoring)
-        with _signals_deferred():  # a second signal must not cut the summary short
+            end = train(config, setup, files, controls, start_s, stream, restoring)
+        with signals_deferred():  # a second signal must not cut the summary short
             summary = build_summary(read_run(run_dir))
             write_summary(run_dir, summary)
-    return _outcome(summary, run_dir, ending)
-
-
-def _outcome(summary: Summary, run_dir: Path, ending: dict) -> Outcome:
-    if ending["status"] == "failed":
-        what = f"{ending.get('error') or summary.error} (what was measured is in {run_dir})"
-        raise UsageError(what) if ending.get("usage") else RunFailed(what)
-    code = EXIT_OK if ending["status"] == "completed" else exit_code(ending.get("signal") or "SIGINT")
-    return Outcome(summary, run_dir, code)
+    return outcome_of(summary, run_dir, end)
 
 
 def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, start_s: float,
@@ -253,15 +235,9 @@ def _training_line(config: RunConfig, plan: ResolvedRun, initial_step: int) -> s
 
 
 def describe_failure(err: BaseException, run_dir: Path) -> str:
-    """One line naming an unexpected error; its traceback goes to RUN_DIR/error.log."""
-    if isinstance(err, RunFailed):  # already one line that names the cause and the fix
-        return str(err)
-    with contextlib.suppress(OSError):
-        (run_dir / ERROR_LOG_FILE).write_text("".join(traceback.format_exception(err)), encoding="utf-8")
-    text = str(err).strip().splitlines()
-    first = text[0][:200] if text else ""
-    hint = " (out of memory: lower --batch-size)" if isinstance(err, tf.errors.ResourceExhaustedError) else ""
-    return f"{type(err).__name__}: {first}{hint}; traceback in {run_dir / ERROR_LOG_FILE}"
+    """One line naming an unexpected error (with TensorFlow's out-of-memory hint); its traceback goes to error.log."""
+    oom = isinstance(err, tf.errors.ResourceExhaustedError)
+    return outcome.describe_failure(err, run_dir, " (out of memory: lower --batch-size)" if oom else "")
 
 
 def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int = 0) -> Built:
@@ -339,17 +315,3 @@ def _data_errors(config: RunConfig, built: Built, say):
         if not config.data.real or not pipeline.is_input_error(err):  # a model's error is not the data's
             raise
         raise UsageError(pipeline.diagnose(err, built.train_pipeline, config.model.num_classes, say)) from None
-
-
-@contextlib.contextmanager
-def _signals_deferred():
-    """Ignores SIGINT and SIGTERM inside the block (main thread only; elsewhere a no-op)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -1,4 +1,4 @@
-"""Keras callback that records raw ``(global step, host clock)`` pairs, nothing else.
+"""Keras callback that records raw ``(global step, host clock)`` pairs (bench/harness/steps.py), nothing else.
 
 Statistics are computed later from the log (methodology/throughput.py), so the
 callback's per-step work is one clock read, one append and one sink call.
@@ -21,14 +21,10 @@ epoch, hence ``epoch * steps_per_epoch + batch + 1``.
 from __future__ import annotations
 
 import time
-from typing import Callable
 
 import tf_keras
 
-from methodology.throughput import StepRecord
-
-Clock = Callable[[], float]
-Sink = Callable[[StepRecord], None]
+from bench.harness.steps import Clock, Sink, StepClock
 
 
 class StepTimerCallback(tf_keras.callbacks.Callback):
@@ -47,18 +43,15 @@ class StepTimerCallback(tf_keras.callbacks.Callback):
         if steps_per_epoch <= 0:
             raise ValueError(f"steps_per_epoch must be positive, got {steps_per_epoch}")
         self.steps_per_epoch = steps_per_epoch
-        self.records: list[StepRecord] = []
-        self._sink = sink
-        self._clock = clock
+        self.steps = StepClock(sink, clock)  # the records, as every engine keeps them
+        self.records = self.steps.records
+        self.clock = clock
         self._epoch = 0
         self._begin_pending = False
         self._initial_step = initial_step
 
     def _record(self, step: int) -> None:
-        record = StepRecord(step, self._clock())
-        self.records.append(record)
-        if self._sink is not None:
-            self._sink(record)
+        self.steps.record(step)
 
     def on_train_begin(self, logs=None):
         self._begin_pending = True
@@ -76,7 +69,7 @@ class StepTimerCallback(tf_keras.callbacks.Callback):
 
     @property
     def last_step(self) -> int:
-        return self.records[-1].step if self.records else 0
+        return self.steps.last_step
 
 
 class StopAtStepCallback(tf_keras.callbacks.Callback):

@@ -1,0 +1,70 @@
+"""How a training process ends, whichever engine trained: its outcome, its exit code, its one error line.
+
+Every ending is recorded the same way (lifecycle.jsonl's ``end``), and what was
+measured stays on disk to be summarized: completed; interrupted (Ctrl-C,
+SIGTERM); failed, on bad data (a usage error) or anything else (its traceback
+goes to error.log in the run directory). No framework.
+"""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.errors import EXIT_OK, RunFailed, UsageError
+from bench.harness.stopping import exit_code
+from bench.results.rundir import ERROR_LOG_FILE
+from bench.results.summary import Summary
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a run produced: its summary, where it was written, the exit code."""
+
+    summary: Summary
+    run_dir: Path
+    exit_code: int
+
+
+def outcome_of(summary: Summary, run_dir: Path, ending: dict) -> Outcome:
+    """The run's outcome from how it ended (``ending``: the ``end`` event's fields, ``usage`` for bad input).
+
+    Raises:
+      UsageError: it failed on bad input (the line says where what was measured is).
+      RunFailed: it failed otherwise.
+    """
+    if ending["status"] == "failed":
+        what = f"{ending.get('error') or summary.error} (what was measured is in {run_dir})"
+        raise UsageError(what) if ending.get("usage") else RunFailed(what)
+    code = EXIT_OK if ending["status"] == "completed" else exit_code(ending.get("signal") or "SIGINT")
+    return Outcome(summary, run_dir, code)
+
+
+def describe_failure(err: BaseException, run_dir: Path, hint: str = "") -> str:
+    """One line naming an unexpected error (``hint``: the engine's word on it); its traceback goes to
+    RUN_DIR/error.log."""
+    if isinstance(err, RunFailed):  # already one line that names the cause and the fix
+        return str(err)
+    with contextlib.suppress(OSError):
+        (run_dir / ERROR_LOG_FILE).write_text("".join(traceback.format_exception(err)), encoding="utf-8")
+    text = str(err).strip().splitlines()
+    first = text[0][:200] if text else ""
+    return f"{type(err).__name__}: {first}{hint}; traceback in {run_dir / ERROR_LOG_FILE}"
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """Ignores SIGINT and SIGTERM inside the block (main thread only; elsewhere a no-op): a second
+    signal must not cut the summary short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
