@@ -5,7 +5,7 @@ import time
 import pytest
 
 from bench.cli import peak
-from bench.train.environment import cpu_info
+from bench.harness.host import cpu_info
 from console import error_lines, podbench, run_cli
 from methodology import peaks
 

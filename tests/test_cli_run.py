@@ -17,7 +17,7 @@ import pytest
 from bench.results import jsonl
 from bench.results import rundir as results
 from console import ENV, PODBENCH, REPO, error_lines, free_port, podbench, podbench_in_process, podbench_probing_tf
-from bench.train.environment import cpu_info
+from bench.harness.host import cpu_info
 from methodology import peaks, throughput
 
 EXIT_USAGE = 2

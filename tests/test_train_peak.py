@@ -13,6 +13,7 @@ import sys
 import pytest
 import tensorflow as tf
 
+from bench.harness import peak_probe
 from bench.train import peak
 from bench.train.strategy import StrategyInfo
 from console import ENV, REPO
@@ -111,6 +112,6 @@ def test_a_worker_that_is_not_the_chief_leaves_the_probe_to_the_chief(monkeypatc
 def test_a_runs_probe_is_in_the_dtype_it_computes_in():
     lines = []
     probe, note = peak.measure_run(info(), "mixed_bfloat16", say=lines.append)
-    assert note is None and probe.dtype == "bfloat16" and probe.matrix_size == peak.PROBE_SIZES["cpu"]
+    assert note is None and probe.dtype == "bfloat16" and probe.matrix_size == peak_probe.PROBE_SIZES["cpu"]
     assert lines[0].startswith("measuring the peak: bfloat16 2048x2048 matmuls")
     assert "GFLOP/s in bfloat16" in lines[1]

@@ -1,72 +1,23 @@
-"""What a run ran on: software versions, host, devices, and the devices' peak FLOP/s (datasheet and measured)."""
+"""What a TensorFlow run ran on: software versions, host, devices, and the devices' peak FLOP/s (datasheet and
+measured); the host and the peaks' blocks are the harness's (bench/harness/host.py)."""
 from __future__ import annotations
 
-import importlib.metadata
-import os
 import platform
-import re
 import socket
-import subprocess
 import sys
-from pathlib import Path
 
 import tensorflow as tf
 
 from bench.cluster import tpu_slice
-from bench.harness import threads
-from bench.train.peak import MeasuredPeak
+from bench.harness import host, threads
+from bench.harness.host import cpu_info, git_sha, package_version
+from bench.harness.peak_probe import MeasuredPeak
 from bench.train.strategy import StrategyInfo, cluster_task
 from methodology import mfu, peaks
 
-_REPO = Path(__file__).resolve().parent.parent
 # The TPU VM's own description (no TensorFlow needed): bench/cluster/tpu_slice.py.
 TPU_TYPE_ENV, GCE_ACCELERATOR_TYPE_URL = tpu_slice.TPU_TYPE_ENV, tpu_slice.GCE_ACCELERATOR_TYPE_URL
 tpu_accelerator_type = tpu_slice.tpu_accelerator_type
-
-
-def cpu_info(cpuinfo_path: str = "/proc/cpuinfo") -> dict:
-    """Model name, usable vCPUs, clock in GHz and ISA flags of the host CPU."""
-    text = ""
-    try:
-        text = Path(cpuinfo_path).read_text()
-    except OSError:
-        pass
-    model = _field(text, "model name") or platform.processor() or "unknown CPU"
-    nominal = re.search(r"@\s*([\d.]+)\s*GHz", model)
-    mhz = _field(text, "cpu MHz")
-    ghz = float(nominal.group(1)) if nominal else (float(mhz) / 1000 if mhz else None)
-    num_cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {
-        "model": model,
-        "num_cpus": num_cpus,
-        "ghz": ghz,
-        "ghz_source": "model name" if nominal else "cpu MHz (current clock)",
-        "isa_flags": sorted(set((_field(text, "flags") or "").split()) & peaks.CPU_PEAK_FLAGS),
-    }
-
-
-def _field(text: str, key: str) -> str | None:
-    match = re.search(rf"^{re.escape(key)}\s*:\s*(.*)$", text, re.MULTILINE)
-    return match.group(1).strip() if match else None
-
-
-def git_sha() -> str | None:
-    """The podbench checkout's commit, with "-dirty" if it has local changes."""
-    try:
-        sha = subprocess.run(["git", "-C", str(_REPO), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(_REPO), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def _version(distribution: str) -> str | None:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def gpu_details() -> tuple[str, tuple[int, int] | None]:
@@ -102,35 +53,14 @@ def worker_hosts(info: StrategyInfo) -> int:
 
 def datasheet_peak(info: StrategyInfo, cpu: dict, precision: str, gpu: tuple[str, tuple | None] | None = None,
                    tpu_type: str | None = None, hosts: int = 1) -> tuple[mfu.Peak | None, int, str]:
-    """(one device's datasheet or nominal peak, how many such devices, "datasheet" or "nominal").
-
-    A device is a GPU, a TPU chip, or a CPU host (its logical devices share it).
-    """
-    tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
-    if info.platform == "cpu":
-        if not cpu["ghz"]:
-            return None, hosts, mfu.NOMINAL
-        return peaks.cpu_peak(cpu["num_cpus"], cpu["ghz"], set(cpu["isa_flags"]), precision), hosts, mfu.NOMINAL
-    if info.platform == "gpu":
-        name, capability = gpu or ("GPU", None)
-        return peaks.gpu_peak(name, precision, capability, tf32), info.num_replicas, mfu.DATASHEET
-    chips = peaks.tpu_chips(tpu_type)
-    peak = peaks.tpu_peak(tpu_type, precision, tf32) if chips else None
-    return peak, chips or info.num_replicas, mfu.DATASHEET
+    """bench/harness/host.py's datasheet peak for this strategy's devices, TF32 as TensorFlow runs float32."""
+    return host.datasheet_peak(info.platform, info.num_replicas, cpu, precision, gpu, tpu_type, hosts,
+                               tf32=tf.config.experimental.tensor_float_32_execution_enabled())
 
 
 def measured_block(probe: MeasuredPeak, info: StrategyInfo, hosts: int = 1) -> dict:
-    """environment.json's ``measured_peak``: one device's measured FLOP/s and how many devices count.
-
-    A CPU's logical devices share the host, so the probe (all of them at once) measured
-    the host; accelerators count per replica, every worker's.
-    """
-    per_host = info.platform == "cpu"
-    return {**probe.to_json(), "local_flops_per_sec": probe.flops_per_sec,
-            "flops_per_sec": probe.flops_per_sec if per_host else probe.flops_per_sec_per_device,
-            "count": hosts if per_host else info.num_replicas, "per": "host" if per_host else "replica",
-            "basis": f"{probe.dtype} matmul {probe.matrix_size}x{probe.matrix_size}, best of {probe.repetitions} "
-                     f"x {probe.matmuls} products, {probe.num_devices} device(s) at once"}
+    """environment.json's ``measured_peak`` for this strategy's replicas (bench/harness/host.py)."""
+    return host.measured_block(probe, info.platform, info.num_replicas, hosts)
 
 
 def describe(info: StrategyInfo, precision: str, cpu: dict | None = None,
@@ -153,8 +83,8 @@ def describe(info: StrategyInfo, precision: str, cpu: dict | None = None,
         "podbench_git_sha": git_sha(),
         "python": sys.version.split()[0],
         "tensorflow": tf.__version__,
-        "tf_keras": _version("tf-keras"),
-        "tf_models_official": _version("tf-models-official"),
+        "tf_keras": package_version("tf-keras"),
+        "tf_models_official": package_version("tf-models-official"),
         "host": socket.gethostname(),
         "os": platform.platform(),
         "cpu": cpu,

@@ -12,6 +12,7 @@ import time
 
 import tensorflow as tf
 
+from bench.harness import host, peak_probe
 from bench.train import environment, peak
 from bench.train.strategy import make_strategy
 from methodology import peaks
@@ -27,9 +28,9 @@ def _peak_json(p, kind: str) -> dict | None:
 def _measure(strategy, platform: str, dtypes, datasheet, repetitions: int, per_count: int, say) -> list[dict]:
     rows = []
     for dtype in dtypes:
-        say(f"  {dtype}: {peak.probe_size(platform)}x{peak.probe_size(platform)} matmuls, best of {repetitions}…")
+        say(f"  {dtype}: {peak_probe.probe_size(platform)}x{peak_probe.probe_size(platform)} matmuls, best of {repetitions}…")
         try:
-            probe = peak.measure(strategy, dtype, peak.probe_size(platform), repetitions)
+            probe = peak.measure(strategy, dtype, peak_probe.probe_size(platform), repetitions)
         except tf.errors.OpError as err:
             rows.append({"dtype": dtype, "error": (str(err).strip().splitlines() or [""])[0][:200]})
             continue
@@ -86,14 +87,14 @@ def _tpu(address: str, repetitions: int, say) -> dict:
                                      chips or len(info.devices), say)}
 
 
-def survey(tpu: str | None = None, repetitions: int = peak.REPETITIONS, say=lambda line: None) -> dict:
+def survey(tpu: str | None = None, repetitions: int = peak_probe.REPETITIONS, say=lambda line: None) -> dict:
     """Every local device's measured matmul peak per native dtype, beside its datasheet (JSON-ready).
 
     Raises:
       UsageError: an unusable --tpu (from make_strategy).
     """
     start_s = time.perf_counter()
-    cpu = environment.cpu_info()
+    cpu = host.cpu_info()
     devices = [_cpu(cpu, repetitions, say)]
     devices += [_gpu(i, gpu, repetitions, say) for i, gpu in enumerate(tf.config.list_physical_devices("GPU"))]
     if tpu:

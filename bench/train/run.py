@@ -36,7 +36,7 @@ from bench.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import Summary, write_summary
-from bench.harness import outcome
+from bench.harness import host, outcome
 from bench.harness.outcome import Outcome, outcome_of, signals_deferred
 from bench.harness.segment import check_same_plan, mllog_path, start_segment
 from bench.harness.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
@@ -104,7 +104,7 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopReq
 
 def native_bf16(platform: str) -> bool:
     """Whether the run's CPU has bfloat16 units (its defaults differ: bench/resolve.py)."""
-    return platform == "cpu" and peaks.cpu_native_bf16(environment.cpu_info()["isa_flags"])
+    return platform == "cpu" and peaks.cpu_native_bf16(host.cpu_info()["isa_flags"])
 
 
 def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.stderr,

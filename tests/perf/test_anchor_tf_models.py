@@ -40,7 +40,7 @@ import tf_keras
 
 from bench import config as cfg
 from bench.resolve import resolve
-from bench.train.environment import cpu_info
+from bench.harness.host import cpu_info
 from methodology import peaks
 from resnet_fit import compiled_resnet, harness_fit, ratio_summary, timed_fit
 

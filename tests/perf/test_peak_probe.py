@@ -1,6 +1,6 @@
 """Benchmark (`make perf`): does the run's peak probe use matrices big enough to saturate this CPU?
 
-`podbench run` and `podbench peak` time n x n matmuls at bench.train.peak.PROBE_SIZES["cpu"];
+`podbench run` and `podbench peak` time n x n matmuls at bench.harness.peak_probe.PROBE_SIZES["cpu"];
 a size too small to keep every unit busy reads a low peak and so overstates MFU against
 it. Here the same probe (bench.train.peak.measure) runs at several sizes, the order
 reversed every round, in the precision the CPU's default computes in; reported: each
@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 
+from bench.harness import peak_probe
 from bench.train import peak
-from bench.train.environment import cpu_info
+from bench.harness.host import cpu_info
 from bench.train.strategy import make_strategy
 from methodology import peaks
 from resnet_fit import paired_ratios, spread
@@ -34,10 +35,10 @@ def test_the_probe_size_saturates_this_cpu():
             rates[n].append(peak.measure(strategy, dtype, n, repetitions=3).flops_per_sec)
     largest = max(SIZES)
     over_largest = {n: paired_ratios(rates[largest], rates[n]) for n in SIZES}
-    report = {"cpu": cpu_info()["model"], "dtype": dtype, "probe_size": peak.PROBE_SIZES["cpu"],
+    report = {"cpu": cpu_info()["model"], "dtype": dtype, "probe_size": peak_probe.PROBE_SIZES["cpu"],
               "gflops_per_sec": {n: [round(v / 1e9) for v in rates[n]] for n in SIZES},
               "over_largest": {n: spread(over_largest[n], 3) for n in SIZES}}
     print("\nperf:", json.dumps(report, indent=2))
-    probe = peak.PROBE_SIZES["cpu"]
+    probe = peak_probe.PROBE_SIZES["cpu"]
     if probe in over_largest:
         assert report["over_largest"][probe]["median"] >= SATURATION_GOAL, report

@@ -22,7 +22,7 @@ import statistics
 
 from bench import config as cfg
 from bench.resolve import resolve
-from bench.train.environment import cpu_info
+from bench.harness.host import cpu_info
 from methodology import peaks
 from resnet_fit import compiled_resnet, ratio_summary, timed_fit
 

@@ -1,0 +1,95 @@
+"""What any run ran on, whichever engine: the host's CPU, the podbench checkout, package versions, and the
+devices' peaks as environment.json records them (datasheet or nominal, and measured). No framework.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform as host_platform
+import re
+import subprocess
+from pathlib import Path
+
+from bench.harness.peak_probe import MeasuredPeak
+from methodology import mfu, peaks
+
+_REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def cpu_info(cpuinfo_path: str = "/proc/cpuinfo") -> dict:
+    """Model name, usable vCPUs, clock in GHz and ISA flags of the host CPU."""
+    text = ""
+    try:
+        text = Path(cpuinfo_path).read_text()
+    except OSError:
+        pass
+    model = _field(text, "model name") or host_platform.processor() or "unknown CPU"
+    nominal = re.search(r"@\s*([\d.]+)\s*GHz", model)
+    mhz = _field(text, "cpu MHz")
+    ghz = float(nominal.group(1)) if nominal else (float(mhz) / 1000 if mhz else None)
+    num_cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "model": model,
+        "num_cpus": num_cpus,
+        "ghz": ghz,
+        "ghz_source": "model name" if nominal else "cpu MHz (current clock)",
+        "isa_flags": sorted(set((_field(text, "flags") or "").split()) & peaks.CPU_PEAK_FLAGS),
+    }
+
+
+def _field(text: str, key: str) -> str | None:
+    match = re.search(rf"^{re.escape(key)}\s*:\s*(.*)$", text, re.MULTILINE)
+    return match.group(1).strip() if match else None
+
+
+def git_sha() -> str | None:
+    """The podbench checkout's commit, with "-dirty" if it has local changes."""
+    try:
+        sha = subprocess.run(["git", "-C", str(_REPO), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(_REPO), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def package_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def datasheet_peak(platform: str, num_replicas: int, cpu: dict, precision: str,
+                   gpu: tuple[str, tuple | None] | None = None, tpu_type: str | None = None, hosts: int = 1,
+                   tf32: bool = False) -> tuple[mfu.Peak | None, int, str]:
+    """(one device's datasheet or nominal peak, how many such devices, "datasheet" or "nominal").
+
+    A device is a GPU, a TPU chip, or a CPU host (its logical devices share it).
+    ``tf32``: float32 matmuls run in TF32 (the framework's setting), whose peak then counts.
+    """
+    if platform == "cpu":
+        if not cpu["ghz"]:
+            return None, hosts, mfu.NOMINAL
+        return peaks.cpu_peak(cpu["num_cpus"], cpu["ghz"], set(cpu["isa_flags"]), precision), hosts, mfu.NOMINAL
+    if platform == "gpu":
+        name, capability = gpu or ("GPU", None)
+        return peaks.gpu_peak(name, precision, capability, tf32), num_replicas, mfu.DATASHEET
+    chips = peaks.tpu_chips(tpu_type)
+    peak = peaks.tpu_peak(tpu_type, precision, tf32) if chips else None
+    return peak, chips or num_replicas, mfu.DATASHEET
+
+
+def measured_block(probe: MeasuredPeak, platform: str, num_replicas: int, hosts: int = 1) -> dict:
+    """environment.json's ``measured_peak``: one device's measured FLOP/s and how many devices count.
+
+    A CPU's logical devices share the host, so the probe (all of them at once) measured
+    the host; accelerators count per replica, every worker's.
+    """
+    per_host = platform == "cpu"
+    return {**probe.to_json(), "local_flops_per_sec": probe.flops_per_sec,
+            "flops_per_sec": probe.flops_per_sec if per_host else probe.flops_per_sec_per_device,
+            "count": hosts if per_host else num_replicas, "per": "host" if per_host else "replica",
+            "basis": f"{probe.dtype} matmul {probe.matrix_size}x{probe.matrix_size}, best of {probe.repetitions} "
+                     f"x {probe.matmuls} products, {probe.num_devices} device(s) at once"}
