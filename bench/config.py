@@ -18,6 +18,11 @@ MODELS = ("resnet50_v1.5",)
 DATA_SOURCES = ("synthetic", "imagenet", "tfds")
 REAL_DATA_SOURCES = ("imagenet", "tfds")
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
+# The engines: TensorFlow (tf.distribute, bench/train/) and JAX (bench/train_jax/).
+FRAMEWORKS = ("tensorflow", "jax")
+# Under JAX every device it sees trains data-parallel; several processes (a Slurm step, `podbench
+# launch`, TF_CONFIG) are one run under multi_worker.
+JAX_STRATEGIES = ("auto", "multi_worker")
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 MIN_IMAGE_SIZE = 32  # five stride-2 stages: 32x32 still leaves a 1x1 final map
 # tf-models-official's ResNet depths: below 50 basic blocks (two 3x3 convs, the stride on
@@ -194,7 +199,9 @@ class TrainConfig:
 @dataclass(frozen=True)
 class RuntimeConfig:
     """Attributes:
-      strategy: tf.distribute strategy name, or "auto" (TPU, then GPUs, then CPU).
+      framework: the engine that trains: "tensorflow" (tf.distribute) or "jax" (Flax, optax, orbax).
+      strategy: tf.distribute strategy name, or "auto" (TPU, then GPUs, then CPU); under JAX "auto"
+        (every device JAX sees, data-parallel) or "multi_worker" (several processes, one run).
       tpu: Cloud TPU name, grpc://host:port, or "local" (TPU VM); strategy tpu only.
       replicas: replicas for "mirrored" (on a CPU: logical devices to split into).
       require_gpu: the run means nothing without GPUs (the V100 presets): fail in one
@@ -211,10 +218,12 @@ class RuntimeConfig:
     tpu: str | None = None
     replicas: int | None = None
     require_gpu: bool = False
+    framework: str = "tensorflow"
     peer_timeout_s: float | None = None
     cpu_threads: int | None = None
 
     def __post_init__(self):
+        choice("framework", self.framework, FRAMEWORKS)
         choice("strategy", self.strategy, STRATEGIES)
         positive("replicas", self.replicas)
         positive("cpu_threads", self.cpu_threads)
@@ -222,6 +231,8 @@ class RuntimeConfig:
             raise ValueError("--tpu is empty (an unset $TPU_NAME?); give the TPU's name, grpc://HOST:PORT or local")
         if self.tpu is not None and self.strategy not in ("tpu", "auto"):
             raise ValueError(f"--tpu needs --strategy tpu (or auto), not {self.strategy}")
+        if self.framework == "jax":
+            check_jax_runtime(self)
         if self.replicas is not None and self.strategy not in ("mirrored", "auto"):
             raise ValueError(f"--replicas applies to --strategy mirrored, not {self.strategy}")
         if self.peer_timeout_s is not None:
@@ -229,6 +240,21 @@ class RuntimeConfig:
                 raise ValueError(f"--peer-timeout must be a positive number of seconds, got {self.peer_timeout_s}")
             if self.strategy != "multi_worker":
                 raise ValueError(f"--peer-timeout applies to --strategy multi_worker, not {self.strategy}")
+
+
+def check_jax_runtime(runtime: RuntimeConfig) -> None:
+    """tf.distribute's settings that mean nothing to JAX: one line each, with what JAX does instead.
+
+    Raises:
+      ValueError: a strategy other than auto or multi_worker, or --tpu.
+    """
+    if runtime.strategy not in JAX_STRATEGIES:
+        raise ValueError(f"--strategy {runtime.strategy} is tf.distribute's: under --framework jax every device JAX "
+                         "sees trains data-parallel (--replicas N for fewer); drop --strategy, or give "
+                         "--strategy multi_worker for a cluster of processes (a Slurm step, podbench launch)")
+    if runtime.tpu is not None:
+        raise ValueError("--tpu names a TPU for TensorFlow's client: JAX on a TPU VM finds its chips itself "
+                         "(and a slice's other hosts through jax.distributed); drop --tpu")
 
 
 @dataclass(frozen=True)
@@ -346,7 +372,9 @@ def check_ready(config: RunConfig) -> RunConfig:
     """
     if config.runtime.strategy == "tpu" and not config.runtime.tpu:
         raise ValueError("--strategy tpu needs --tpu NAME, grpc://HOST:PORT or local (on a TPU VM)")
-    if config.runtime.strategy == "multi_worker" and config.train.xla:
+    if config.runtime.framework == "jax":
+        check_jax_train(config.train)
+    elif config.runtime.strategy == "multi_worker" and config.train.xla:
         raise ValueError(MULTI_WORKER_XLA)
     if config.train.evaluates and not config.data.real:
         raise ValueError("evaluation needs a validation split: add --data imagenet or --data tfds with --data-dir "
@@ -359,6 +387,19 @@ def check_ready(config: RunConfig) -> RunConfig:
             f"({total} {unit}{'s' * (total != 1)}): raise --epochs/--train-steps or lower --warmup-steps"
         )
     return config
+
+
+def check_jax_train(train: TrainConfig) -> None:
+    """Training settings the JAX engine has no meaning for, in one line each.
+
+    Raises:
+      ValueError: --xla/--no-xla (JAX always compiles with XLA) or mixed_float16 (it needs loss scaling).
+    """
+    if train.xla is not None:
+        raise ValueError(f"--{'' if train.xla else 'no-'}xla: JAX always compiles the step with XLA; drop it")
+    if train.precision == "mixed_float16":
+        raise ValueError("--precision mixed_float16 needs loss scaling, which the JAX engine does not do: use "
+                         "mixed_bfloat16 (its GPU and TPU default) or float32")
 
 
 def _lengths_known_without_platform(config: RunConfig) -> tuple[int, int, str] | None:

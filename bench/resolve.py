@@ -75,6 +75,15 @@ PLATFORM_DEFAULTS = {
 # measurement (14.6 against 12.6 img/s at 8); under heavier load batch 8 led: unsettled.
 # Without such units the CPU keeps the float32 defaults above.
 CPU_BF16_DEFAULTS = PlatformDefaults(32, "mixed_bfloat16", False, 1, 4, 4, 1)
+# The JAX engine (bench/train_jax/) always compiles with XLA. On a GPU it trains in bfloat16
+# (float16 would need loss scaling, which it does not do): the batches and blocks are the
+# TensorFlow GPU's. A TPU's are the TensorFlow TPU's. On a CPU, see JAX_CPU_DEFAULTS.
+JAX_PLATFORM_DEFAULTS = {
+    "gpu": PlatformDefaults(256, "mixed_bfloat16", True, 25, 200, 3, 50, float32_batch_size=128),
+    "tpu": PLATFORM_DEFAULTS["tpu"],
+}
+JAX_CPU_DEFAULTS = PlatformDefaults(8, "float32", True, 1, 4, 4, 1)
+JAX_CPU_BF16_DEFAULTS = PlatformDefaults(32, "mixed_bfloat16", True, 1, 4, 4, 1)
 # An evaluation pads its last batches with zero-weight examples so that every validation
 # record counts once; the eval batch is the largest (up to the training one) padding at most this.
 EVAL_PADDING_MAX_FRACTION = 0.01
@@ -186,20 +195,31 @@ def _input_spec_from_dict(d: dict) -> InputSpec:
     return InputSpec(**d)
 
 
-def platform_defaults(platform: str, native_bf16: bool = False) -> PlatformDefaults:
-    """What ``platform`` runs by default; a CPU with bfloat16 units (``native_bf16``) has its own."""
+def platform_defaults(platform: str, native_bf16: bool = False, framework: str = "tensorflow") -> PlatformDefaults:
+    """What ``platform`` runs by default under ``framework``; a CPU with bfloat16 units (``native_bf16``)
+    has its own."""
     cfg.choice("platform", platform, PLATFORMS)
+    cfg.choice("framework", framework, cfg.FRAMEWORKS)
+    if framework == "jax":
+        if platform == "cpu":
+            return JAX_CPU_BF16_DEFAULTS if native_bf16 else JAX_CPU_DEFAULTS
+        return JAX_PLATFORM_DEFAULTS[platform]
     return CPU_BF16_DEFAULTS if platform == "cpu" and native_bf16 else PLATFORM_DEFAULTS[platform]
+
+
+def defaults_of(config: cfg.RunConfig, platform: str, native_bf16: bool = False) -> PlatformDefaults:
+    """``platform_defaults`` for the config's engine."""
+    return platform_defaults(platform, native_bf16, config.runtime.framework)
 
 
 def default_precision(config: cfg.RunConfig, platform: str, native_bf16: bool = False) -> str:
     """The run's precision: the user's, else the platform's."""
-    return config.train.precision or platform_defaults(platform, native_bf16).precision
+    return config.train.precision or defaults_of(config, platform, native_bf16).precision
 
 
 def per_replica_batch_size(config: cfg.RunConfig, platform: str, native_bf16: bool = False) -> int:
     """The per-replica batch: the user's, else the platform's default for the run's precision."""
-    d = platform_defaults(platform, native_bf16)
+    d = defaults_of(config, platform, native_bf16)
     if config.train.per_replica_batch_size:
         return config.train.per_replica_batch_size
     if default_precision(config, platform, native_bf16) == "float32" and d.float32_batch_size:
@@ -310,7 +330,7 @@ def resolve(config: cfg.RunConfig, platform: str, num_replicas: int, counts: Dat
     strategy = strategy or config.runtime.strategy
     per_replica = per_replica_batch_size(config, platform, native_bf16)  # checks the platform name
     check_hardware(config, platform, strategy, num_replicas, input_hosts, native_bf16)
-    d, t = platform_defaults(platform, native_bf16), config.train
+    d, t = defaults_of(config, platform, native_bf16), config.train
     precision = default_precision(config, platform, native_bf16)
     global_batch = per_replica * num_replicas
     steps_per_epoch, train_steps, warmup = _lengths(config, d, counts, global_batch)
@@ -330,8 +350,8 @@ def resolve(config: cfg.RunConfig, platform: str, num_replicas: int, counts: Dat
         warmup_steps=warmup,
         steps_per_execution=t.steps_per_execution or d.steps_per_execution,
         precision=precision,
-        # XLA cannot all-reduce across processes: multi_worker runs without it.
-        xla=(d.xla and strategy != "multi_worker") if t.xla is None else t.xla,
+        # XLA cannot all-reduce across TensorFlow's processes: multi_worker runs without it (JAX always has it).
+        xla=_xla(config, d, strategy),
         log_steps=t.log_steps or max(d.log_steps, t.steps_per_execution or 1),
         # The reference's schedule over the run (its epochs are the cap when training to a target).
         schedule=schedule.reference_schedule(optimizer, global_batch, train_steps / steps_per_epoch,
@@ -347,6 +367,13 @@ def resolve(config: cfg.RunConfig, platform: str, num_replicas: int, counts: Dat
         num_examples=counts.train_examples,
         eval_examples=counts.eval_examples,
     )
+
+
+def _xla(config: cfg.RunConfig, d: PlatformDefaults, strategy: str) -> bool:
+    if config.runtime.framework == "jax":
+        return True
+    t = config.train
+    return (d.xla and strategy != "multi_worker") if t.xla is None else t.xla
 
 
 def _evaluation(train_input: InputSpec, counts: DataCounts, num_replicas: int,

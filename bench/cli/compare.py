@@ -160,7 +160,8 @@ FACTS = (
     ("per_replica_batch_size", "batch per replica", None), ("global_batch_size", "global batch", None),
     ("precision", "precision", None), ("xla", "XLA", None), ("strategy", "strategy", None),
     ("num_replicas", "replicas", None), ("steps_per_execution", "steps per execution", None),
-    ("cpu_threads", "CPU threads (--cpu-threads)", None), ("tensorflow", "TensorFlow", None),
+    ("cpu_threads", "CPU threads (--cpu-threads)", None), ("framework", "engine", None),
+    ("framework_version", "engine version", None),
 )
 
 
@@ -185,7 +186,7 @@ def load_run(run_dir: Path) -> ComparedRun:
         raise UsageError(f"{run_dir}: {err}") from None
     facts = {key: getattr(summary, key, None) for key, _, _ in FACTS}
     facts.update(model=record.requested.model.name, data=record.requested.data.source,
-                 cpu_threads=record.requested.runtime.cpu_threads, tensorflow=record.environment.get("tensorflow"))
+                 cpu_threads=record.requested.runtime.cpu_threads, framework=record.requested.runtime.framework)
     return ComparedRun(str(run_dir), summary, facts, intervals)
 
 

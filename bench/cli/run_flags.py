@@ -117,8 +117,11 @@ RUN_FLAGS: tuple[Flag, ...] = (
          "with --target-accuracy: stop after N epochs if the target is not reached (default 91)", COUNT, "N"),
     Flag("--mllog", "output.mllog", ACCURACY, "also append an MLPerf-style log (:::MLLOG lines) to FILE",
          metavar="FILE"),
-    Flag("--strategy", "runtime.strategy", DISTRIBUTION, "tf.distribute strategy (default auto)",
-         choices=cfg.STRATEGIES),
+    Flag("--framework", "runtime.framework", DISTRIBUTION,
+         "the engine: tensorflow (default: Keras under tf.distribute) or jax (Flax, optax, orbax: every device JAX "
+         "sees, data-parallel; needs no TensorFlow)", choices=cfg.FRAMEWORKS),
+    Flag("--strategy", "runtime.strategy", DISTRIBUTION,
+         "tf.distribute strategy (default auto); under --framework jax: auto or multi_worker", choices=cfg.STRATEGIES),
     Flag("--tpu", "runtime.tpu", DISTRIBUTION, "Cloud TPU name, grpc://HOST:PORT, or local (on a TPU VM)",
          checks.tpu_address, "ADDR"),
     Flag("--replicas", "runtime.replicas", DISTRIBUTION,

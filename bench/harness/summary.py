@@ -129,6 +129,9 @@ def build_summary(record: RunRecord) -> Summary:
     setup = last_event(record.lifecycle, jsonl.SETUP)
     fields = dict(
         run_id=record.run_id, status=end["status"], signal=end.get("signal"), error=end.get("error"),
+        framework=requested.runtime.framework,
+        # Older environment.json files name TensorFlow's version only.
+        framework_version=env.get("framework_version") or env.get(requested.runtime.framework),
         strategy=env.get("strategy"), platform=plan.platform, depth=requested.model.depth,
         image_size=requested.model.image_size, num_classes=requested.model.num_classes,
         num_replicas=plan.num_replicas, per_replica_batch_size=plan.per_replica_batch_size,

@@ -35,7 +35,8 @@ class Summary:
         or killed (no end recorded: rebuilt from the raw logs after the fact).
       signal: the signal that stopped an interrupted run ("SIGTERM", "SIGINT").
       error: the one-line error of a failed run.
-      strategy, platform: the tf.distribute strategy and cpu/gpu/tpu.
+      framework, framework_version: the engine that trained (tensorflow, jax) and its version.
+      strategy, platform: the tf.distribute strategy (under JAX: data_parallel, or multi_worker) and cpu/gpu/tpu.
       depth, image_size, num_classes: the model.
       num_replicas, per_replica_batch_size, global_batch_size: replicas and batches.
       precision, xla, steps_per_execution: how the step computes.
@@ -68,6 +69,8 @@ class Summary:
     status: str
     signal: str | None = None
     error: str | None = None
+    framework: str | None = None
+    framework_version: str | None = None
     strategy: str | None = None
     platform: str | None = None
     depth: int | None = None
@@ -215,8 +218,10 @@ def write_summary(run_dir: str | Path, summary: Summary) -> Path:
 # What makes two runs comparable: runs that differ in any of these are different
 # configurations (aggregate refuses to mix them; report shows what differs; the
 # event files carry them as TensorBoard hparams).
-CONFIGURATION_KEYS = ("image_size", "depth", "num_classes", "precision", "xla", "strategy", "num_replicas",
-                      "global_batch_size", "data")
+CONFIGURATION_KEYS = ("framework", "image_size", "depth", "num_classes", "precision", "xla", "strategy",
+                      "num_replicas", "global_batch_size", "data")
+# Runs written before the JAX engine name no framework: TensorFlow trained them.
+DEFAULT_FRAMEWORK = "tensorflow"
 
 
 def data_name(source: str | None, data_dir: str | None) -> str | None:
@@ -230,13 +235,14 @@ def configuration(summary: Summary, requested: dict | None) -> dict:
     """A finished run's configuration (CONFIGURATION_KEYS), from summary.json and config.json's ``requested``."""
     data = (requested or {}).get("data") or {}
     values = {k: getattr(summary, k) for k in CONFIGURATION_KEYS if k != "data"}
+    values["framework"] = values["framework"] or DEFAULT_FRAMEWORK
     return {**values, "data": data_name(data.get("source"), data.get("data_dir"))}
 
 
 def configuration_of(requested, plan) -> dict:
     """A running run's configuration (CONFIGURATION_KEYS), from its RunConfig and ResolvedRun."""
     m = requested.model
-    return {"image_size": m.image_size, "depth": m.depth, "num_classes": m.num_classes,
+    return {"framework": requested.runtime.framework, "image_size": m.image_size, "depth": m.depth, "num_classes": m.num_classes,
             "precision": plan.precision, "xla": plan.xla, "strategy": requested.runtime.strategy,
             "num_replicas": plan.num_replicas, "global_batch_size": plan.global_batch_size,
             "data": data_name(requested.data.source, requested.data.data_dir)}
