@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bench.data import preprocess
+from bench.data import preprocess, spec
 
 
 def jpeg(pixels: np.ndarray) -> tf.Tensor:
@@ -91,9 +91,9 @@ def test_train_crops_vary_in_scale():
 
 @pytest.mark.parametrize("dtype", [tf.float32, tf.uint8])
 def test_normalize(dtype):
-    mean = tf.cast(tf.round(tf.reshape(tf.constant(preprocess.MEAN_RGB), [1, 1, 3])), dtype)
+    mean = tf.cast(tf.round(tf.reshape(tf.constant(spec.MEAN_RGB), [1, 1, 3])), dtype)
     np.testing.assert_allclose(preprocess.normalize(mean).numpy(), 0, atol=0.01)
-    one_std = tf.constant(preprocess.MEAN_RGB) + tf.constant(preprocess.STDDEV_RGB)
+    one_std = tf.constant(spec.MEAN_RGB) + tf.constant(spec.STDDEV_RGB)
     np.testing.assert_allclose(preprocess.normalize(tf.reshape(one_std, [1, 3])).numpy(), 1, atol=1e-5)
 
 

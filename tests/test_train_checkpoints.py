@@ -188,7 +188,7 @@ def test_a_remote_tpu_writes_a_local_checkpoint_directory_through_this_client(tm
 
 
 def test_a_full_checkpoint_filesystem_is_told_apart_from_other_failures(tmp_path):
-    from bench.train.checkpoints import directory_full  # noqa: PLC0415
+    from bench.harness.checkpoints import directory_full  # noqa: PLC0415
 
     assert directory_full("gs://bucket/checkpoints") is None and directory_full(str(tmp_path)) is None
     if os.geteuid() != 0:

@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-# ImageNet's per-channel mean and standard deviation on the 0..255 scale: the
-# statistics of the training set, (0.485, 0.456, 0.406) and (0.229, 0.224,
-# 0.225) on the 0..1 scale, as torchvision and tf-models-official use them.
-MEAN_RGB = (0.485 * 255, 0.456 * 255, 0.406 * 255)
-STDDEV_RGB = (0.229 * 255, 0.224 * 255, 0.225 * 255)
+from bench.data.spec import MEAN_RGB, STDDEV_RGB
 EVAL_CROP_PADDING = 32  # 224 out of 256: the centre crop fraction 0.875
 # The crop sampler's parameters (Inception-style augmentation, as ResNet's reference).
 MIN_OBJECT_COVERED = 0.1

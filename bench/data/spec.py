@@ -14,6 +14,13 @@ SPLITS = ("train", "validation")
 IMAGE_DTYPES = ("float32", "uint8", "bfloat16")
 
 
+# ImageNet's per-channel mean and standard deviation on the 0..255 scale: the
+# statistics of the training set, (0.485, 0.456, 0.406) and (0.229, 0.224,
+# 0.225) on the 0..1 scale, as torchvision and tf-models-official use them.
+# Images normalised on the host (bench/data/preprocess.py) or, as bytes, on the device (the models).
+MEAN_RGB = (0.485 * 255, 0.456 * 255, 0.406 * 255)
+STDDEV_RGB = (0.229 * 255, 0.224 * 255, 0.225 * 255)
+
 @dataclass(frozen=True)
 class DataCounts:
     """What the real data holds, found before anything depends on the batch size.

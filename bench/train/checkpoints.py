@@ -12,8 +12,6 @@ each write, as tf_keras does; all of them restore from the chief's.
 """
 from __future__ import annotations
 
-import contextlib
-import os
 import tempfile
 import time
 
@@ -22,13 +20,11 @@ import tf_keras
 
 from bench.errors import RunFailed, UsageError
 from bench.harness.block_end import BlockEnd
+from bench.harness.checkpoints import MAX_TO_KEEP, checkpoint_number, directory_full
 from bench.harness.stopping import DEFAULT_GRACE_S, Interrupted, StopRequest
 from bench.results import jsonl
 from bench.train.timer import StepTimerCallback
 
-MAX_TO_KEEP = 2  # the newest, and the one before it in case the newest was cut short
-# A failed write with less than this free is a full disk (a checkpoint is MBs; a write stops short of 0).
-FULL_BELOW_BYTES = 16 * 2**20
 
 
 class Checkpointer:
@@ -85,7 +81,8 @@ class Checkpointer:
         named = list(state.all_model_checkpoint_paths) if state else []
         missing = [(p, "its files are missing") for p in named
                    if p not in found and not tf.io.gfile.exists(p + ".index")]
-        return sorted(found, key=_number, reverse=True), sorted(missing, key=lambda m: _number(m[0]), reverse=True)
+        return (sorted(found, key=checkpoint_number, reverse=True),
+                sorted(missing, key=lambda m: checkpoint_number(m[0]), reverse=True))
 
     def restore_intact(self) -> tuple[str | None, int, list[tuple[str, str]]]:
         """Restores the newest checkpoint whose every tensor reads back whole (checksums checked).
@@ -98,8 +95,8 @@ class Checkpointer:
           UsageError: checkpoints are there but none restores (truncated, corrupted, another model's).
         """
         found, damaged = self.candidates()
-        newest = _number(found[0]) if found else -1
-        damaged = [d for d in damaged if _number(d[0]) > newest]
+        newest = checkpoint_number(found[0]) if found else -1
+        damaged = [d for d in damaged if checkpoint_number(d[0]) > newest]
         for path in found:
             try:
                 verify(path)  # the optimizer's slots restore later, inside fit: read everything now
@@ -153,31 +150,9 @@ def verify(path: str) -> None:
         reader.get_tensor(name)
 
 
-def _number(path: str) -> int:
-    tail = path.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
-
-
 def _first_line(err: BaseException) -> str:
     lines = str(err).strip().splitlines()
     return f"{type(err).__name__}: {lines[0][:160] if lines else ''}"
-
-
-def directory_full(directory: str) -> str | None:
-    """If a local checkpoint directory's filesystem is full: one line saying so and what to do (else None).
-
-    A full disk reaches TensorFlow's writer as an error naming its internal op
-    (ResourceExhaustedError, ... SaveV2); the user needs the directory and the fix.
-    """
-    if "://" in directory:
-        return None
-    with contextlib.suppress(OSError):
-        fs = os.statvfs(directory)
-        free_bytes = fs.f_bavail * fs.f_frsize
-        if free_bytes < FULL_BELOW_BYTES:
-            return (f"the checkpoint directory {directory} is full ({free_bytes // 1024} KiB free); free space, "
-                    "or give --checkpoint-dir on a larger disk (--checkpoint-every 0 writes none)")
-    return None
 
 
 def checkpoint_bytes(path: str) -> int | None:

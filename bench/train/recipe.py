@@ -12,7 +12,7 @@ import tf_keras
 from official.modeling.optimization import lars
 
 from bench.config import ModelConfig
-from bench.data import preprocess
+from bench.data import spec
 from bench.resolve import ResolvedRun
 from methodology import schedule as lr
 from models.resnet import build_resnet50
@@ -97,7 +97,7 @@ def build_model(model: ModelConfig, plan: ResolvedRun, seed: int, strategy: tf.d
     # The policy must be set before the layers exist: they take it on creation.
     tf_keras.mixed_precision.set_global_policy(plan.precision)
     # Images reach a GPU as bytes and are normalised on the device; a TPU gets bfloat16.
-    mean_std = (preprocess.MEAN_RGB, preprocess.STDDEV_RGB) if plan.train_input.uint8_images else None
+    mean_std = (spec.MEAN_RGB, spec.STDDEV_RGB) if plan.train_input.uint8_images else None
     # With LARS the optimizer applies the decay; an L2 loss term as well would decay twice.
     loss_decay = 0.0 if plan.schedule.optimizer == "lars" else model.weight_decay
     with strategy.scope():

@@ -1,0 +1,149 @@
+"""What the JAX engine trains on: the processes of its cluster, their devices, and the mesh over them.
+
+One process trains on every device JAX sees (``--replicas N``: the first N);
+several processes (``--strategy multi_worker``) join one run through
+``jax.distributed.initialize``, on the cluster podbench already resolves:
+TF_CONFIG, which `podbench launch` writes and a Slurm step's variables become
+(bench/cli/run_cluster.py), or a Cloud TPU VM slice, where JAX finds the other
+hosts itself. The mesh has one axis, ``data``: every device is one replica.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from bench.cluster import tpu_slice
+from bench.cluster.tf_config import parse_tf_config
+from bench.errors import UsageError
+
+DATA_AXIS = "data"
+# XLA flag that splits a CPU into N devices; it must be set before JAX starts its CPU backend.
+CPU_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+
+
+@dataclass(frozen=True)
+class Coordinator:
+    """How this process joins the others (``jax.distributed.initialize``'s arguments).
+
+    Attributes:
+      address: the coordinator's HOST:PORT (process 0's); None: JAX finds it (a TPU VM slice).
+      num_processes, process_id: the cluster's size and this process's place (None: JAX finds them).
+      name: this process as the cluster names it ("chief", "worker 1").
+    """
+
+    address: str | None
+    num_processes: int | None
+    process_id: int | None
+    name: str
+
+
+def coordinator(environ: Mapping[str, str] = os.environ) -> Coordinator:
+    """This process's cluster under --strategy multi_worker: TF_CONFIG's, else a TPU VM slice's.
+
+    TF_CONFIG's chief (or its worker 0) is process 0 and runs the coordinator at its address.
+
+    Raises:
+      UsageError: no TF_CONFIG and no TPU VM slice (the message says how to give a cluster).
+    """
+    if not environ.get("TF_CONFIG") and tpu_slice.tpu_worker(environ) is not None:
+        return Coordinator(None, None, None, f"TPU worker {tpu_slice.tpu_worker(environ)}")
+    task = parse_tf_config(environ.get("TF_CONFIG"))
+    order = ([task.chief] if task.chief else []) + list(task.workers)
+    own = 0 if task.task_type == "chief" else task.task_index + (task.chief is not None)
+    return Coordinator(order[0], len(order), own, task.name)
+
+
+def cpu_device_flags(replicas: int | None, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """XLA_FLAGS that give a CPU ``replicas`` devices (set before JAX loads; nothing to set for None)."""
+    if not replicas:
+        return {}
+    flags = [f for f in environ.get("XLA_FLAGS", "").split() if not f.startswith(CPU_DEVICES_FLAG)]
+    return {"XLA_FLAGS": " ".join([*flags, f"{CPU_DEVICES_FLAG}={replicas}"])}
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """The devices a JAX run trains on.
+
+    Attributes:
+      name: "data_parallel" (one process) or "multi_worker" (several, one run).
+      platform: cpu, gpu or tpu.
+      devices: every replica's device, every process's (the mesh's order).
+      local_devices: this process's.
+      process_index, process_count: this process's place among the run's processes.
+      mesh: one axis, ``data``, over ``devices``.
+    """
+
+    name: str
+    platform: str
+    devices: tuple
+    local_devices: tuple
+    process_index: int
+    process_count: int
+    mesh: Mesh
+
+    @property
+    def num_replicas(self) -> int:
+        return len(self.devices)
+
+    @property
+    def is_chief(self) -> bool:
+        return self.process_index == 0
+
+    def replicated(self) -> NamedSharding:
+        """Every device holds all of it (the model's state)."""
+        return NamedSharding(self.mesh, PartitionSpec())
+
+    def batched(self) -> NamedSharding:
+        """Split along the first axis, one part a replica (a batch)."""
+        return NamedSharding(self.mesh, PartitionSpec(DATA_AXIS))
+
+    def describe(self) -> tuple[str, ...]:
+        return tuple(f"{d.platform}:{d.id}" for d in self.devices)
+
+
+def join(strategy: str, timeout_s: float | None, environ: Mapping[str, str] = os.environ) -> None:
+    """Under multi_worker: joins the cluster (waits, up to ``timeout_s``, for every process to start).
+
+    Raises:
+      UsageError: no cluster to join, or it did not form in time.
+    """
+    if strategy != "multi_worker":
+        return
+    c = coordinator(environ)
+    kwargs = {"initialization_timeout": int(timeout_s)} if timeout_s else {}
+    try:
+        jax.distributed.initialize(c.address, c.num_processes, c.process_id, **kwargs)
+    except (RuntimeError, ValueError) as err:  # JAX raises XlaRuntimeError (a RuntimeError) on a timeout
+        first = (str(err).strip().splitlines() or [""])[0][:200]
+        raise UsageError(f"the cluster did not form ({c.name}, coordinator {c.address or 'found by JAX'}): "
+                         f"{first}; start podbench on every process of the cluster, or give a slow scheduler a "
+                         "longer --peer-timeout") from None
+
+
+def find_devices(strategy: str, replicas: int | None) -> DeviceInfo:
+    """Every device of the run (the first ``replicas`` of one process's, if given) and the mesh over them.
+
+    Raises:
+      UsageError: more replicas asked for than this process has devices.
+    """
+    local = tuple(jax.local_devices())
+    if replicas is not None:
+        if replicas > len(local):
+            raise UsageError(f"--replicas {replicas}: JAX sees {len(local)} {local[0].platform} device(s) here; "
+                             f"give at most {len(local)}")
+        local = local[:replicas]
+        devices = local
+    else:
+        devices = tuple(jax.devices())
+    platform = local[0].platform
+    if platform not in ("cpu", "gpu", "tpu"):  # JAX names a CUDA or ROCm GPU "gpu"
+        platform = "gpu"
+    mesh = Mesh(np.array(devices), (DATA_AXIS,))
+    name = "multi_worker" if jax.process_count() > 1 else "data_parallel"
+    return DeviceInfo(name, platform, devices, local, jax.process_index(), jax.process_count(), mesh)
