@@ -162,11 +162,11 @@ def test_stop_signal(values, own, expected):
 
 
 def test_workers_that_restored_different_steps_are_refused_before_training():
-    checkpoints.check_same_step(cluster_sums((40, 1600, 1), (40, 1600, 1)), 40, "d")  # three at step 40
+    block_end.check_same_step(cluster_sums((40, 1600, 1), (40, 1600, 1)), 40, "d")  # three at step 40
     for mine, others in ((40, [0, 80]), (0, [40, 80]), (80, [0, 40])):  # 0, 40, 80: the mean is 40, yet they differ
         agree = cluster_sums(*[(s, s * s, 1) for s in others])
         with pytest.raises(checkpoints.UsageError, match="the 3 workers restored different steps"):
-            checkpoints.check_same_step(agree, mine, "d")
+            block_end.check_same_step(agree, mine, "d")
 
 
 def test_a_non_chiefs_throwaway_copy_of_a_gs_checkpoint_stays_local(tmp_path):

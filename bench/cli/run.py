@@ -201,7 +201,8 @@ def handle(args: argparse.Namespace) -> int:
             lock = _lock_for_resume(run_dir)
         else:
             run_dir, lock = rundir.claim_run_dir(config.output.dir, run_id)
-        print(f"podbench run {run_id}: {'resuming' if resume else 'loading TensorFlow'}…", file=sys.stderr,
+        engine = "JAX" if config.runtime.framework == "jax" else "TensorFlow"
+        print(f"podbench run {run_id}: {'resuming' if resume else f'loading {engine}'}…", file=sys.stderr,
               flush=True)
         return supervise(config, run_id, run_dir, resume, args.json, restore, lock,
                          None if scratch is None else f"{scratch.worker}: results in {results_dir} on the chief")

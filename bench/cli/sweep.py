@@ -14,7 +14,7 @@ import sys
 
 from bench import config as cfg
 from bench import presets
-from bench.cli.run_flags import add_run_flags, config_from_args, run_argv
+from bench.cli.run_flags import add_run_flags, config_from_args, load_config, run_argv
 from bench.cluster import sweep
 from bench.results import rundir
 from bench.errors import EXIT_INTERRUPTED, UsageError
@@ -44,12 +44,17 @@ SWEEP_DIR/batch-B`) and writes device_curve.png/.svg instead: images/sec
 against the per-device batch, what `podbench project --run SWEEP_DIR` extrapolates
 from. Give --replicas or --batch-sizes, not both.
 
+Under --framework jax each size runs `podbench run --framework jax --strategy auto`
+instead: JAX's replicas are the devices it sees (--replicas N: the first N; on a
+CPU, N devices XLA splits it into).
+
 examples:
   podbench sweep --replicas 1,2,4,8                       # the default benchmark at 4 sizes
   podbench sweep --replicas 1,2 --preset smoke            # 32x32, a minute on 2 CPU cores
   podbench sweep --replicas 1,2,4,8 --batch-size 256 --output results/sweeps/gpu   # a GPU host
   podbench sweep --batch-sizes 32,64,128,256 --output results/sweeps/curve       # one GPU's device curve
   podbench sweep --batch-sizes 4,8 --preset smoke                                # the curve on a CPU, 32x32
+  podbench sweep --framework jax --batch-sizes 32,64,128,256,512                  # one GPU's curve under JAX
 """
 
 
@@ -82,7 +87,7 @@ def register(sub) -> None:
         description="Run `podbench run` once per replica count (--strategy mirrored) and write a "
                     "table and a chart of images/sec and scaling efficiency against replicas; or, with "
                     "--batch-sizes, once per per-device batch on one device: the device curve. "
-                    "Takes every `podbench run` flag except --strategy/--tpu (always mirrored).",
+                    "Takes every `podbench run` flag except --strategy/--tpu (mirrored; auto under JAX).",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_run_flags(p, skip=SWEEP_OWNED)
@@ -104,11 +109,12 @@ def register(sub) -> None:
     p.set_defaults(handler=handle)
 
 
-def check_args(args: argparse.Namespace) -> tuple[str, tuple[int, ...]]:
-    """The axis and its sizes, with every run flag checked as the largest size's `podbench run` would.
+def check_args(args: argparse.Namespace) -> tuple[str, tuple[int, ...], str]:
+    """The axis, its sizes and each size's strategy, with every run flag checked as the largest size's
+    `podbench run` would.
 
     Returns:
-      (sweep.REPLICAS or sweep.BATCH, the sizes sorted).
+      (sweep.REPLICAS or sweep.BATCH, the sizes sorted, mirrored or, under JAX, auto).
 
     Raises:
       UsageError: a bad list, a flag that clashes with the sweep, or a run flag
@@ -131,15 +137,18 @@ def check_args(args: argparse.Namespace) -> tuple[str, tuple[int, ...]]:
     if args.tpu is not None:
         raise UsageError("--tpu does not apply to a sweep: it runs --strategy mirrored on this "
                          "machine's CPU or GPUs; drop --tpu")
+    # Under JAX every size's replicas are the devices it sees (--strategy auto); under TensorFlow, mirrored.
+    framework = args.framework or (load_config(args.config).runtime.framework if args.config else "tensorflow")
+    strategy = "auto" if framework == "jax" else "mirrored"
     largest = copy.copy(args)
-    largest.strategy, largest.replicas, largest.output = "mirrored", max(sizes) if axis == sweep.REPLICAS else 1, None
+    largest.strategy, largest.replicas, largest.output = strategy, max(sizes) if axis == sweep.REPLICAS else 1, None
     if axis == sweep.BATCH:
         largest.batch_size = max(sizes)
     config_from_args(largest)  # the run's own checks (the preset's name among them)
     if args.preset and presets.from_preset(args.preset).runtime.strategy == "tpu":
         raise UsageError(f"preset {args.preset} is for a TPU; a sweep runs --strategy mirrored on this "
                          "machine: choose another preset")
-    return axis, sizes
+    return axis, sizes, strategy
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -151,7 +160,7 @@ def handle(args: argparse.Namespace) -> int:
     Raises:
       UsageError: bad flags, or an unusable sweep directory (before any run).
     """
-    axis, sizes = check_args(args)
+    axis, sizes, strategy = check_args(args)
     sweep_id = rundir.new_run_id()
     sweep_dir = sweep.prepare_sweep_dir(args.output, sweep_id)
     flags = run_argv(args, skip=CURVE_OWNED if axis == sweep.BATCH else SWEEP_OWNED)
@@ -162,7 +171,7 @@ def handle(args: argparse.Namespace) -> int:
         print(f"note: no 1-replica size: scaling efficiency will be relative to {sizes[0]} replicas",
               file=sys.stderr, flush=True)
     rows, interrupted = sweep.run_sweep(
-        sizes, lambda n, run_dir: sweep.run_command(n, flags, run_dir, axis), sweep_dir,
+        sizes, lambda n, run_dir: sweep.run_command(n, flags, run_dir, axis, strategy), sweep_dir,
         forward_output=not args.quiet, axis=axis)
     document = {"sweep_id": sweep_id, "axis": axis, "replicas": list(sizes) if axis == sweep.REPLICAS else [1],
                 "batch_sizes": list(sizes) if axis == sweep.BATCH else None, "run_flags": flags,

@@ -45,6 +45,8 @@ from bench.results.summary import Summary, write_summary
 from bench.harness.stopping import HANDLED
 from bench.harness.summary import build_summary, end_status
 
+# Each engine's training process (the supervisor does not care which one runs).
+ENGINE_CHILDREN = {"tensorflow": "bench.train.process", "jax": "bench.train_jax.process"}
 POLL_S = 0.2
 # Beyond the platform's grace period, time for the child to write its summary once it stopped.
 SUMMARY_WAIT_S = 10.0
@@ -84,10 +86,10 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
       request: what bench/train/process.py reads (config, run_id, run_dir, resume).
       grace_s: after a forwarded stop signal, how long the child gets before SIGKILL
         (plus the time to write its summary).
-      argv: the child's command (default: this interpreter, bench.train.process).
+      argv: the child's command (default: this interpreter, the config's engine's process: ENGINE_CHILDREN).
       lock: the run directory's lock: the child shares it (bench/results/runlock.py).
     """
-    argv = argv or [sys.executable, "-m", "bench.train.process"]
+    argv = argv or child_argv(request)
     watch = _watch(request.get("run_dir"))
     joining = _Joining.start(request)
     # SIGTERM, not SIGKILL, if this process dies: the child stops at a step boundary and writes its summary.
@@ -133,6 +135,12 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
     if watch is not None:
         watch.close()
     return ChildExit(proc.returncode, stop.get("signal"), killed, problem, stop.get("peers"))
+
+
+def child_argv(request: dict) -> list[str]:
+    """The training process of the request's engine, in this interpreter."""
+    framework = request.get("config", {}).get("runtime", {}).get("framework") or "tensorflow"
+    return [sys.executable, "-m", ENGINE_CHILDREN[framework]]
 
 
 @dataclass

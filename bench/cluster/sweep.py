@@ -85,13 +85,15 @@ def size_dir(sweep_dir: Path, value: int, axis: str = REPLICAS) -> Path:
     return Path(sweep_dir) / f"{axis}-{value}"
 
 
-def run_command(value: int, flags: Sequence[str], run_dir: Path, axis: str = REPLICAS) -> list[str]:
+def run_command(value: int, flags: Sequence[str], run_dir: Path, axis: str = REPLICAS,
+                strategy: str = "mirrored") -> list[str]:
     """`podbench run` for one size, through this interpreter (no PATH lookup).
 
     A replicas size runs ``--replicas N``; a batch size runs one replica at ``--batch-size B``.
+    ``strategy``: mirrored under TensorFlow; auto under JAX (its replicas are the devices it sees).
     """
     size = ["--replicas", str(value)] if axis == REPLICAS else ["--replicas", "1", "--batch-size", str(value)]
-    return [sys.executable, "-m", "bench.cli", "run", *flags, "--strategy", "mirrored", *size,
+    return [sys.executable, "-m", "bench.cli", "run", *flags, "--strategy", strategy, *size,
             "--output", str(run_dir)]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Protocol
 
+from bench.errors import UsageError
 from bench.harness.stopping import DEFAULT_GRACE_S, StopRequest
 from bench.results import jsonl
 
@@ -42,6 +43,24 @@ def stop_signal(values: tuple[int, ...], own_signal: str | None) -> str | None:
     if not stops:
         return None
     return own_signal or ("SIGTERM" if sigterms else "SIGINT")
+
+
+def check_same_step(agree, step: int, directory: str) -> None:
+    """Every worker restored the same step, or every worker raises the same one line (before training).
+
+    Neither engine broadcasts the state after a restore (MultiWorkerMirroredStrategy only
+    when it creates its variables): workers from different checkpoints would train apart,
+    and one from step 0 would wait in an all-reduce once the others finished. The steps are
+    all equal exactly when workers x sum(step^2) == sum(step)^2 (Cauchy-Schwarz).
+
+    Raises:
+      UsageError: the workers' steps differ.
+    """
+    total, squares, workers = agree((step, step * step, 1))
+    if workers * squares != total * total:
+        raise UsageError(f"the {workers} workers restored different steps (this one {step} from {directory}; "
+                         f"their mean {total / workers:g}): every worker must read the chief's checkpoints, from a "
+                         "shared file system or gs:// (--checkpoint-dir)")
 
 
 class BlockEnd:

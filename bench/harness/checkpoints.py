@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 
 MAX_TO_KEEP = 2  # the newest, and the one before it in case the newest was cut short
 # A failed write with less than this free is a full disk (a checkpoint is MBs; a write stops short of 0).
@@ -14,9 +15,9 @@ FULL_BELOW_BYTES = 16 * 2**20
 
 
 def checkpoint_number(path: str) -> int:
-    """The step of a ``ckpt-STEP`` path (-1 for any other name)."""
-    tail = path.rstrip("/").rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else -1
+    """The step of a ``ckpt-STEP`` path (-1 for any other name: a writer's temporary one included)."""
+    match = re.fullmatch(r"ckpt-(\d+)", path.rstrip("/").rsplit("/", 1)[-1])
+    return int(match.group(1)) if match else -1
 
 
 def directory_full(directory: str) -> str | None:

@@ -186,24 +186,6 @@ def agreement(strategy: tf.distribute.Strategy):
     return agree
 
 
-def check_same_step(agree, step: int, directory: str) -> None:
-    """Every worker restored the same step, or every worker raises the same one line (before training).
-
-    MultiWorkerMirroredStrategy broadcasts variables only when it creates them, not
-    after a restore: workers from different checkpoints would train apart, and one
-    from step 0 would wait in an all-reduce once the others finished. The steps are
-    all equal exactly when workers x sum(step^2) == sum(step)^2 (Cauchy-Schwarz).
-
-    Raises:
-      UsageError: the workers' steps differ.
-    """
-    total, squares, workers = agree((step, step * step, 1))
-    if workers * squares != total * total:
-        raise UsageError(f"the {workers} workers restored different steps (this one {step} from {directory}; "
-                         f"their mean {total / workers:g}): every worker must read the chief's checkpoints, from a "
-                         "shared file system or gs:// (--checkpoint-dir)")
-
-
 class StopAndCheckpointCallback(tf_keras.callbacks.Callback):
     """The block-end decisions (bench/harness/block_end.py) at Keras's block ends and evaluation steps.
 

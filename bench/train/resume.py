@@ -17,7 +17,8 @@ from bench.results import jsonl
 from bench.results.rundir import CHECKPOINTS_DIR
 from bench.results.runfiles import RunFiles
 from bench.train.callbacks import Controls
-from bench.train.checkpoints import Checkpointer, agreement, check_same_step, client_io_device
+from bench.harness.block_end import check_same_step
+from bench.train.checkpoints import Checkpointer, agreement, client_io_device
 
 if TYPE_CHECKING:  # annotations only: bench/train/run.py imports this module
     from bench.train.run import Built, Setup

@@ -22,8 +22,6 @@ from bench.cluster.tf_config import parse_tf_config
 from bench.errors import UsageError
 
 DATA_AXIS = "data"
-# XLA flag that splits a CPU into N devices; it must be set before JAX starts its CPU backend.
-CPU_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 
 
 @dataclass(frozen=True)
@@ -56,14 +54,6 @@ def coordinator(environ: Mapping[str, str] = os.environ) -> Coordinator:
     order = ([task.chief] if task.chief else []) + list(task.workers)
     own = 0 if task.task_type == "chief" else task.task_index + (task.chief is not None)
     return Coordinator(order[0], len(order), own, task.name)
-
-
-def cpu_device_flags(replicas: int | None, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """XLA_FLAGS that give a CPU ``replicas`` devices (set before JAX loads; nothing to set for None)."""
-    if not replicas:
-        return {}
-    flags = [f for f in environ.get("XLA_FLAGS", "").split() if not f.startswith(CPU_DEVICES_FLAG)]
-    return {"XLA_FLAGS": " ".join([*flags, f"{CPU_DEVICES_FLAG}={replicas}"])}
 
 
 @dataclass(frozen=True)
@@ -147,3 +137,20 @@ def find_devices(strategy: str, replicas: int | None) -> DeviceInfo:
     mesh = Mesh(np.array(devices), (DATA_AXIS,))
     name = "multi_worker" if jax.process_count() > 1 else "data_parallel"
     return DeviceInfo(name, platform, devices, local, jax.process_index(), jax.process_count(), mesh)
+
+
+def agreement(info: DeviceInfo):
+    """A function that makes every process of the run see the same decisions (None: one process).
+
+    The values are summed across processes: a flag any process raises, every process sees raised
+    (bench/harness/block_end.py). One small all-gather a call.
+    """
+    if info.process_count == 1:
+        return None
+    from jax.experimental import multihost_utils  # noqa: PLC0415
+
+    def agree(values: tuple[int, ...]) -> tuple[int, ...]:
+        gathered = np.asarray(multihost_utils.process_allgather(np.asarray(values, np.int32)))
+        return tuple(int(v) for v in gathered.reshape(info.process_count, -1).sum(axis=0))
+
+    return agree

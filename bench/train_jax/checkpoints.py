@@ -1,0 +1,137 @@
+"""The JAX engine's checkpoints: the whole train state, written and read with orbax.
+
+A checkpoint holds the step count, the weights, the batch-norm statistics and the
+optimizer's state (its momentum, and its own update count, which the learning-rate
+schedule reads): a resumed run continues at the exact step, mid-epoch included.
+It is written after a block, between steps (bench/harness/block_end.py decides
+when), as ``ckpt-STEP`` under the checkpoint directory; orbax writes it under a
+temporary name and renames it when complete, so a write cut short leaves no
+``ckpt-STEP`` behind.
+
+The state is the same on every replica (bench/train_jax/recipe.py averages it), so
+one copy is written, by the run's first process, from its own devices; other
+processes write nothing. Every process restores the same checkpoint (a
+multi-host resume needs the directory where every host sees it: a shared file
+system or gs://).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from bench.errors import RunFailed, UsageError
+from bench.harness.checkpoints import MAX_TO_KEEP, checkpoint_number, directory_full
+from bench.train_jax.devices import DeviceInfo
+from bench.train_jax.recipe import TrainState
+
+
+def host_copy(state: TrainState) -> Any:
+    """The state as numpy arrays on the host: this process's copy (every replica holds the same)."""
+    return jax.tree_util.tree_map(lambda x: np.asarray(x.addressable_data(0)), state)
+
+
+def on_devices(host: Any, info: DeviceInfo) -> Any:
+    """A host copy, put back on every replica of the run."""
+    sharding = info.replicated()
+    return jax.tree_util.tree_map(lambda x: jax.make_array_from_callback(x.shape, sharding, lambda index: x[index]),
+                                  host)
+
+
+def _orbax(process: int):
+    import orbax.checkpoint as ocp  # noqa: PLC0415 (slow to import; only runs that checkpoint need it)
+
+    # Only this process takes part: no barrier waits for processes that write nothing.
+    options = ocp.options.MultiprocessingOptions(primary_host=process, active_processes={process})
+    return ocp.StandardCheckpointer(multiprocessing_options=options)
+
+
+class Checkpointer:
+    """Writes and reads a run's checkpoints under ``directory`` (local, or gs:// through orbax).
+
+    Args:
+      directory: where the run's checkpoints go.
+      info: the run's devices (which process writes; where a restored state goes).
+    """
+
+    def __init__(self, directory: str, info: DeviceInfo):
+        self.directory = directory.rstrip("/")
+        self.info = info
+        self._orbax = _orbax(info.process_index)
+        self.state: TrainState | None = None  # the newest state; the run sets it after each block
+
+    def save(self, step: int) -> str:
+        """Writes the state after ``step`` (the first process only); returns its path."""
+        path = f"{self.directory}/ckpt-{step}"
+        if not self.info.is_chief:
+            return path
+        try:
+            if os.path.exists(path):  # a resumed segment that redoes a step overwrites its own checkpoint
+                shutil.rmtree(path)
+            self._orbax.save(path, host_copy(self.state))
+            self._orbax.wait_until_finished()
+        except OSError as err:
+            full = directory_full(self.directory)
+            if full is None:
+                raise
+            raise RunFailed(full) from err
+        for old in self.found()[MAX_TO_KEEP:]:
+            shutil.rmtree(old, ignore_errors=True)
+        return path
+
+    def bytes(self, path: str) -> int | None:
+        """Bytes under ``path`` (None: not on this host, or unreadable)."""
+        try:
+            return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) or None
+        except OSError:
+            return None
+
+    def found(self) -> list[str]:
+        """Every complete checkpoint in the directory, newest first."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return []
+        paths = [f"{self.directory}/{n}" for n in names if checkpoint_number(n) >= 0]
+        return sorted(paths, key=checkpoint_number, reverse=True)
+
+    def restore_intact(self, template: TrainState) -> tuple[TrainState | None, str | None, list[tuple[str, str]]]:
+        """The newest checkpoint that reads back whole, on the run's devices.
+
+        Args:
+          template: a state of the run's shapes (a fresh one): what each array must be.
+
+        Returns:
+          (the state, its path, [(path, why) of each newer one passed over]); (None, None, []) when
+          the directory holds no checkpoint.
+
+        Raises:
+          UsageError: checkpoints are there but none restores (damaged, or another model's).
+        """
+        damaged = []
+        target = host_copy(template)
+        for path in self.found():
+            try:
+                host = self._orbax.restore(path, target)
+                _check_shapes(host, target)
+                return on_devices(host, self.info), path, damaged
+            except Exception as err:  # noqa: BLE001 (orbax and tensorstore raise many kinds for a bad checkpoint)
+                lines = str(err).strip().splitlines()
+                damaged.append((path, f"{type(err).__name__}: {lines[0][:160] if lines else ''}"))
+        if damaged:
+            newest, why = damaged[0]
+            raise UsageError(f"no checkpoint in {self.directory} restores ({len(damaged)} tried; the newest, "
+                             f"{newest}: {why}); if config.json was edited, restore it, else start a new run "
+                             "(what was measured stays in the run directory)")
+        return None, None, []
+
+
+def _check_shapes(restored: Any, target: Any) -> None:
+    """Raises ValueError unless every restored array has its template's shape and dtype."""
+    for got, want in zip(jax.tree_util.tree_leaves(restored), jax.tree_util.tree_leaves(target)):
+        if np.shape(got) != np.shape(want) or np.asarray(got).dtype != np.asarray(want).dtype:
+            raise ValueError(f"an array of shape {np.shape(got)} where the model has {np.shape(want)}")

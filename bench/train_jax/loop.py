@@ -1,0 +1,176 @@
+"""The JAX engine's training loop: blocks of steps, each timed once its results are on the host.
+
+JAX dispatches asynchronously: a step returns before the devices have run it, so
+a clock read then measures Python. The loop dispatches a block of steps
+(``steps_per_execution``) and reads the clock once, after the block's losses have
+been copied to the host, as the TensorFlow engine's callbacks read it after
+Keras's block; the devices are busy with the queued steps meanwhile. Blocks end
+where the TensorFlow engine's do (every ``steps_per_execution`` steps, and at
+each epoch's end), so warm-up, checkpoints and evaluations fall on the same
+steps under either engine.
+
+After each block, in the order the TensorFlow engine's callbacks run: the step
+record, the progress line, the TensorBoard events, then the block-end decisions
+(a checkpoint when one is due, a stop when a signal asked); at each epoch's end,
+an evaluation when one is due. Everything that is not JAX is the harness's
+(bench/harness/).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import jax
+import numpy as np
+
+from bench.harness.block_end import BlockEnd
+from bench.harness.evaluation import Evaluations
+from bench.harness.events import TrainingEvents
+from bench.harness.mlperf import MLPerfSegment
+from bench.harness.progress import Progress
+from bench.harness.steps import StepClock
+from bench.harness.stopping import Interrupted
+from bench.resolve import ResolvedRun
+from bench.train_jax.recipe import TrainState
+from methodology.target import EvalRecord
+
+
+@dataclass
+class Hooks:
+    """What the loop reports to, the harness's pieces (bench/harness/), built by the run.
+
+    Attributes:
+      timer: the step clock.
+      progress: progress lines.
+      events: TensorBoard events.
+      block_end: checkpoints and stops.
+      evaluations: None without evaluation.
+      mlperf: None without an MLPerf log.
+      announce: called with each evaluation record (a line for the user).
+    """
+
+    timer: StepClock
+    progress: Progress
+    events: TrainingEvents
+    block_end: BlockEnd
+    evaluations: Evaluations | None = None
+    mlperf: MLPerfSegment | None = None
+    announce: Callable[[EvalRecord], None] = field(default=lambda record: None)
+
+
+@dataclass
+class Steps:
+    """The compiled computations and their input.
+
+    Attributes:
+      train: (state, images, labels) -> (state, loss).
+      batches: an iterator of (images, labels) global batches (synthetic data: the same one forever).
+      evaluate: (state, images, labels, weights) -> [top-1 hits, top-5 hits, weight], summed (None: no evaluation).
+      eval_batches: a fresh iterator of (images, labels, weights) for each evaluation.
+    """
+
+    train: Callable
+    batches: Iterator
+    evaluate: Callable | None = None
+    eval_batches: Callable[[], Iterator] | None = None
+
+
+def blocks(plan: ResolvedRun, initial_step: int) -> Iterator[tuple[int, int, bool]]:
+    """(epoch, last step of the block, whether it ends the epoch) of every block from ``initial_step`` on.
+
+    A block is ``steps_per_execution`` steps, cut short at each epoch's end, as Keras runs them.
+    """
+    step = initial_step
+    while step < plan.train_steps:
+        epoch, within = divmod(step, plan.steps_per_epoch)
+        end_of_block = min((within // plan.steps_per_execution + 1) * plan.steps_per_execution,
+                           plan.steps_per_epoch)
+        last = min(epoch * plan.steps_per_epoch + end_of_block, plan.train_steps)
+        yield epoch, last, last % plan.steps_per_epoch == 0
+        step = last
+
+
+def fit(state: TrainState, steps: Steps, plan: ResolvedRun, hooks: Hooks, initial_step: int,
+        checkpointer=None) -> TrainState:
+    """Trains from ``initial_step`` to the plan's end, a stop notice, or the target; returns the newest state.
+
+    ``checkpointer`` (its ``state`` set before each block-end decision) is the block end's.
+    """
+    h = hooks
+    h.timer.record(initial_step)  # where this process's training starts (it includes compilation)
+    h.events.begin()
+    h.events.session_start()
+    if h.mlperf is not None:
+        h.mlperf.train_begin()
+    h.block_end.begin()
+    step, losses, open_epoch = initial_step, [], None
+    for epoch, last, ends_epoch in blocks(plan, initial_step):
+        if epoch != open_epoch:
+            open_epoch = epoch
+            if h.mlperf is not None:
+                h.mlperf.epoch_begin(epoch + 1)
+        while step < last:
+            images, labels = next(steps.batches)
+            state, loss = steps.train(state, images, labels)
+            losses.append(loss)
+            step += 1
+        block_loss = float(np.mean(jax.device_get(losses)))  # the block's results are on the host now
+        h.timer.record(step)
+        losses.clear()
+        h.progress.after_block()
+        h.events.after_block(block_loss)
+        if checkpointer is not None:
+            checkpointer.state = state
+        if h.block_end.after_block():  # a stop notice: no evaluation, the epoch ends here
+            if h.mlperf is not None:
+                h.mlperf.epoch_end(epoch + 1)
+            break
+        # As Keras does, an epoch that the run's last step cuts short still ends (and evaluates, if due).
+        if (ends_epoch or step >= plan.train_steps) and _end_epoch(state, steps, plan, hooks, epoch):
+            break
+    if h.mlperf is not None:
+        h.mlperf.train_end(h.evaluations is not None and h.evaluations.reached_target)
+    h.events.flush()
+    return state
+
+
+def _end_epoch(state: TrainState, steps: Steps, plan: ResolvedRun, hooks: Hooks, epoch: int) -> bool:
+    """An epoch ended: its evaluation if one is due (as Keras's validation_freq: every Nth epoch).
+    Returns True when training stops here (the target reached)."""
+    h = hooks
+    due = h.evaluations is not None and plan.eval_every_epochs and (epoch + 1) % plan.eval_every_epochs == 0
+    if not due:
+        if h.mlperf is not None:
+            h.mlperf.epoch_end(epoch + 1)
+        return False
+    top_1, top_5 = evaluate(state, steps, plan, hooks, epoch + 1)
+    record = h.evaluations.record(epoch + 1, top_1, top_5)
+    h.events.evaluation(record)
+    if h.mlperf is not None:
+        h.mlperf.epoch_end(epoch + 1, record.top_1)
+    h.announce(record)
+    return h.evaluations.reached(record)
+
+
+def evaluate(state: TrainState, steps: Steps, plan: ResolvedRun, hooks: Hooks, epoch: int) -> tuple[float, float]:
+    """Every validation record once (padding weighs nothing); a stop notice does not wait for the end.
+
+    Raises:
+      Interrupted: a stop notice came during it.
+    """
+    h = hooks
+    if h.mlperf is not None:
+        h.mlperf.eval_begin(epoch)
+    h.evaluations.begin()
+    totals = np.zeros(3)
+    batches = steps.eval_batches()
+    for _ in range(plan.eval_steps):
+        images, labels, weights = next(batches)
+        totals += np.asarray(jax.device_get(steps.evaluate(state, images, labels, weights)), np.float64)
+        if h.block_end.during_evaluation():
+            raise Interrupted(h.block_end.request.signal_name)
+    h.evaluations.end()
+    if h.mlperf is not None:
+        h.mlperf.eval_end(epoch)
+    hits_1, hits_k, weight = totals
+    return hits_1 / weight, hits_k / weight

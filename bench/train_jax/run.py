@@ -1,0 +1,366 @@
+"""One JAX benchmark run, in one direction: cluster and devices -> data counts -> plan -> files -> model -> fit -> summary.
+
+The same flow as the TensorFlow engine's (bench/train/run.py), with JAX's parts:
+
+    setup   = prepare(config)                     jax.distributed (multi_worker), devices, the complete plan
+    with RunFiles(run_dir, ...) as files:         config.json; every sink, closed in one place
+        probe                                     the matmul peak, before anything is compiled or timed
+        built = build(config, setup, files)       Flax model, optax, the compiled step, its FLOPs, the input
+        restore                                   a resumed run's checkpoint (orbax)
+        fit(...)                                  bench/train_jax/loop.py: blocks timed on the host
+    summary = build_summary(read_run(run_dir))    pure, from what the files hold (bench/harness/summary.py)
+
+Nothing here imports TensorFlow: real data alone loads it, through
+bench/train_jax/data.py, and says so in one line where it is not installed.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from bench.config import RunConfig
+from bench.data.spec import MEAN_RGB, STDDEV_RGB, DataCounts
+from bench.errors import UsageError
+from bench.harness import host, outcome
+from bench.harness.block_end import BlockEnd, check_same_step
+from bench.harness.evaluation import Evaluations
+from bench.harness.events import TrainingEvents
+from bench.harness.mlperf import MLPerfSegment
+from bench.harness.outcome import Outcome, outcome_of, signals_deferred
+from bench.harness.progress import Progress
+from bench.harness.segment import check_same_plan, mllog_path, start_segment
+from bench.harness.steps import StepClock
+from bench.harness.stopping import StopRequest, exit_code, graceful, handling_stop_signals
+from bench.harness.summary import build_summary
+from bench.resolve import ResolvedRun, resolve
+from bench.results import jsonl, mllog
+from bench.results.rundir import CHECKPOINTS_DIR
+from bench.results.runfiles import RunFiles, read_run
+from bench.results.summary import Summary, configuration_of, write_summary
+from bench.train_jax import data, devices, environment, loop, peak, recipe
+from bench.train_jax.checkpoints import Checkpointer
+from bench.train_jax.devices import DeviceInfo
+from methodology import peaks
+from methodology.target import EvalRecord
+from models import resnet_flax
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What runs, before anything is built: the devices, what the data holds, the plan."""
+
+    info: DeviceInfo
+    counts: DataCounts
+    plan: ResolvedRun
+
+
+def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
+    """The cluster (under multi_worker), the devices, what the data holds, then the one complete plan.
+
+    Raises:
+      UsageError: no cluster to join, too few devices, unusable data, an invalid combination, or a
+        resumed run whose plan would differ.
+    """
+    rt = config.runtime
+    devices.join(rt.strategy, rt.peer_timeout_s)
+    info = devices.find_devices(rt.strategy, rt.replicas)
+    try:
+        splits = ("train", "validation") if config.train.evaluates else ("train",)
+        counts = data.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
+        native = info.platform == "cpu" and peaks.cpu_native_bf16(host.cpu_info()["isa_flags"])
+        plan = resolve(config, info.platform, info.num_replicas, counts, strategy=info.name,
+                       input_hosts=info.process_count, native_bf16=native)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if resumed_dir is not None:
+        check_same_plan(read_run(resumed_dir).plan, plan)
+    return Setup(info, counts, plan)
+
+
+def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.stderr,
+            resume: bool = False, restore_checkpoint: bool | None = None) -> Outcome:
+    """Runs the benchmark described by ``config`` under JAX (or resumes it) and writes ``run_dir``.
+
+    Args and errors: as bench/train/run.py's ``execute``.
+    """
+    request = StopRequest()
+    say = _printer(stream)
+    with handling_stop_signals(request):
+        start_s = time.perf_counter()
+        try:
+            setup = prepare(config, run_dir if resume else None)
+        except UsageError:
+            with contextlib.suppress(OSError):  # only if empty: --output may hold the user's files
+                run_dir.rmdir()
+            raise
+        except KeyboardInterrupt as err:  # nothing measured yet, but the directory says how it ended
+            summary = Summary(run_id, "interrupted", signal=getattr(err, "signal_name", "SIGINT"),
+                              framework="jax", results_dir=str(run_dir))
+            write_summary(run_dir, summary)
+            return Outcome(summary, run_dir, exit_code(summary.signal))
+        plan, info = setup.plan, setup.info
+        say(f"{'resuming' if resume else 'building'} ResNet-{config.model.depth}"
+            f"{' v1.5' * (config.model.depth >= 50)} ({config.model.image_size}x{config.model.image_size}) under "
+            f"JAX {jax.__version__} ({info.name}) on {plan.platform}, {plan.num_replicas} replica(s), global batch "
+            f"{plan.global_batch_size}, {plan.precision}…")
+        with RunFiles(run_dir, run_id, config, plan, mllog_path(run_dir, config), resume=resume) as files:
+            segment = start_segment(files, run_id)
+            if info.process_count > 1:  # every process joined (bench/cluster/peers.py waits for this event)
+                files.lifecycle.event(jsonl.CLUSTER, workers=info.process_count, joined_s=time.perf_counter() - start_s)
+            if files.mllog is not None and not resume:  # a resumed segment continues the same MLPerf run
+                mllog.log_run_config(files.mllog, plan, config.train.seed, recipe.SGD_MOMENTUM)
+            restoring = resume if restore_checkpoint is None else restore_checkpoint
+            end = train(config, setup, files, request, segment, start_s, say, stream, restoring)
+        with signals_deferred():  # a second signal must not cut the summary short
+            summary = build_summary(read_run(run_dir))
+            write_summary(run_dir, summary)
+    return outcome_of(summary, run_dir, end)
+
+
+@dataclass
+class Built:
+    """The model, its state and its compiled steps, and the input."""
+
+    state: recipe.TrainState
+    steps: loop.Steps
+    pipeline: object | None  # real data: bench/data/pipeline.py's Pipeline (its --skip-corrupt counter)
+
+
+def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest, segment: int, start_s: float,
+          say, stream: TextIO, restoring: bool) -> dict:
+    """Measured peak, environment, model and data, the input benchmark, fit; records how it ended (as the
+    TensorFlow engine's ``train`` does)."""
+    plan, info = setup.plan, setup.info
+    ending, built, trained, state = {"status": "completed"}, None, False, None
+    try:
+        probe, note = peak.measure_run(info, plan.precision, config.measure.measure_peak, say)
+        start_s += probe.probe_s if probe else 0.0  # the probe is not set-up: it is left out of setup_s
+        files.write_environment(environment.describe(info, plan.precision, probe=probe, probe_note=note))
+        built = build(config, setup, files, segment, say)
+        state = built.state
+        checkpointer, state, initial_step = restore(config, setup, files, state, segment, say, restoring)
+        with _data_errors(config, built):
+            bench_input(config, setup, files, say)
+            say(_training_line(config, plan, initial_step))
+            files.lifecycle.event(jsonl.SETUP, setup_s=time.perf_counter() - start_s)
+            with graceful(request):
+                trained = True
+                hooks = _hooks(config, setup, files, request, checkpointer, segment, initial_step, stream, say)
+                state = loop.fit(state, built.steps, plan, hooks, initial_step, checkpointer)
+        request.agreed = True  # fit returned: every process at this step
+        if request.requested:
+            ending = {"status": "interrupted", "signal": request.signal_name}
+    except KeyboardInterrupt as err:
+        ending = {"status": "interrupted", "signal": getattr(err, "signal_name", "SIGINT")}
+    except UsageError as err:  # mid-run (bad data): keep what was measured
+        ending = {"status": "failed", "error": str(err), "usage": True}
+    except Exception as err:  # noqa: BLE001 (any failure ends the same way: recorded, summarized, one line)
+        ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
+    if ending["status"] == "interrupted":
+        peer = " (another process received it: every process stops)" if request.from_peer else ""
+        say(f"interrupted ({ending['signal']}){peer}: summarizing the steps measured so far")
+    if ending["status"] == "failed" and segment and not trained:
+        ending["resume_failed"] = True  # as the TensorFlow engine: the run stays resumable
+    fields = {k: v for k, v in ending.items() if k != "usage"}
+    files.end(skipped_records=_skipped_records(built), optimizer_steps=_optimizer_steps(state), **fields)
+    return ending
+
+
+def describe_failure(err: BaseException, run_dir: Path) -> str:
+    """One line naming an unexpected error (with XLA's out-of-memory hint); its traceback goes to error.log."""
+    oom = "RESOURCE_EXHAUSTED" in str(err) or "Out of memory" in str(err)
+    return outcome.describe_failure(err, run_dir, " (out of memory: lower --batch-size)" if oom else "")
+
+
+def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -> Built:
+    """The Flax model, its state on every replica, the compiled steps and their FLOPs, and the input.
+
+    A resumed segment reads real training data in a fresh order (seed + segment), as the TensorFlow engine does.
+    """
+    plan, info, m = setup.plan, setup.info, config.model
+    uint8 = plan.train_input.image_dtype == "uint8"
+    model = resnet_flax.ResNet(depth=m.depth, num_classes=m.num_classes,
+                               dtype=jnp.bfloat16 if plan.precision == "mixed_bfloat16" else jnp.float32,
+                               input_mean_std=(MEAN_RGB, STDDEV_RGB) if uint8 else None)
+    shapes = jax.eval_shape(lambda: resnet_flax.init_variables(model, m.image_size, jax.random.PRNGKey(0),
+                                                               plan.train_input.image_dtype))
+    decayed = resnet_flax.decayed_mask(shapes["params"])
+    tx = recipe.make_optimizer(plan.schedule, plan.steps_per_epoch, m.weight_decay, decayed)
+    state = _initial_state(model, tx, m.image_size, plan, info, config.train.seed)
+    # With LARS the optimizer applies the decay; an L2 loss term as well would decay twice.
+    loss_decay = 0.0 if plan.schedule.optimizer == "lars" else m.weight_decay
+    train_step = recipe.make_train_step(model, tx, info, m.num_classes, plan.label_smoothing, loss_decay, decayed)
+    train_spec = dataclasses.replace(plan.train_input, seed=plan.train_input.seed + segment)
+    pipeline, batches = _train_batches(train_spec, setup)
+    images, labels = next(batches)
+    say("compiling the training step (XLA)…")
+    compile_start_s = time.perf_counter()
+    compiled = train_step.lower(state, images, labels).compile()
+    files.lifecycle.event(jsonl.MODEL, forward_macs_per_image=resnet_flax.forward_macs_per_image(
+        model, m.image_size, plan.train_input.image_dtype), compiled_flops_per_image=_flops_per_image(compiled, plan),
+        compile_s=time.perf_counter() - compile_start_s)
+    evaluate = eval_batches = None
+    if plan.eval_input is not None:
+        evaluate = recipe.make_eval_step(model, info, m.num_classes)
+        eval_batches = lambda: data.real_input(plan.eval_input, setup.counts, info).batches  # noqa: E731
+    files.lifecycle.event(jsonl.INPUT_PIPELINES, count=info.process_count if config.data.real else 1)
+    return Built(state, loop.Steps(compiled, _prepend((images, labels), batches), evaluate, eval_batches), pipeline)
+
+
+def _initial_state(model, tx, image_size: int, plan: ResolvedRun, info: DeviceInfo, seed: int) -> recipe.TrainState:
+    """Initial weights from ``seed``, made on every replica at once (compiled, replicated)."""
+    def init():
+        variables = resnet_flax.init_variables(model, image_size, jax.random.PRNGKey(seed),
+                                               plan.train_input.image_dtype)
+        return recipe.TrainState(step=jnp.zeros((), jnp.int32), params=variables["params"],
+                                 batch_stats=variables["batch_stats"], opt_state=tx.init(variables["params"]))
+    return jax.jit(init, out_shardings=info.replicated())()
+
+
+def _flops_per_image(compiled, plan: ResolvedRun) -> float | None:
+    """Training FLOPs an image as XLA counts the compiled step (a replica's program, its own batch)."""
+    flops = resnet_flax.compiled_flops(compiled)
+    return None if not flops else flops / plan.per_replica_batch_size
+
+
+def _train_batches(spec, setup: Setup):
+    """(the real-data pipeline or None, an iterator of global training batches)."""
+    if spec.source == "synthetic":
+        batch = data.synthetic_batch(spec, setup.info)
+        return None, _forever(batch)
+    real = data.real_input(spec, setup.counts, setup.info)
+    return real.pipeline, real.batches
+
+
+def _forever(batch):
+    while True:
+        yield batch
+
+
+def _prepend(first, rest):
+    yield first
+    yield from rest
+
+
+def restore(config: RunConfig, setup: Setup, files: RunFiles, state, segment: int, say, restoring: bool):
+    """(the checkpointer or None, the state to train from, its step): a resumed run's latest intact checkpoint.
+
+    Every process restores, and all must be at the same step (bench/harness/block_end.py).
+    """
+    if not config.checkpoint.every_minutes:
+        return None, state, 0
+    directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
+    checkpointer = Checkpointer(directory, setup.info)
+    step = 0
+    if restoring:
+        start_s = time.perf_counter()
+        restored, path, damaged = checkpointer.restore_intact(state)
+        for bad, why in damaged:  # named, and passed over for the newest intact one
+            say(f"checkpoint {bad} does not restore ({why}): falling back to an older one")
+            files.lifecycle.event(jsonl.RESTORE, path=bad, failed=why, segment=segment)
+        if restored is not None:
+            state, step = restored, int(jax.device_get(restored.step.addressable_data(0)))
+            files.lifecycle.event(jsonl.RESTORE, start_s=start_s, end_s=time.perf_counter(), step=step, path=path,
+                                  segment=segment)
+            say(f"restored {path}: continuing after step {step} of {setup.plan.train_steps}")
+        else:
+            say(f"no checkpoint in {directory}: starting from step 0 (what earlier segments measured is kept)")
+    agree = devices.agreement(setup.info)
+    if agree is not None:
+        check_same_step(agree, step, directory)
+    return checkpointer, state, step
+
+
+def bench_input(config: RunConfig, setup: Setup, files: RunFiles, say) -> None:
+    """Real data: the input pipeline alone, timed like training, to tell an input bottleneck."""
+    plan = setup.plan
+    if not plan.input_bench_batches:
+        return
+    total = plan.input_bench_warmup_batches + plan.input_bench_batches
+    say(f"timing the input pipeline alone: {total} batches ({plan.input_bench_warmup_batches} warm-up)…")
+    log = data.time_input(plan.train_input, setup.counts, total, config.model.num_classes, say)
+    files.lifecycle.event(jsonl.INPUT_BENCH, warmup_batches=plan.input_bench_warmup_batches,
+                          records=[[r.step, r.time_s] for r in log])
+
+
+def _hooks(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest, checkpointer,
+           segment: int, initial_step: int, stream: TextIO, say) -> loop.Hooks:
+    """The harness's pieces of one fit, as the TensorFlow engine's make_callbacks builds them."""
+    plan = setup.plan
+    timer = StepClock(files.steps)
+    evaluations = None
+    if plan.eval_every_epochs:
+        evaluations = Evaluations(timer, config.train.target_accuracy, files.evals, segment)
+    # A resumed fit recompiles: its first block is warm-up, as the summary counts it.
+    warmup = plan.warmup_steps if not initial_step else max(plan.warmup_steps, initial_step + 1)
+    events = TrainingEvents(files.events, timer, plan.schedule, plan.steps_per_epoch, plan.global_batch_size,
+                            {**configuration_of(files.requested, plan), "optimizer": plan.schedule.optimizer,
+                             "steps_per_execution": plan.steps_per_execution})
+    block_end = BlockEnd(timer, request, files.lifecycle, checkpointer,
+                         config.checkpoint.every_s if checkpointer is not None else None, config.checkpoint.grace_s,
+                         segment, devices.agreement(setup.info), timer.clock, on_save=lambda _: events.flush())
+    mlperf = MLPerfSegment(files.mllog, request, segment, initial_step) if files.mllog is not None else None
+    return loop.Hooks(timer, Progress(timer, plan.global_batch_size, warmup, plan.train_steps, plan.log_steps, stream,
+                                      evaluations), events, block_end, evaluations, mlperf, _announcer(say))
+
+
+def _announcer(say):
+    def announce(e: EvalRecord) -> None:
+        top_5 = "" if e.top_5 is None else f", top-5 {e.top_5:.4f}"
+        say(f"epoch {e.epoch}: top-1 {e.top_1:.4f}{top_5} (evaluation {e.duration_s:.1f} s, not counted)")
+    return announce
+
+
+def _skipped_records(built: Built | None) -> int | None:
+    counter = getattr(built.pipeline, "skipped_records", None) if built is not None else None
+    return None if counter is None else int(counter.numpy())
+
+
+def _optimizer_steps(state) -> int | None:
+    """The optimizer's own update count at the end: a resumed run must end with exactly the planned steps."""
+    with contextlib.suppress(Exception):  # noqa: BLE001 (a failed run's state may be gone)
+        counts = optax.tree_utils.tree_get_all_with_path(state.opt_state, "count")
+        return int(jax.device_get(counts[0][1].addressable_data(0)))
+    return None
+
+
+def _training_line(config: RunConfig, plan: ResolvedRun, initial_step: int) -> str:
+    evaluation = ""
+    if plan.eval_every_epochs:
+        goal = f", stopping at top-1 {config.train.target_accuracy:g}" if config.train.target_accuracy else ""
+        evaluation = f", evaluating every {plan.eval_every_epochs} epoch(s){goal}"
+    if initial_step:
+        return (f"training steps {initial_step + 1}-{plan.train_steps} of {plan.train_steps} (the first block "
+                f"is not measured){evaluation}…")
+    return (f"training {plan.train_steps} steps ({plan.warmup_steps} warm-up, not measured){evaluation}; "
+            "the first block includes the step's first run…")
+
+
+@contextlib.contextmanager
+def _data_errors(config: RunConfig, built: Built):
+    """A bad record or shard in real data becomes one line naming it (as the TensorFlow engine's)."""
+    if not config.data.real:
+        yield
+        return
+    from bench.data import pipeline  # noqa: PLC0415 (real data: TensorFlow is loaded already)
+    import tensorflow as tf  # noqa: PLC0415
+
+    try:
+        yield
+    except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
+        if not pipeline.is_input_error(err):
+            raise
+        raise UsageError(pipeline.diagnose(err, built.pipeline, config.model.num_classes)) from None
+
+
+def _printer(stream: TextIO):
+    return lambda line: print(line, file=stream, flush=True)
