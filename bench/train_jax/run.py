@@ -51,7 +51,7 @@ from bench.train_jax.checkpoints import Checkpointer
 from bench.train_jax.devices import DeviceInfo
 from methodology import peaks
 from methodology.target import EvalRecord
-from models import resnet_flax
+from models import resnet_flax, xla_flops
 
 
 @dataclass(frozen=True)
@@ -188,11 +188,10 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -
     """
     plan, info, m = setup.plan, setup.info, config.model
     uint8 = plan.train_input.image_dtype == "uint8"
-    model = resnet_flax.ResNet(depth=m.depth, num_classes=m.num_classes,
-                               dtype=jnp.bfloat16 if plan.precision == "mixed_bfloat16" else jnp.float32,
-                               input_mean_std=(MEAN_RGB, STDDEV_RGB) if uint8 else None)
-    shapes = jax.eval_shape(lambda: resnet_flax.init_variables(model, m.image_size, jax.random.PRNGKey(0),
-                                                               plan.train_input.image_dtype))
+    model = resnet_flax.build_resnet(m.depth, m.num_classes,
+                                     jnp.bfloat16 if plan.precision == "mixed_bfloat16" else jnp.float32,
+                                     (MEAN_RGB, STDDEV_RGB) if uint8 else None)
+    shapes = resnet_flax.variable_shapes(model, m.image_size, plan.train_input.image_dtype)
     decayed = resnet_flax.decayed_mask(shapes["params"])
     tx = recipe.make_optimizer(plan.schedule, plan.steps_per_epoch, m.weight_decay, decayed)
     state = _initial_state(model, tx, m.image_size, plan, info, config.train.seed)
@@ -228,7 +227,7 @@ def _initial_state(model, tx, image_size: int, plan: ResolvedRun, info: DeviceIn
 
 def _flops_per_image(compiled, plan: ResolvedRun) -> float | None:
     """Training FLOPs an image as XLA counts the compiled step (a replica's program, its own batch)."""
-    flops = resnet_flax.compiled_flops(compiled)
+    flops = xla_flops.flops_from_cost_analysis(compiled.cost_analysis())
     return None if not flops else flops / plan.per_replica_batch_size
 
 
