@@ -16,7 +16,7 @@ import pytest
 from console import ENV, REPO
 
 PACKAGES = ("bench", "methodology", "models")
-HEAVY = ("tensorflow", "tf_keras", "official", "tensorflow_datasets", "pandas", "matplotlib", "numpy")
+HEAVY = ("tensorflow", "tf_keras", "official", "tensorflow_datasets", "pandas", "matplotlib", "numpy", "jax", "flax")
 
 
 def module_name(path: Path) -> str:
@@ -54,6 +54,8 @@ RULES = [
     (("methodology",), ("bench", "models", "tensorflow", "tf_keras", "official", "matplotlib"),
      "methodology/ is pure arithmetic: no TensorFlow, no harness"),
     (("models",), ("bench", "methodology"), "models/ builds models and knows nothing of benchmarks"),
+    (("models.resnet_flax", "models.xla_flops"), ("tensorflow", "tf_keras", "official", "models.resnet"),
+     "the JAX models run where TensorFlow is not installed"),
     (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.config", "bench.config_json",
       "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
       "bench.data.tfrecord", "bench.harness.summary", "bench.harness.threads"),
@@ -155,3 +157,15 @@ def test_every_commands_help_loads_nothing_heavy():
             "    for command in [c for c in cli.build_parser()._subparsers._group_actions[0].choices]:\n"
             "        try:\n            cli.main([command, '--help'])\n        except SystemExit:\n            pass\n")
     assert loaded_after(code) == []
+
+
+def test_models_package_loads_no_framework():
+    """`import models` (which bench and the tests import first) loads neither TensorFlow nor jax:
+    each engine's builder loads its own framework."""
+    assert loaded_after("import models") == []
+
+
+def test_jax_models_load_no_tensorflow():
+    pytest.importorskip("flax")
+    loaded = loaded_after("import models.resnet_flax, models.xla_flops")
+    assert "jax" in loaded and not {"tensorflow", "tf_keras", "official", "tensorflow_datasets"} & set(loaded)
