@@ -5,7 +5,8 @@ no TensorFlow, so `pytest tests/test_methodology_cost.py` runs in a second. When
 a test module does import TensorFlow, the CPU is split into two logical
 devices (for MirroredStrategy) once every module is collected and before any
 test runs: the split must precede TensorFlow's runtime start, which no test
-module triggers at import time.
+module triggers at import time. JAX's CPU is split in two the same way, for the
+JAX engine's data-parallel tests.
 """
 import sys
 
@@ -17,6 +18,9 @@ NUM_LOGICAL_CPUS = 2
 
 
 def pytest_collection_modifyitems(session, config, items):
+    jax = sys.modules.get("jax")
+    if jax is not None:  # the JAX engine's data-parallel tests: two CPU devices, before its backend starts
+        jax.config.update("jax_num_cpu_devices", NUM_LOGICAL_CPUS)
     tf = sys.modules.get("tensorflow")
     if tf is None:
         return

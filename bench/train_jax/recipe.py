@@ -98,23 +98,28 @@ def make_train_step(model, tx: optax.GradientTransformation, info: DeviceInfo, n
 
     Inside, each replica sees its own batch: its loss, its gradients and its batch-norm
     statistics are its own (as under tf.distribute); gradients, the loss and the moving
-    statistics are averaged over the replicas, so every replica ends the step with the same state.
+    statistics are averaged over the replicas, so every replica ends the step with the same state
+    (tests/test_train_jax_recipe.py checks it against one replica's step on the mean gradient).
     The old state is donated: its buffers are reused for the new one.
     """
 
     def replica_step(state: TrainState, images, labels):
+        replicas = jax.lax.axis_size(DATA_AXIS)
+
         def loss_fn(params):
             logits, updated = model.apply({"params": params, "batch_stats": state.batch_stats}, images,
                                           train=True, mutable=["batch_stats"])
             loss = jnp.mean(cross_entropy(logits, labels, num_classes, label_smoothing))
-            return loss + l2_penalty(params, decayed, loss_decay), updated["batch_stats"]
+            # This replica's share of the mean over replicas (the L2 term counted once in all).
+            return (loss + l2_penalty(params, decayed, loss_decay)) / replicas, updated["batch_stats"]
 
-        (loss, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-        grads = jax.lax.pmean(grads, DATA_AXIS)
+        # The weights are the same on every replica, so their gradient is summed over the replicas
+        # (shard_map's transpose of that sameness): with each replica's share, the mean gradient.
+        (share, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         new = TrainState(step=state.step + 1, params=optax.apply_updates(state.params, updates),
                          batch_stats=jax.lax.pmean(batch_stats, DATA_AXIS), opt_state=opt_state)
-        return new, jax.lax.pmean(loss, DATA_AXIS)
+        return new, jax.lax.psum(share, DATA_AXIS)
 
     data = PartitionSpec(DATA_AXIS)
     sharded = jax.shard_map(replica_step, mesh=info.mesh, in_specs=(PartitionSpec(), data, data),
