@@ -165,11 +165,10 @@ def test_each_replica_normalises_its_own_batch_and_the_gradients_are_averaged():
     stem_mean = np.asarray(jax.tree_util.tree_leaves(new.batch_stats)[0])
     np.testing.assert_allclose(stem_mean, per_replica, rtol=1e-4, atol=1e-6)
     assert not np.allclose(stem_mean, whole, rtol=1e-3)
-    moved = 0
     for got, want, was in zip(*(jax.tree_util.tree_leaves(p) for p in (new.params, expected_params, initial))):
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-3, atol=2e-4)  # float32 sums
-        moved += not np.allclose(np.asarray(got), was)
-    assert moved > 10  # the step changed the weights
+        step_taken, step_expected = np.asarray(got) - was, np.asarray(want) - was
+        # Within float32's summation noise of the mean gradient's step (the sum's would be 100% off).
+        assert np.linalg.norm(step_taken - step_expected) <= 0.02 * np.linalg.norm(step_expected) + 1e-7
     assert int(new.step) == 1 and np.isfinite(float(loss))
 
 
