@@ -80,6 +80,8 @@ def describe(info: StrategyInfo, precision: str, cpu: dict | None = None,
     hosts = worker_hosts(info)
     peak, count, kind = datasheet_peak(info, cpu, precision, gpu, tpu_type, hosts)
     return {
+        "framework": "tensorflow",
+        "framework_version": tf.__version__,
         "podbench_git_sha": git_sha(),
         "python": sys.version.split()[0],
         "tensorflow": tf.__version__,
