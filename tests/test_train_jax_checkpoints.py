@@ -1,0 +1,76 @@
+"""bench/train_jax/checkpoints.py: the whole state written and read back with orbax, the newest intact one
+restored, the oldest removed, a full disk named."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from bench.errors import UsageError
+from bench.train_jax.checkpoints import Checkpointer
+from bench.train_jax.devices import find_devices
+from bench.train_jax.recipe import TrainState
+
+
+def state_at(step: int, info) -> TrainState:
+    params = {"conv": {"kernel": jnp.full((3, 3), float(step))}, "bn": {"scale": jnp.ones((3,))}}
+    tx = optax.chain(optax.scale_by_learning_rate(lambda count: 0.1), optax.trace(decay=0.9))  # a count, as ours
+    opt_state = tx.init(params)
+    for _ in range(step):  # the optimizer's own count moves with the steps
+        _, opt_state = tx.update(params, opt_state, params)
+    state = TrainState(jnp.asarray(step, jnp.int32), params, {"bn": {"mean": jnp.zeros((3,))}}, opt_state)
+    return jax.device_put(state, info.replicated())
+
+
+@pytest.fixture
+def info():
+    return find_devices("auto", 2)
+
+
+def test_a_state_comes_back_whole_on_every_replica(tmp_path, info):
+    saver = Checkpointer(str(tmp_path), info)
+    saver.state = state_at(3, info)
+    path = saver.save(3)
+    assert path == f"{tmp_path}/ckpt-3" and saver.bytes(path) > 0
+    restored, found, damaged = Checkpointer(str(tmp_path), info).restore_intact(state_at(0, info))
+    assert (found, damaged) == (path, [])
+    assert int(restored.step) == 3 and float(restored.params["conv"]["kernel"][0, 0]) == 3.0
+    count = optax.tree_utils.tree_get_all_with_path(restored.opt_state, "count")[0][1]
+    assert int(count) == 3  # the schedule's update count, restored with the weights
+    leaf = restored.params["conv"]["kernel"]
+    assert leaf.sharding.is_equivalent_to(info.replicated(), leaf.ndim) and len(leaf.addressable_shards) == 2
+
+
+def test_only_the_two_newest_are_kept(tmp_path, info):
+    saver = Checkpointer(str(tmp_path), info)
+    for step in (2, 4, 6):
+        saver.state = state_at(step, info)
+        saver.save(step)
+    assert saver.found() == [f"{tmp_path}/ckpt-6", f"{tmp_path}/ckpt-4"]
+
+
+def test_a_damaged_newest_is_passed_over_for_the_one_before(tmp_path, info):
+    saver = Checkpointer(str(tmp_path), info)
+    for step in (2, 4):
+        saver.state = state_at(step, info)
+        saver.save(step)
+    for f in (tmp_path / "ckpt-4").rglob("*"):  # every byte of the newest gone
+        if f.is_file():
+            f.write_bytes(b"")
+    restored, found, damaged = saver.restore_intact(state_at(0, info))
+    assert found == f"{tmp_path}/ckpt-2" and int(restored.step) == 2
+    assert [path for path, _ in damaged] == [f"{tmp_path}/ckpt-4"]
+
+
+def test_another_models_checkpoint_is_refused_in_one_line(tmp_path, info):
+    saver = Checkpointer(str(tmp_path), info)
+    saver.state = state_at(2, info)
+    saver.save(2)
+    other = state_at(0, info).replace(params={"conv": {"kernel": jnp.zeros((5, 5))}, "bn": {"scale": jnp.ones((3,))}})
+    with pytest.raises(UsageError, match="no checkpoint in .* restores"):
+        saver.restore_intact(other)
+
+
+def test_no_checkpoint_is_a_fresh_start_and_a_writers_temporary_name_is_none(tmp_path, info):
+    (tmp_path / "ckpt-9.orbax-checkpoint-tmp-12").mkdir()
+    assert Checkpointer(str(tmp_path), info).restore_intact(state_at(0, info)) == (None, None, [])
