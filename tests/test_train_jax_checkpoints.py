@@ -2,7 +2,6 @@
 restored, the oldest removed, a full disk named."""
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 import pytest
 

@@ -188,7 +188,7 @@ def handle(args: argparse.Namespace) -> int:
     results_dir = run_dir if resume else run_cluster.results_dir(config, run_id)
     # A multi_worker run's non-chief workers write to a temporary directory, never where the
     # user's results go (the chief writes those), and keep no MLPerf log or upload of their own.
-    scratch = tf_config.worker_scratch_dir(config.runtime.strategy)
+    scratch = run_cluster.worker_scratch(config)
     restore = resume or bool(args.resume_if_present)
     if scratch is not None:
         parts = {"output": dict(dir=scratch.name, mllog=None, results_uri=None)}

@@ -15,10 +15,10 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import MutableMapping
+from typing import Mapping, MutableMapping
 
 from bench.cli.run_flags import load_config
-from bench.cluster import gpus, slurm, tpu_slice
+from bench.cluster import gpus, slurm, tf_config, tpu_slice
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.results import rundir
@@ -45,6 +45,28 @@ def join_cluster(config: RunConfig, environ: MutableMapping[str, str] = os.envir
     if tpu:
         tpu_slice.check_worker(tpu, tpu_worker(environ) if tpu_worker else tpu_slice.tpu_worker(environ))
         environ.update(tpu_slice.client_env(tpu, environ))
+
+
+def worker_scratch(config: RunConfig, environ: Mapping[str, str] = os.environ,
+                   tpu_worker=tpu_slice.tpu_worker) -> tf_config.WorkerScratch | None:
+    """A non-chief worker's temporary run directory (bench/cluster/tf_config.py), None for the chief
+    and every single-process run.
+
+    Under JAX a Cloud TPU VM slice needs no TF_CONFIG: the same command runs on every host, and
+    the slice's worker 0 writes the results.
+
+    Raises:
+      UsageError: multi_worker with no cluster to join (no TF_CONFIG, no Slurm step, no TPU VM slice).
+    """
+    rt = config.runtime
+    if rt.framework == "jax" and rt.strategy == "multi_worker" and not environ.get("TF_CONFIG"):
+        worker = tpu_worker(environ)
+        if worker is None:
+            raise UsageError("--strategy multi_worker needs a cluster: TF_CONFIG set on every worker, a Slurm "
+                             "step (srun podbench run ...) or, under JAX, a Cloud TPU VM slice; to try it on one "
+                             "machine: podbench launch --workers 2 -- run --framework jax ...")
+        return None if worker == 0 else tf_config.announce_scratch(tf_config.WorkerScratch(f"TPU worker {worker}"))
+    return tf_config.worker_scratch_dir(rt.strategy, environ)
 
 
 def results_dir(config: RunConfig, run_id: str) -> Path:

@@ -135,11 +135,22 @@ def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
 
 
 class WorkerScratch(tempfile.TemporaryDirectory):
-    """A non-chief worker's temporary run directory; ``worker`` names it ("worker 1 of 2")."""
+    """A non-chief worker's temporary run directory; ``worker`` names it ("worker 1 of 2").
 
-    def __init__(self, task: ClusterTask):
-        super().__init__(prefix=f"podbench-{task.name.replace(' ', '')}-")
-        self.worker = f"{task.name} of {task.num_workers}"
+    Args:
+      name: the worker as its cluster names it ("worker 1").
+      of: how many workers the cluster has (None: not known here, a TPU VM slice's).
+    """
+
+    def __init__(self, name: str, of: int | None = None):
+        super().__init__(prefix=f"podbench-{name.replace(' ', '')}-")
+        self.worker = name if of is None else f"{name} of {of}"
+
+
+def announce_scratch(scratch: WorkerScratch, stream: TextIO = sys.stderr) -> WorkerScratch:
+    print(f"{scratch.worker}: the chief writes the results; this worker's go to {scratch.name} (removed at "
+          "the end)", file=stream, flush=True)
+    return scratch
 
 
 def worker_scratch_dir(strategy: str, environ: Mapping[str, str] = os.environ,
@@ -159,7 +170,4 @@ def worker_scratch_dir(strategy: str, environ: Mapping[str, str] = os.environ,
     task = parse_tf_config(environ.get("TF_CONFIG"))
     if task.is_chief:
         return None
-    scratch = WorkerScratch(task)
-    print(f"{scratch.worker}: the chief writes the results; this worker's go to {scratch.name} (removed at "
-          "the end)", file=stream, flush=True)
-    return scratch
+    return announce_scratch(WorkerScratch(task.name, task.num_workers), stream)

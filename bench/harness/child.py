@@ -11,6 +11,7 @@ the supervisor prints the summary from summary.json.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -79,6 +80,10 @@ def main(load_execute: Callable[[], Callable], before_load: Callable[[dict], Non
     """
     protect_std_streams()  # a closed console never stops a run
     request = read_request(sys.stdin.read())
+    # Nothing of this process goes to stdout, where the supervisor prints the summary (--json: one document):
+    # libraries' own C++ lines (gloo's "Rank 0 is connected to 1 peer ranks") go to stderr with the progress.
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     watch_parent(float(request["config"].get("checkpoint", {}).get("grace_s") or 30.0))
     # Before the framework loads: its pools are sized, and its threads pinned, when it starts.
     # `podbench run` checked the count against this host's CPUs (bench/cli/run_checks.py).

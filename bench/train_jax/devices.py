@@ -17,7 +17,6 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from bench.cluster import tpu_slice
 from bench.cluster.tf_config import parse_tf_config
 from bench.errors import UsageError
 
@@ -41,15 +40,16 @@ class Coordinator:
 
 
 def coordinator(environ: Mapping[str, str] = os.environ) -> Coordinator:
-    """This process's cluster under --strategy multi_worker: TF_CONFIG's, else a TPU VM slice's.
+    """This process's cluster under --strategy multi_worker: TF_CONFIG's, else one JAX finds (a Cloud TPU
+    VM slice: `podbench run` checked there is one, bench/cli/run_cluster.py).
 
     TF_CONFIG's chief (or its worker 0) is process 0 and runs the coordinator at its address.
 
     Raises:
-      UsageError: no TF_CONFIG and no TPU VM slice (the message says how to give a cluster).
+      UsageError: a malformed TF_CONFIG.
     """
-    if not environ.get("TF_CONFIG") and tpu_slice.tpu_worker(environ) is not None:
-        return Coordinator(None, None, None, f"TPU worker {tpu_slice.tpu_worker(environ)}")
+    if not environ.get("TF_CONFIG"):
+        return Coordinator(None, None, None, "this TPU VM")
     task = parse_tf_config(environ.get("TF_CONFIG"))
     order = ([task.chief] if task.chief else []) + list(task.workers)
     own = 0 if task.task_type == "chief" else task.task_index + (task.chief is not None)

@@ -1,0 +1,80 @@
+"""bench/train_jax/devices.py: several processes are one JAX run, joined through jax.distributed on the cluster
+podbench resolves (TF_CONFIG, which `podbench launch` writes and a Slurm step's variables become).
+
+Real processes: two tasks under a real one-node Slurm (tests/slurm_cluster.py), and two `podbench launch`
+workers, each a JAX process with one CPU device; JAX's CPU collectives (gloo) cross between them on loopback.
+"""
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.errors import UsageError
+from bench.results import rundir
+from bench.train_jax import devices
+from console import PODBENCH, podbench
+from slurm_cluster import slurm as slurm_cluster  # noqa: F401  (the fixture)
+
+SMALL = ("--framework", "jax", "--strategy", "multi_worker", "--preset", "smoke", "--depth", "10", "--no-peak")
+RUN_TIMEOUT_S = 600
+
+
+@pytest.mark.parametrize("spec, own, expected", [
+    pytest.param({"cluster": {"worker": ["h0:1", "h1:2", "h2:3"]}, "task": {"type": "worker", "index": 2}}, None,
+                 devices.Coordinator("h0:1", 3, 2, "worker 2"), id="chief_less"),
+    pytest.param({"cluster": {"chief": ["c:9"], "worker": ["h0:1"]}, "task": {"type": "worker", "index": 0}}, None,
+                 devices.Coordinator("c:9", 2, 1, "worker 0"), id="a_chief_is_process_0"),
+    pytest.param({"cluster": {"chief": ["c:9"], "worker": ["h0:1"]}, "task": {"type": "chief", "index": 0}}, None,
+                 devices.Coordinator("c:9", 2, 0, "chief"), id="the_chief"),
+])
+def test_tf_configs_cluster_is_jaxs(spec, own, expected):
+    assert devices.coordinator({"TF_CONFIG": json.dumps(spec)}) == expected
+
+
+def test_without_tf_config_jax_finds_the_cluster():
+    assert devices.coordinator({}) == devices.Coordinator(None, None, None, "this TPU VM")
+
+
+@pytest.mark.parametrize("worker, scratch", [(None, "refused"), (0, None), (3, "TPU worker 3")])
+def test_a_tpu_vm_slices_workers_under_jax(worker, scratch):
+    from bench import config as cfg  # noqa: PLC0415
+    from bench.cli import run_cluster  # noqa: PLC0415
+
+    config = cfg.replace(cfg.RunConfig(), runtime=dict(framework="jax", strategy="multi_worker"))
+    if scratch == "refused":
+        with pytest.raises(UsageError, match="or, under JAX, a Cloud TPU VM slice"):
+            run_cluster.worker_scratch(config, {}, tpu_worker=lambda environ: worker)
+        return
+    made = run_cluster.worker_scratch(config, {}, tpu_worker=lambda environ: worker)
+    try:
+        assert (made and made.worker) == scratch
+    finally:
+        if made is not None:
+            made.cleanup()
+
+
+def test_srun_two_tasks_is_one_jax_run_with_two_replicas_and_one_summary(slurm_cluster, tmp_path):
+    proc = subprocess.run(["srun", "--kill-on-bad-exit=0", "-n", "2", str(PODBENCH), "run", *SMALL, "--json"],
+                          cwd=tmp_path, env=slurm_cluster.env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr[-3000:] + slurm_cluster.log_tail()
+    summary = json.loads(proc.stdout)  # one document: the first process's
+    (run_dir,) = (tmp_path / rundir.DEFAULT_RUNS_DIR).iterdir()
+    assert summary == json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
+    assert re.fullmatch(r"slurm-\d+\.0", summary["run_id"])
+    assert (summary["status"], summary["framework"], summary["strategy"]) == ("completed", "jax", "multi_worker")
+    assert summary["num_replicas"] == 2 and summary["global_batch_size"] == 8 and summary["measured_steps"] == 4
+    env = json.loads((run_dir / rundir.ENVIRONMENT_FILE).read_text())
+    assert (env["num_processes"], env["process_index"]) == (2, 0)
+    assert re.search(rf"worker 1 of 2: results in \S*{summary['run_id']} on the chief", proc.stderr)
+
+
+def test_podbench_launch_runs_jax_workers(tmp_path):
+    out = tmp_path / "run"
+    run = podbench("launch", "--workers", "2", "--", "run", *SMALL, "--output", out, "--json",
+                   timeout=RUN_TIMEOUT_S)
+    assert run.returncode == 0, run.stderr[-3000:]
+    summary = json.loads(run.stdout)
+    assert (summary["status"], summary["framework"], summary["num_replicas"]) == ("completed", "jax", 2)
+    assert sorted(p.name for p in (Path(out) / "workers").iterdir()) == ["worker-0.log", "worker-1.log"]

@@ -1,0 +1,180 @@
+"""`podbench run --framework jax`, end to end as a user runs it: real training in real processes.
+
+ResNet-10 at 32x32 where the model is not the point (it compiles in seconds);
+the smoke preset's ResNet-50 once, as the issue's done-when asks. The TensorFlow
+engine's own end-to-end tests are in tests/test_e2e_*.py; what both engines
+share (the supervisor, the files, the summary) is tested once, there.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.results import jsonl, rundir
+from console import ENV, PODBENCH, REPO, alive, error_lines, podbench
+
+SMALL = ("--framework", "jax", "--preset", "smoke", "--depth", "10", "--no-peak")
+RUN_TIMEOUT_S = 600
+# A package that is not installed: what a machine with JAX and no TensorFlow (the H100 lent here) has.
+BLOCK_TF_NOT_INSTALLED = "raise ImportError('No module named tensorflow (blocked by the test)')\n"
+# A package whose import is a failure: the JAX path must never even try it.
+BLOCK_TF_FORBIDDEN = "raise AssertionError('the JAX run path imported TensorFlow')\n"
+
+
+def without_tensorflow(tmp_path: Path, body: str) -> dict:
+    """ENV with ``tensorflow``, ``tf_keras`` and ``official`` shadowed by packages whose import runs ``body``."""
+    blocked = tmp_path / "blocked"
+    for name in ("tensorflow", "tf_keras", "official"):
+        (blocked / name).mkdir(parents=True)
+        (blocked / name / "__init__.py").write_text(body)
+    return {**ENV, "PYTHONPATH": os.pathsep.join([str(REPO), str(blocked)])}
+
+
+def steps_logged(run_dir: Path) -> int:
+    path = run_dir / rundir.STEPS_FILE
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def wait_for(predicate, what: str, timeout_s: float = RUN_TIMEOUT_S):
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """The smoke preset's ResNet-50 under JAX, with the peak probe, through the console script."""
+    out = tmp_path_factory.mktemp("smoke") / "run"
+    run = podbench("run", "--framework", "jax", "--preset", "smoke", "--output", out, "--json", timeout=RUN_TIMEOUT_S)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return out, json.loads(run.stdout), run.stderr
+
+
+def test_the_smoke_preset_completes_with_a_jax_summary(smoke_run):
+    out, summary, stderr = smoke_run
+    assert summary == json.loads((out / rundir.SUMMARY_FILE).read_text())
+    assert (summary["status"], summary["framework"], summary["platform"]) == ("completed", "jax", "cpu")
+    assert summary["framework_version"] and summary["strategy"] == "data_parallel"
+    assert summary["xla"] is True and summary["steps_completed"] == summary["train_steps"] == 6
+    assert summary["measured_steps"] == 4 and summary["images_per_sec"] > 0
+    assert summary["mfu_measured"] is not None and 0 < summary["mfu_measured"] < 1  # against the JAX probe
+    assert "loading JAX" in stderr and not error_lines(stderr)
+
+
+def test_the_files_are_the_tensorflow_engines(smoke_run):
+    out, summary, _ = smoke_run
+    for name in (rundir.CONFIG_FILE, rundir.ENVIRONMENT_FILE, rundir.STEPS_FILE, rundir.LIFECYCLE_FILE):
+        assert (out / name).is_file(), name
+    steps = jsonl.read_steps(out / rundir.STEPS_FILE)
+    assert [r.step for r in steps] == [0, 1, 2, 3, 4, 5, 6]  # one record a block (a step on a CPU), from 0
+    assert json.loads((out / rundir.CONFIG_FILE).read_text())["requested"]["runtime"]["framework"] == "jax"
+    env = json.loads((out / rundir.ENVIRONMENT_FILE).read_text())
+    assert env["framework"] == "jax" and env["jax"] == summary["framework_version"] and env["jaxlib"]
+    assert env["device_kinds"] == ["cpu"] and env["measured_peak"]["per"] == "host"
+    assert list((out / rundir.EVENTS_DIR).iterdir())  # TensorBoard's event file
+
+
+def test_the_flops_counted_from_the_compiled_step_agree_with_the_models(smoke_run):
+    """The compiled training step's FLOPs (XLA's count) against the convention every MFU uses: 3 x 2 x the
+    forward multiply-adds, which equal the Keras model's (tests/test_models_resnet_flax.py)."""
+    out, summary, _ = smoke_run
+    (model,) = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "model"]
+    # ResNet-50 at 32x32: 85,458,944 at 1000 classes (the Keras model's), less 990 x 2048 in the 10-class classifier
+    assert model["forward_macs_per_image"] == summary["model_flops_per_image"] == 83_431_424
+    ratio = model["compiled_flops_per_image"] / summary["training_flops_per_image"]
+    assert 0.8 < ratio < 1.1, ratio
+
+
+def test_runs_with_tensorflow_made_unimportable(tmp_path):
+    out = tmp_path / "run"
+    run = podbench("run", *SMALL, "--output", out, "--json", env=without_tensorflow(tmp_path, BLOCK_TF_FORBIDDEN),
+                   timeout=RUN_TIMEOUT_S)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout)["status"] == "completed"
+
+
+def test_real_data_without_tensorflow_is_one_line(tmp_path):
+    (tmp_path / "data").mkdir()
+    run = podbench("run", *SMALL, "--data", "imagenet", "--data-dir", tmp_path / "data", "--output", tmp_path / "run",
+                   env=without_tensorflow(tmp_path, BLOCK_TF_NOT_INSTALLED), timeout=RUN_TIMEOUT_S)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    (line,) = error_lines(run.stderr)
+    assert "TensorFlow's tf.data, which is not installed here" in line and "--data synthetic" in line
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    pytest.param(("--strategy", "mirrored"), "--strategy mirrored is tf.distribute's", id="strategy"),
+    pytest.param(("--xla",), "JAX always compiles the step with XLA", id="xla"),
+    pytest.param(("--precision", "mixed_float16"), "needs loss scaling", id="float16"),
+    pytest.param(("--tpu", "local"), "--tpu names a TPU for TensorFlow's client", id="tpu"),
+])
+def test_a_flag_with_no_jax_meaning_is_one_line_before_anything_loads(flags, fragment):
+    run = podbench("run", "--framework", "jax", *flags)
+    assert run.returncode == 2 and "Traceback" not in run.stderr and "loading" not in run.stderr
+    (line,) = error_lines(run.stderr)
+    assert fragment in line
+
+
+def test_sigterm_checkpoints_at_the_block_and_resume_continues_at_the_exact_step(tmp_path):
+    out, train_steps = tmp_path / "run", 24
+    flags = (*SMALL, "--steps-per-epoch", 8, "--train-steps", train_steps, "--warmup-steps", 4,
+             "--steps-per-execution", 2, "--output", out)
+    proc = subprocess.Popen([str(PODBENCH), "run", *map(str, flags)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=ENV, cwd=REPO)
+    wait_for(lambda: steps_logged(out) >= 1 + 11 // 2, "the middle of the second epoch")  # step 10 or later
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 143, stderr[-3000:]
+    assert "interrupted by SIGTERM" in stdout and not error_lines(stderr)
+    stopped = json.loads((out / rundir.SUMMARY_FILE).read_text())
+    assert stopped["status"] == "interrupted" and 0 < stopped["steps_completed"] < train_steps
+    events = jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE)
+    (checkpoint,) = [e for e in events if e["event"] == "checkpoint"]  # the last one, on the notice
+    assert checkpoint["step"] == stopped["steps_completed"] and checkpoint["step"] % 8  # mid-epoch
+
+    resumed = podbench("run", "--resume", out, "--json", timeout=RUN_TIMEOUT_S)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    summary = json.loads(resumed.stdout)
+    assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", train_steps, 1)
+    assert summary["lost_steps"] == 0 and summary["framework"] == "jax"
+    ends = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "end"]
+    assert ends[-1]["optimizer_steps"] == train_steps  # the optimizer's own count: exactly the planned updates
+    restore = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "restore"]
+    assert restore[-1]["step"] == checkpoint["step"]
+
+
+def test_a_killed_training_process_still_gets_the_supervisors_summary(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen([str(PODBENCH), "run", *SMALL, "--steps-per-epoch", "8", "--train-steps", "400",
+                             "--output", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=ENV, cwd=REPO)
+    wait_for(lambda: steps_logged(out) >= 12, "a few measured steps")
+    (child,) = [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+    assert b"bench.train_jax.process" in Path(f"/proc/{child}/cmdline").read_bytes()
+    os.kill(child, signal.SIGKILL)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and not alive(child)
+    (line,) = error_lines(stderr)
+    assert "signal SIGKILL" in line
+    summary = json.loads((out / rundir.SUMMARY_FILE).read_text())
+    assert summary["status"] == "failed" and summary["measured_steps"] > 0 and summary["framework"] == "jax"
+
+
+def test_one_writer_per_run_directory(tmp_path):
+    out = tmp_path / "run"
+    first = subprocess.Popen([str(PODBENCH), "run", *SMALL, "--train-steps", "400", "--output", str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, cwd=REPO)
+    try:
+        wait_for(lambda: (out / rundir.CONFIG_FILE).exists(), "the first run's config")
+        second = podbench("run", "--resume", out)
+        assert second.returncode == 2
+        (line,) = error_lines(second.stderr)
+        assert "is in use by a live podbench run" in line, line
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.wait(timeout=RUN_TIMEOUT_S)
