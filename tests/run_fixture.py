@@ -33,22 +33,26 @@ def step_log(train_steps: int, warmup_steps: int, step_s: float, first_step_s: f
     return records
 
 
+FRAMEWORK_VERSIONS = {"tensorflow": "2.20.0", "jax": "0.10.2"}
+
+
 def write_run(root: Path, run_id: str, *, train_steps: int = 12, warmup_steps: int = 4, step_s: float = 0.5,
               status: str = "completed", platform: str = "cpu", device_kind: str = CPU_KIND,
               strategy: str = "default", replicas: int = 1, per_replica_batch: int = 32,
               precision: str = "float32", image_size: int = 224, mfu: float | None = 0.05,
-              write_summary: bool = True, ended: bool = True) -> Path:
+              write_summary: bool = True, ended: bool = True, framework: str = "tensorflow") -> Path:
     """One run directory of ``train_steps`` logged steps; returns its path.
 
     A run that did not complete planned more steps than it logged. ``mfu``
     chooses the device peak environment.json records so that the summary's
     MFU comes out at that value (None: no peak known). ``ended=False`` leaves
-    out the ``end`` event, as a SIGKILL does.
+    out the ``end`` event, as a SIGKILL does. ``framework``: the engine the run names (its version is a
+    made-up one: nothing here trains).
     """
     run_dir = Path(root) / run_id
     run_dir.mkdir(parents=True)
     planned = train_steps if status == "completed" else max(train_steps, warmup_steps) + 4
-    config = cfg.replace(cfg.RunConfig(), model=dict(image_size=image_size),
+    config = cfg.replace(cfg.RunConfig(), runtime=dict(framework=framework), model=dict(image_size=image_size),
                          data=dict(steps_per_epoch=warmup_steps),
                          train=dict(per_replica_batch_size=per_replica_batch, train_steps=planned,
                                     warmup_steps=warmup_steps, precision=precision))
@@ -56,6 +60,7 @@ def write_run(root: Path, run_id: str, *, train_steps: int = 12, warmup_steps: i
     rundir.write_json(run_dir / rundir.CONFIG_FILE, config_json(run_id, config, plan))
     records = step_log(train_steps, warmup_steps, step_s)
     rundir.write_json(run_dir / rundir.ENVIRONMENT_FILE, {
+        "framework": framework, "framework_version": FRAMEWORK_VERSIONS[framework],
         "strategy": strategy, "device_kind": device_kind, "platform": platform,
         "peak": _peak_for(mfu, records, plan.global_batch_size, warmup_steps)})
     steps = jsonl.StepsWriter(run_dir / rundir.STEPS_FILE)

@@ -178,7 +178,7 @@ def test_a_log_holding_several_runs_gives_no_time(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("key, value", [("image_size", 64), ("precision", "float32"), ("xla", True),
-                                        ("global_batch_size", 64), ("num_replicas", 2)])
+                                        ("global_batch_size", 64), ("num_replicas", 2), ("framework", "jax")])
 def test_unlike_runs_are_refused(tmp_path, capsys, key, value):
     a = write_run(tmp_path, "a", reached_target=True, time_to_target_s=1.0, image_size=32, precision="bfloat16",
                   xla=False, global_batch_size=32, num_replicas=1)

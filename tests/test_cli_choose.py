@@ -91,6 +91,18 @@ def test_a_gpu_run_is_priced_from_what_it_recorded(capsys, tmp_path):
     assert r["measured_here"] is True
 
 
+def test_a_jax_run_is_a_candidate_of_its_own_priced_from_what_it_recorded(capsys, tmp_path):
+    kind = "NVIDIA H100 80GB HBM3"
+    jax_run = write_run(tmp_path, "jax", platform="gpu", device_kind=kind, replicas=1, framework="jax")
+    tf_run = write_run(tmp_path, "tf", platform="gpu", device_kind=kind, replicas=1)
+    rows = choose_json(capsys, str(jax_run), str(tf_run))
+    assert len(rows) == 2  # the engines are never one configuration
+    by_engine = {r["hardware"].endswith("(JAX)"): r for r in rows}
+    assert by_engine[True]["hardware"].startswith("h100x1") and by_engine[True]["usd_per_hour"]["low"] > 0
+    assert "under JAX 0.10.2" in by_engine[True]["rate_detail"] and "JAX" not in by_engine[False]["rate_detail"]
+    assert by_engine[False]["usd_per_hour"] == by_engine[True]["usd_per_hour"]
+
+
 def test_an_anchor_by_name_at_its_own_size(capsys):
     r = choose_json(capsys, "mlperf-v0.7-tpu-v4-16")[0]
     assert r["rate_from"] == "published" and r["images_per_sec"] == {"low": 27822.0, "high": 27822.0}

@@ -138,6 +138,14 @@ def test_differences_that_are_not_refused_are_listed(tmp_path, capsys):
             "precision float32 -> mixed_bfloat16") in out
 
 
+def test_the_engines_are_compared_and_named(tmp_path, capsys):
+    """TensorFlow against JAX on the same hardware: a fair question, never asked without saying so."""
+    base = write_run(tmp_path, run_id_at(1), step_s=STEP_S)
+    new = write_run(tmp_path, run_id_at(2), step_s=STEP_S, framework="jax")
+    code, out, _ = run_cli(capsys, "compare", base, new)
+    assert code == 0 and "engine tensorflow -> jax; engine version 2.20.0 -> 0.10.2" in out
+
+
 def test_a_pinned_run_against_an_unpinned_one_is_named(tmp_path, capsys):
     """--cpu-threads changes throughput (one CPU: 0.8x here), so a side that used it is listed as a difference."""
     base = write_run(tmp_path, run_id_at(1), step_s=STEP_S)

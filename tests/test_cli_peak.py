@@ -73,3 +73,21 @@ def test_a_real_measurement_of_this_cpu_in_every_native_dtype():
         assert m["datasheet"]["kind"] == "nominal" and "not an upper bound" in m["datasheet"]["source"]
     # Seconds, not minutes: the same probe runs before every `podbench run`.
     assert result["probe_s"] < 60 and elapsed_s < 120, (result["probe_s"], elapsed_s)
+
+
+def test_a_real_measurement_through_jax():
+    done = podbench("peak", "--framework", "jax", "--json", "--repetitions", "1", timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["framework"] == "jax" and result["jax"]
+    cpu = result["devices"][0]
+    assert (cpu["platform"], cpu["per"]) == ("cpu", "host")
+    assert [m["dtype"] for m in cpu["measurements"]] == list(peaks.native_dtypes("cpu", cpu_info()["isa_flags"]))
+    assert all(m["flops_per_sec"] > 1e9 and m["matrix_size"] == 2048 for m in cpu["measurements"])
+    table = peak.format_report(result)
+    assert table.startswith(f"podbench peak: dense matmul FLOP/s through JAX {result['jax']}, best of 1")
+
+
+def test_jax_finds_a_tpu_itself(capsys):
+    code, _, err = run_cli(capsys, "peak", "--framework", "jax", "--tpu", "local")
+    assert code == 2 and "JAX on a TPU VM measures its chips itself: drop --tpu" in err

@@ -190,3 +190,24 @@ def test_help_lists_the_run_flags_without_tensorflow():
         assert flag in proc.stdout, flag
     assert "keeps going" in proc.stdout or "does not stop the sweep" in proc.stdout
     assert not imported_tf
+
+
+# --- the device curve under JAX: each size a `podbench run --framework jax --strategy auto` -----------
+
+
+def test_a_jax_batch_sweep_is_one_jax_run_a_size_and_feeds_project(tmp_path):
+    out = tmp_path / "jax"
+    proc = subprocess.run([str(PODBENCH), "sweep", "--framework", "jax", "--batch-sizes", "2,4", "--preset", "smoke",
+                           "--depth", "10", "--no-peak", "--quiet", "--output", str(out)],
+                          capture_output=True, text=True, env=ENV, cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    document = json.loads((out / "sweep.json").read_text())
+    assert "--framework" in document["run_flags"] and document["batch_sizes"] == [2, 4]
+    for b in (2, 4):
+        run = json.loads((out / f"batch-{b}" / "summary.json").read_text())
+        assert (run["framework"], run["strategy"], run["per_replica_batch_size"]) == ("jax", "data_parallel", b)
+        assert run["status"] == "completed" and run["num_replicas"] == 1
+    project = subprocess.run([str(PODBENCH), "project", "--run", str(out), "--interconnect", "v100-nvlink",
+                              "--devices", "1,8", "--json"], capture_output=True, text=True, env=ENV, cwd=REPO,
+                             timeout=120)
+    assert project.returncode == 0, project.stderr

@@ -293,3 +293,13 @@ def test_a_restart_inside_the_warm_up_keeps_the_warm_up(tmp_path):
     assert phases[(0, 1)] == "warm-up" and phases[(0, 2)] == phases[(0, 3)] == "restart"  # redone
     assert phases[(1, 2)] == "restart" and phases[(1, 3)] == phases[(1, 4)] == "warm-up"
     assert phases[(1, 5)] == "measured"
+
+
+def test_the_engine_is_a_column_and_said_in_a_jax_runs_label_and_family(tmp_path):
+    tf_run = write_run(tmp_path, run_id_at(1))
+    jax_run = write_run(tmp_path, run_id_at(2), framework="jax")
+    runs, _ = report.load_runs([tf_run, jax_run])
+    table = report.runs_table(runs)
+    assert list(table["framework"]) == ["tensorflow", "jax"]
+    assert ", JAX" in table["label"][1] and "JAX" not in table["label"][0]
+    assert table["family"][1].endswith(", JAX") and table["family"][0] != table["family"][1]

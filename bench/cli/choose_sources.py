@@ -34,8 +34,8 @@ from methodology.constants import TARGET_TOP1_BLOG
 TYPED_PER_DEVICE_BATCH = 256
 TYPED_RATE = IMAGES_PER_SEC  # the same bound and reason as `cost --images-per-sec`
 # What makes two runs the same configuration (their spread is then run-to-run noise).
-_RUN_KEY = ("platform", "device_kind", "num_replicas", "global_batch_size", "image_size", "depth", "precision",
-            "xla", "strategy")
+_RUN_KEY = ("framework", "platform", "device_kind", "num_replicas", "global_batch_size", "image_size", "depth",
+            "precision", "xla", "strategy")
 
 
 @dataclass(frozen=True)
@@ -203,11 +203,14 @@ def measured(runs: list[tuple[str, Summary]], settings: Settings) -> Choice:
     cost = price(hw, settings, f"no price: {first.platform} ({kind}) is not in the catalogue")
     notes = cost.notes
     label = hw.label if hw else f"{kind} ({first.platform}) x {first.num_replicas}"
+    if first.framework == "jax":  # the engine is part of what was measured: never mixed, always said
+        label += " (JAX)"
+    engine = f" under JAX {first.framework_version}" if first.framework == "jax" else ""
     names = ", ".join(Path(r).name for r, _ in runs)
     if first.status != "completed":
         notes += (f"the run is {first.status}: its rate covers only the steps it completed",)
     return Choice(runs[0][0] if len(runs) == 1 else f"{len(runs)} runs: {names}"[:60], label, choice.MEASURED,
-                  f"measured here: {names}", span, spread, first.global_batch_size,
+                  f"measured here{engine}: {names}", span, spread, first.global_batch_size,
                   _epochs(first.global_batch_size, settings), cost.usd_per_hour, cost.detail, measured_here=True,
                   notes=notes, price_parts=cost.parts)
 

@@ -12,7 +12,9 @@ import contextlib
 import os
 import sys
 
+from bench import config as cfg
 from bench.cli import checks
+from bench.errors import UsageError
 from bench.cli.common import text_table
 from bench.report.summary_text import flops_text
 from bench.results import rundir
@@ -30,10 +32,15 @@ datasheet figure comes with its source (methodology/gpu_peaks.csv, tpu_peaks.csv
 left unknown where none was found. Every `podbench run` takes the same measurement for its
 own precision, under its own strategy, before the warm-up (--no-peak skips it).
 
+Under --framework jax the same probe runs through JAX (bench/train_jax/peak.py): the CPU,
+each GPU, and a TPU VM's chips, which JAX finds itself (no --tpu); float32 on a GPU runs
+in TF32 there too (JAX's default matmul precision).
+
 examples:
   podbench peak                 # the CPU and every GPU (a few seconds a device and precision)
   podbench peak --json          # the measurements as JSON on stdout
   podbench peak --tpu local     # on a TPU VM: its chips too
+  podbench peak --framework jax # the same, measured through JAX (no TensorFlow needed)
 """
 
 
@@ -43,6 +50,8 @@ def register(sub) -> None:
                                    "computes natively, and show the datasheet (or a CPU's nominal) peak beside it.",
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print the measurements as JSON")
+    p.add_argument("--framework", choices=cfg.FRAMEWORKS, default="tensorflow",
+                   help="measure through tensorflow (default) or jax, the engine `podbench run --framework` trains with")
     p.add_argument("--tpu", metavar="ADDR", type=checks.tpu_address,
                    help="also measure a Cloud TPU: its name, grpc://HOST:PORT, or local")
     p.add_argument("--repetitions", default=5, metavar="N",
@@ -52,11 +61,19 @@ def register(sub) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO lines would bury the table
-    print("podbench peak: loading TensorFlow…", file=sys.stderr, flush=True)
-    from bench.train import local_peaks  # TensorFlow loads here, after every check
-    report = local_peaks.survey(args.tpu, args.repetitions,
-                                say=lambda line: print(line, file=sys.stderr, flush=True))
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    if args.framework == "jax":
+        if args.tpu is not None:
+            raise UsageError("--tpu names a TPU for TensorFlow's client; JAX on a TPU VM measures its chips "
+                             "itself: drop --tpu")
+        say("podbench peak: loading JAX…")
+        from bench.train_jax import peak as jax_peak  # noqa: PLC0415 (JAX loads here, after every check)
+        report = jax_peak.survey(args.repetitions, say=say)
+    else:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO lines would bury the table
+        say("podbench peak: loading TensorFlow…")
+        from bench.train import local_peaks  # TensorFlow loads here, after every check
+        report = local_peaks.survey(args.tpu, args.repetitions, say=say)
     print(rundir.dumps(report) if args.json else format_report(report))
     return 0
 
@@ -90,6 +107,8 @@ def format_report(report: dict) -> str:
                 f"per {device['per']}")
 
     table = text_table(rows, ("device", "dtype", "measured", "datasheet/nominal", "measured/sheet", "unit"), cells)
-    head = (f"podbench peak: dense matmul FLOP/s, best of {report['repetitions']}, measured in "
+    engine = (f" through JAX {report['jax']}" if report.get("framework") == "jax"
+              else f" through TensorFlow {report['tensorflow']}" if report.get("tensorflow") else "")
+    head = (f"podbench peak: dense matmul FLOP/s{engine}, best of {report['repetitions']}, measured in "
             f"{report['probe_s']:.1f} s")
     return "\n".join([head, table, "", *dict.fromkeys(sources)])

@@ -199,6 +199,7 @@ def _fixed(digits: int):
 _MEASURED_COLUMNS = {
     "run_id": ("run", str),
     "hardware": ("hardware", str),
+    "framework": ("engine", str),
     "strategy": ("strategy", str),
     "num_replicas": ("replicas", str),
     "global_batch_size": ("global batch", str),

@@ -28,7 +28,7 @@ import pandas as pd
 
 from bench.results import rundir
 from bench.results.runfiles import read_run
-from bench.results.summary import Summary, read_summary
+from bench.results.summary import DEFAULT_FRAMEWORK, Summary, read_summary
 from bench.harness.summary import segments_of
 from methodology import cost, hardware, prices, reference
 from methodology.segments import Segment, window
@@ -41,6 +41,7 @@ COLUMNS = (
     "step_time_p50_s", "step_time_p90_s", "step_time_p99_s", "mfu", "time_to_target_h",
     "cost_usd", "usd_per_hour", "price_as_of", "status", "source", "source_detail", "short_label",
     "family", "image_size", "depth", "xla", "mfu_measured", "time_to_target_s", "restarts", "lost_steps",
+    "framework",
 )
 
 
@@ -194,7 +195,9 @@ def measured_row(run: Run) -> dict:
     s = run.summary
     hardware = short_hardware(s.device_kind)
     precision = _precision_short(s.precision)
-    flag = (", XLA" if s.xla else "") + (", interrupted" if s.status != "completed" else "")
+    framework = s.framework or DEFAULT_FRAMEWORK
+    engine = ", JAX" if framework == "jax" else ""  # the engine is part of what was measured: always said
+    flag = engine + (", XLA" if s.xla else "") + (", interrupted" if s.status != "completed" else "")
     if s.restarts:
         flag += f", resumed ({s.restarts} restart{'s' * (s.restarts > 1)}, {s.lost_steps} steps redone)"
     size = s.image_size or IMAGENET_IMAGE_SIZE
@@ -205,7 +208,7 @@ def measured_row(run: Run) -> dict:
         "kind": "measured",
         "label": f"{hardware} ×{s.num_replicas}, {precision}, batch {s.global_batch_size}{flag} · {run.run_id}",
         "short_label": f"{hardware} ×{s.num_replicas}",
-        "family": f"measured: {hardware}, {precision}",
+        "family": f"measured: {hardware}, {precision}{engine}",
         "date": run_date(run.run_id),
         "hardware": s.device_kind,
         "platform": s.platform,
@@ -228,6 +231,7 @@ def measured_row(run: Run) -> dict:
         "time_to_target_s": _number(s.time_to_target_s),
         "restarts": s.restarts,
         "lost_steps": s.lost_steps,
+        "framework": framework,
     }
 
 
