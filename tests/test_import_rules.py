@@ -65,9 +65,19 @@ RULES = [
       "bench.data.record_checks", "bench.data.preprocess", "models.resnet"),
      "these never need a TensorFlow process's modules"),
     (("bench.results", "bench.cluster", "bench.config", "bench.config_json", "bench.resolve", "bench.presets",
-      "bench.data.spec", "bench.harness.summary", "bench.report.summary_text"),
+      "bench.data.spec", "bench.harness", "bench.report.summary_text"),
      ("bench.cli",), "the command line sits on top; nothing below imports it"),
+    (("bench.harness",), ("tensorflow", "tf_keras", "official", "jax", "flax", "optax", "orbax", "bench.train",
+                          "bench.train_jax", "bench.data.pipeline", "models"),
+     "the harness is every engine's and imports none"),
+    (("bench.train",), ("bench.train_jax", "jax", "flax", "optax", "orbax"), "the engines do not import each other"),
+    (("bench.train_jax",), ("bench.train",), "the engines do not import each other"),
 ]
+# Where TensorFlow is not installed the JAX engine still runs: at import time it names no TensorFlow module
+# (real data alone loads bench/data/pipeline.py, inside the functions that read it).
+JAX_TOP_LEVEL_FORBIDDEN = ("tensorflow", "tf_keras", "official", "tensorflow_datasets", "bench.data.pipeline",
+                           "bench.data.records", "bench.data.preprocess", "bench.data.record_checks",
+                           "models.resnet")
 
 
 @pytest.mark.parametrize("covered, forbidden, why", RULES, ids=[r[2][:40] for r in RULES])
@@ -82,6 +92,12 @@ def test_static_import_rules(covered, forbidden, why):
             if in_package(imported, *forbidden) and not in_package(imported, name):
                 broken.append(f"{name} imports {imported}")
     assert not broken, f"{why}: " + "; ".join(broken)
+
+
+def test_the_jax_engine_names_no_tensorflow_module_at_import_time():
+    broken = [f"{name} imports {imported}" for name in MODULES if in_package(name, "bench.train_jax")
+              for imported in imports_of(name, top_level_only=True) if in_package(imported, *JAX_TOP_LEVEL_FORBIDDEN)]
+    assert not broken, "; ".join(broken)
 
 
 def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
@@ -101,7 +117,7 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
 LIGHT_MODULES = sorted(n for n in MODULES if in_package(
     n, "methodology", "bench.cli", "bench.results", "bench.cluster", "bench.config", "bench.config_json",
     "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
-    "bench.data.tfrecord", "bench.harness.summary", "bench.harness.threads", "bench.report.summary_text")
+    "bench.data.tfrecord", "bench.harness", "bench.report.summary_text")
     and not n.endswith("__main__"))
 
 
@@ -163,6 +179,12 @@ def test_models_package_loads_no_framework():
     """`import models` (which bench and the tests import first) loads neither TensorFlow nor jax:
     each engine's builder loads its own framework."""
     assert loaded_after("import models") == []
+
+
+def test_the_jax_engine_loads_no_tensorflow():
+    pytest.importorskip("flax")
+    loaded = loaded_after("import bench.train_jax.run, bench.train_jax.process, bench.train_jax.peak")
+    assert "jax" in loaded and not {"tensorflow", "tf_keras", "official", "tensorflow_datasets"} & set(loaded)
 
 
 def test_jax_models_load_no_tensorflow():
