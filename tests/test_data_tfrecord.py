@@ -2,6 +2,7 @@
 import pytest
 import tensorflow as tf
 
+from bench.data import tfrecord
 from bench.data.tfrecord import FOOTER_BYTES, HEADER_BYTES, FramingError, frame, frames, masked_crc
 
 PAYLOADS = [b"", b"x", b"\xff" * 300, bytes(range(256)) * 40]
@@ -88,3 +89,16 @@ def test_a_missing_file_is_tensorflows_error(tmp_path):
 
 def test_frame_sizes():
     assert len(frame(b"abc")) == HEADER_BYTES + 3 + FOOTER_BYTES
+
+
+def test_the_crc32c_written_in_python_is_the_extensions():
+    """Where google-crc32c is missing (a machine with JAX and no TensorFlow) the checksums are the same."""
+    import random  # noqa: PLC0415
+
+    import google_crc32c  # noqa: PLC0415
+
+    rng = random.Random(0)
+    for size in (0, 1, 7, 64, 1000):
+        data = bytes(rng.randrange(256) for _ in range(size))
+        assert tfrecord.crc32c_in_python(data) == google_crc32c.value(data)
+    assert tfrecord.crc32c_in_python(b"123456789") == 0xE3069283  # CRC-32C's check value

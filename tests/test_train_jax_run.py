@@ -25,12 +25,19 @@ BLOCK_TF_NOT_INSTALLED = "raise ImportError('No module named tensorflow (blocked
 BLOCK_TF_FORBIDDEN = "raise AssertionError('the JAX run path imported TensorFlow')\n"
 
 
+# What a machine with JAX and no TensorFlow lacks besides it (the H100 lent here: no TensorFlow, no Google Cloud
+# client, no CRC-32C extension): the JAX path runs from a checkout without any of them.
+TENSORFLOW = ("tensorflow", "tf_keras", "official", "tensorflow_datasets")
+NOT_ON_A_JAX_MACHINE = ("google_crc32c", "google/cloud/storage", "sklearn", "mlperf_logging")
+
+
 def without_tensorflow(tmp_path: Path, body: str) -> dict:
-    """ENV with ``tensorflow``, ``tf_keras`` and ``official`` shadowed by packages whose import runs ``body``."""
+    """ENV with TensorFlow's packages shadowed by packages whose import runs ``body``, and the rest of
+    NOT_ON_A_JAX_MACHINE not installed."""
     blocked = tmp_path / "blocked"
-    for name in ("tensorflow", "tf_keras", "official"):
+    for name in TENSORFLOW + NOT_ON_A_JAX_MACHINE:
         (blocked / name).mkdir(parents=True)
-        (blocked / name / "__init__.py").write_text(body)
+        (blocked / name / "__init__.py").write_text(body if name in TENSORFLOW else BLOCK_TF_NOT_INSTALLED)
     return {**ENV, "PYTHONPATH": os.pathsep.join([str(REPO), str(blocked)])}
 
 

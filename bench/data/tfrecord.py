@@ -16,10 +16,35 @@ from __future__ import annotations
 import struct
 from typing import Iterator
 
-import google_crc32c
-
 HEADER_BYTES, FOOTER_BYTES = 12, 4  # length (8) + its crc (4); the data's crc (4)
 _CRC_MASK_DELTA = 0xA282EAD8
+_CASTAGNOLI = 0x82F63B78  # CRC-32C's polynomial, bit-reversed
+
+
+def _crc32c_table() -> tuple[int, ...]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (_CASTAGNOLI if crc & 1 else 0)
+        table.append(crc)
+    return tuple(table)
+
+
+def crc32c_in_python(data: bytes) -> int:
+    """CRC-32C a byte at a time: where google-crc32c is not installed (a machine with JAX and no
+    TensorFlow), fast enough for event files, whose records are a few hundred bytes."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+_TABLE = _crc32c_table()
+try:
+    from google_crc32c import value as crc32c
+except ImportError:
+    crc32c = crc32c_in_python
 
 
 class FramingError(Exception):
@@ -39,7 +64,7 @@ class FramingError(Exception):
 
 def masked_crc(data: bytes) -> int:
     """The checksum TFRecord stores: crc32c rotated right by 15 bits, plus a constant (mod 2**32)."""
-    crc = google_crc32c.value(data)
+    crc = crc32c(data)
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _CRC_MASK_DELTA) & 0xFFFFFFFF
 
 
