@@ -114,27 +114,19 @@ def cluster_request(run_dir, monkeypatch, timeout_s):
             "run_dir": str(run_dir), "resume": False}
 
 
-def test_a_cluster_that_does_not_join_is_announced_then_killed_at_the_bound(tmp_path, monkeypatch, capsys):
-    start = time.monotonic()
-    outcome = supervisor.run_child(cluster_request(tmp_path, monkeypatch, 1.0), 5.0, child(tmp_path, "hang"))
-    assert outcome.returncode == -signal.SIGKILL and not outcome.killed_after_grace
-    assert "did not join within 1 s" in outcome.peer_problem and "worker 1 at localhost:2" in outcome.peer_problem
-    assert 1.0 <= time.monotonic() - start < 30
-    assert "waiting for the other workers of the cluster (worker 1 at localhost:2)" in capsys.readouterr().err
-    summary = supervisor.finalize(tmp_path, outcome, "r").summary
-    assert (summary.status, summary.error) == ("failed", outcome.peer_problem)
-    assert json.loads((tmp_path / rundir.SUMMARY_FILE).read_text())["status"] == "failed"
-
-
-def test_a_joined_cluster_is_not_bounded(tmp_path, monkeypatch):
-    script = tmp_path / "joins.py"  # records the cluster event at once, then outlives the bound and exits 0
+def test_a_cluster_wait_is_announced_and_the_guards_summary_is_the_runs(tmp_path, monkeypatch, capsys):
+    """The child's guard keeps the peer wait's bound (tests/test_harness_guard.py): the supervisor announces
+    the wait, and a child killed before the run had a configuration ends with the summary its guard wrote."""
+    script = tmp_path / "guarded.py"  # as the guard does past the bound: the summary, then SIGKILL
     script.write_text(textwrap.dedent("""
-        import json, sys, time
-        from pathlib import Path
-        from bench.results import jsonl
+        import json, os, signal, sys
+        from bench.harness.ending import end_run
         request = json.loads(sys.stdin.read())
-        jsonl.LifecycleWriter(Path(request["run_dir"]) / "lifecycle.jsonl").event(jsonl.CLUSTER, workers=2)
-        time.sleep(2.5)
+        end_run(request["run_dir"], request["run_id"], "guard", status="failed", error="the cluster did not join")
+        os.kill(os.getpid(), signal.SIGKILL)
     """))
     outcome = supervisor.run_child(cluster_request(tmp_path, monkeypatch, 1.0), 5.0, [sys.executable, str(script)])
-    assert (outcome.returncode, outcome.peer_problem) == (0, None)
+    assert outcome.returncode == -signal.SIGKILL and not outcome.killed_after_grace
+    assert "waiting for the other workers of the cluster (worker 1 at localhost:2)" in capsys.readouterr().err
+    summary = supervisor.finalize(tmp_path, outcome, "r").summary
+    assert (summary.status, summary.error) == ("failed", "the cluster did not join")

@@ -56,14 +56,14 @@ RULES = [
     (("models",), ("bench", "methodology"), "models/ builds models and knows nothing of benchmarks"),
     (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.config", "bench.config_json",
       "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
-      "bench.data.tfrecord", "bench.harness.summary", "bench.harness.threads"),
+      "bench.data.tfrecord", "bench.harness"),
      ("bench.train.run", "bench.train.resume", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
       "bench.train.callbacks", "bench.train.evaluation", "bench.train.progress", "bench.train.environment",
       "bench.train.peak", "bench.train.local_peaks", "bench.data.pipeline", "bench.data.records",
       "bench.data.record_checks", "bench.data.preprocess", "models.resnet"),
      "these never need a TensorFlow process's modules"),
     (("bench.results", "bench.cluster", "bench.config", "bench.config_json", "bench.resolve", "bench.presets",
-      "bench.data.spec", "bench.harness.summary", "bench.report.summary_text"),
+      "bench.data.spec", "bench.harness", "bench.report.summary_text"),
      ("bench.cli",), "the command line sits on top; nothing below imports it"),
 ]
 
@@ -86,8 +86,8 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
     """Modules that read-only commands load: TensorFlow may appear only inside a function, never at top level."""
     for name, path in MODULES.items():
         if not in_package(name, "bench.results", "bench.report", "bench.cluster", "bench.cli", "methodology",
-                          "bench.config", "bench.config_json", "bench.resolve", "bench.presets", "bench.harness.summary",
-                          "bench.harness.threads", "bench.data.spec"):
+                          "bench.config", "bench.config_json", "bench.resolve", "bench.presets", "bench.harness",
+                          "bench.data.spec"):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:
@@ -99,7 +99,7 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
 LIGHT_MODULES = sorted(n for n in MODULES if in_package(
     n, "methodology", "bench.cli", "bench.results", "bench.cluster", "bench.config", "bench.config_json",
     "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
-    "bench.data.tfrecord", "bench.harness.summary", "bench.harness.threads", "bench.report.summary_text")
+    "bench.data.tfrecord", "bench.harness", "bench.report.summary_text")
     and not n.endswith("__main__"))
 
 

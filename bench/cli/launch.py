@@ -20,9 +20,10 @@ from bench import config as cfg
 from bench.cli import checks
 from bench.cli.run_flags import RUN_FLAGS
 from bench.cluster import gpus, launch, tf_config
-from bench.results import jsonl, rundir
+from bench.results import rundir
 from bench.results.runfiles import read_run
 from bench.results.summary import write_summary
+from bench.harness.ending import record_end
 from bench.harness.summary import build_summary
 from bench.errors import UsageError
 
@@ -220,11 +221,7 @@ def record_ending(run_dir: Path, outcome: launch.LaunchOutcome) -> None:
         fields = {"status": "failed", "error": outcome.error}
         if outcome.failed_index is not None:
             fields["worker"] = outcome.failed_index
-    writer = jsonl.LifecycleWriter(run_dir / rundir.LIFECYCLE_FILE)
-    try:
-        writer.event(jsonl.END, by="launcher", **fields)
-    finally:
-        writer.close()
+    record_end(run_dir, "launcher", **fields)
     write_summary(run_dir, build_summary(read_run(run_dir)))
 
 

@@ -45,6 +45,7 @@ from bench.train.callbacks import Controls, make_callbacks
 from bench.train.resume import ResumePoint, check_same_plan, mllog_path, restore, start_segment
 from bench.harness.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
 from bench.train.strategy import StrategyInfo, make_strategy
+from bench.harness.ending import interrupted_early
 from bench.harness.summary import build_summary
 from methodology import peaks
 from methodology.target import EvalRecord
@@ -147,9 +148,7 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
                 run_dir.rmdir()
             raise
         except KeyboardInterrupt as err:  # nothing measured yet, but the directory says how it ended
-            summary = Summary(run_id, "interrupted", signal=getattr(err, "signal_name", "SIGINT"),
-                              results_dir=str(run_dir))
-            write_summary(run_dir, summary)
+            summary = interrupted_early(run_dir, run_id, getattr(err, "signal_name", "SIGINT"))
             return Outcome(summary, run_dir, exit_code(summary.signal))
         _printer(stream)(f"{'resuming' if resume else 'building'} ResNet-{config.model.depth}"
                          f"{' v1.5' * (config.model.depth >= 50)} ({config.model.image_size}x"
