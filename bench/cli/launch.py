@@ -19,7 +19,7 @@ from pathlib import Path
 from bench import config as cfg
 from bench.cli import checks
 from bench.cli.run_flags import RUN_FLAGS
-from bench.cluster import gpus, launch, tf_config
+from bench.cluster import gpus, launch, ports, tf_config
 from bench.results import rundir
 from bench.results.runfiles import read_run
 from bench.results.summary import write_summary
@@ -179,7 +179,7 @@ def _launch_once(args: argparse.Namespace, command: list[str], run_id: str, run_
                  split: tuple[list[str], list[str]]) -> tuple[launch.LaunchOutcome, list[launch.WorkerSpec]]:
     """One start of every worker; ``split``: the visible GPUs and each worker's share of them."""
     gpu_ids, shares = split
-    addresses = [f"{tf_config.LOOPBACK}:{port}" for port in tf_config.free_ports(args.workers)]
+    addresses = [f"{tf_config.LOOPBACK}:{port}" for port in ports.free_ports(args.workers)]
     log_dir = run_dir / WORKERS_DIR
     specs = worker_specs(command, addresses, run_id, log_dir, dict(os.environ), shares)
     what = "resuming" if attempt else "starting"

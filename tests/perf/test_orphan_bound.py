@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.cluster.tf_config import free_ports
+from bench.cluster.ports import free_ports
 from bench.harness.stopping import DEFAULT_GRACE_S, SUMMARY_WAIT_S
 
 REPO = Path(__file__).resolve().parent.parent.parent
