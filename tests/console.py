@@ -1,5 +1,5 @@
 """Helpers the tests share: `podbench` in a child process, in-process CLI calls, free ports, live pids,
-chart text boxes.
+a filled filesystem, chart text boxes.
 
 The test process may have TensorFlow loaded, so "did this command import
 TensorFlow" is asked of a child: TF_PROBE runs the console script file itself
@@ -95,6 +95,12 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def fill_filesystem(point: Path) -> None:
+    """Fills the filesystem at ``point`` to its last byte (a file ``filler`` there)."""
+    subprocess.run(["dd", "if=/dev/zero", f"of={point / 'filler'}", "bs=4k"], capture_output=True)
+    subprocess.run(["dd", "if=/dev/zero", f"of={point / 'filler-last'}", "bs=1"], capture_output=True)
 
 
 def overlaps(boxes) -> bool:

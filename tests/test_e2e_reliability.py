@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from bench.results import rundir, runlock
-from console import ENV, PODBENCH, REPO, alive, error_lines, podbench
+from console import ENV, PODBENCH, REPO, alive, error_lines, fill_filesystem, podbench
 
 # Long enough to be mid-fit when the machine misbehaves; every case stops it early.
 LONG = ("--preset", "smoke", "--depth", "10", "--steps-per-epoch", "4", "--train-steps", "400", "--no-peak",
@@ -58,27 +58,6 @@ def child_pids(pid: int) -> list[int]:
     return []
 
 
-@pytest.fixture
-def tmpfs(tmp_path):
-    """A mounted tmpfs of a given size (MiB); unmounted after the test."""
-    mounts = []
-
-    def mount(size_mib: float, name: str = "fs") -> Path:
-        if os.geteuid() != 0:
-            pytest.skip("mounting a tmpfs needs root: the filesystem cases were not run")
-        point = tmp_path / name
-        point.mkdir()
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={int(size_mib * 1024)}k", "tmpfs", str(point)],
-                       check=True)
-        mounts.append(point)
-        return point
-
-    yield mount
-    for point in mounts:
-        subprocess.run(["chattr", "-R", "-i", str(point)], capture_output=True)
-        subprocess.run(["umount", "-l", str(point)], check=False)
-
-
 def one_error(err: str) -> str:
     lines = error_lines(err)
     assert len(lines) == 1 and "Traceback" not in err, err
@@ -86,11 +65,6 @@ def one_error(err: str) -> str:
 
 
 # --- class 1: the filesystem changes under a run -------------------------------------------------------
-
-
-def fill(point: Path) -> None:
-    """Fills the filesystem at ``point`` to the last byte."""
-    subprocess.run(["dd", "if=/dev/zero", f"of={point / 'filler'}", "bs=64k"], capture_output=True)
 
 
 @pytest.mark.parametrize("change", ["full", "deleted", "read-only"])
@@ -101,7 +75,7 @@ def test_the_filesystem_changing_under_a_run_ends_it_failed_with_why(tmpfs, chan
     wait_measuring(run_dir, proc)
     changed_s = time.monotonic()
     if change == "full":
-        fill(point)
+        fill_filesystem(point)
     elif change == "deleted":
         subprocess.run(["rm", "-rf", str(run_dir)], check=True)
     else:
@@ -114,8 +88,9 @@ def test_the_filesystem_changing_under_a_run_ends_it_failed_with_why(tmpfs, chan
     assert summary["status"] == "failed" and change.split("-")[0] in summary["error"]
     if change == "deleted":
         assert "could not write" in line and not run_dir.exists()
-    if change == "full":  # the directory is full: it says where the summary could not go
-        assert "could not write" in line
+    if change == "full":  # the room reserved when the run started holds the summary, in place
+        assert "could not write" not in line
+        assert json.loads((run_dir / rundir.SUMMARY_FILE).read_text()) == summary
     assert not child_pids(proc.pid)
 
 

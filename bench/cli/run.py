@@ -27,7 +27,7 @@ from bench.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunFailed, UsageError
 from bench.report.summary_text import format_summary
 from bench.results import rundir, runlock, storage
 from bench.results.rundir import read_json
-from bench.results.summary import Summary, earlier_runs, read_summary
+from bench.results.summary import Summary, earlier_runs, read_summary, reserve_room
 from bench.streams import protect_std_streams
 
 _EPILOG = """\
@@ -201,6 +201,7 @@ def handle(args: argparse.Namespace) -> int:
             lock = _lock_for_resume(run_dir)
         else:
             run_dir, lock = rundir.claim_run_dir(config.output.dir, run_id)
+        reserve_room(run_dir)  # summary.json's room, taken now: a disk that fills still gets the summary
         print(f"podbench run {run_id}: {'resuming' if resume else 'loading TensorFlow'}…", file=sys.stderr,
               flush=True)
         return supervise(config, run_id, run_dir, resume, args.json, restore, lock,
@@ -209,7 +210,7 @@ def handle(args: argparse.Namespace) -> int:
         if lock is not None:
             lock.release()
             if not resume:  # a run refused before it wrote anything leaves no directory behind
-                runlock.remove_if_alone(run_dir)
+                runlock.remove_if_alone(run_dir, also=(rundir.RESERVE_FILE,))
         if scratch is not None:
             scratch.cleanup()
 

@@ -45,7 +45,7 @@ from bench.results.health import DirWatch, with_fix
 from bench.results.runlock import RunLock
 from bench.results.rundir import CONFIG_FILE, SUMMARY_FILE, os_reason
 from bench.results.runfiles import read_run
-from bench.results.summary import Summary, read_summary, write_summary
+from bench.results.summary import Summary, read_summary, release_room, write_summary
 
 BY = "supervisor"  # the lifecycle's ``end`` says who recorded it
 POLL_S = 0.2
@@ -173,7 +173,13 @@ def finalize(run_dir: Path, child: ChildExit, run_id: str = "") -> Final:
     that ended before the run had a configuration has no summary, unless it or
     its guard wrote one saying why (interrupted, or a cluster that never joined).
     """
-    run_dir = Path(run_dir)
+    try:
+        return _finalize(Path(run_dir), child, run_id)
+    finally:
+        release_room(run_dir)  # the last summary is written: the room reserved for it goes back
+
+
+def _finalize(run_dir: Path, child: ChildExit, run_id: str) -> Final:
     if child.dir_problem:
         return _finalize_lost(run_dir, with_fix(child.dir_problem), run_id)
     if not (run_dir / CONFIG_FILE).is_file():
@@ -195,8 +201,9 @@ def _finalize_lost(run_dir: Path, error: str, run_id: str) -> Final:
         summary = dataclasses.replace(build_summary(read_run(run_dir)), status="failed", signal=None, error=error)
     except (OSError, ValueError):  # the directory, or its config, is gone
         summary = Summary(run_id, "failed", error=error, results_dir=str(run_dir))
-    try:
+    with contextlib.suppress(OSError):  # a full disk may refuse the log's line: the summary has the room kept for it
         record_end(run_dir, BY, status="failed", error=error)
+    try:
         write_summary(run_dir, summary)
     except OSError as err:
         return Final(summary, f"could not write {run_dir / SUMMARY_FILE} ({os_reason(err)})")

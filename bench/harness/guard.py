@@ -49,6 +49,7 @@ from bench.harness.stopping import HANDLED, SUMMARY_WAIT_S
 from bench.harness.summary import end_status
 from bench.results import jsonl
 from bench.results.rundir import CONFIG_FILE, LIFECYCLE_FILE, SUMMARY_FILE
+from bench.results.summary import release_room
 
 BY = "guard"  # the lifecycle's ``end`` says who recorded it
 # How often the lifecycle log is read for the cluster's ``cluster`` event while the join is awaited,
@@ -223,6 +224,8 @@ def guard(watch: Watch, pipe_fd: int, clock: Callable[[], float] = time.monotoni
                                             f"(pid {watch.supervisor_pid}) ended"}
     if end is not None and not written:
         _write(watch, end, say)
+    if supervisor_gone:  # the last writer: the summary's reserved room goes back (bench/results/summary.py)
+        release_room(watch.run_dir)
     return end
 
 
