@@ -17,7 +17,8 @@ from bench.results import jsonl, rundir
 from run_fixture import write_run
 
 # Reads the request; then does what argv[1] says: "exit N", "sigterm-aware" (on SIGTERM writes a
-# file and exits 143), "hang" (ignores SIGTERM), "abort" (os.abort()).
+# file and exits 143; "sigterm-aware stopped": then stops itself, SIGSTOP), "hang" (ignores SIGTERM),
+# "abort" (os.abort()). It writes its pid to RUN_DIR/ready when ready.
 CHILD = textwrap.dedent("""
     import json, os, signal, sys, time
     request = json.loads(sys.stdin.read())
@@ -29,8 +30,10 @@ CHILD = textwrap.dedent("""
     def stop(signum, frame):
         open(os.path.join(request["run_dir"], "stopped"), "w").write(signal.Signals(signum).name)
         sys.exit(143)
-    signal.signal(signal.SIGTERM, stop if mode == "sigterm-aware" else signal.SIG_IGN)
-    open(os.path.join(request["run_dir"], "ready"), "w").close()
+    signal.signal(signal.SIGTERM, stop if mode.startswith("sigterm-aware") else signal.SIG_IGN)
+    open(os.path.join(request["run_dir"], "ready"), "w").write(str(os.getpid()))
+    if mode.endswith("stopped"):
+        os.kill(os.getpid(), signal.SIGSTOP)
     time.sleep(60)
 """)
 
@@ -66,6 +69,25 @@ def test_a_stop_signal_is_forwarded_once(tmp_path):
     _signal_when_ready(tmp_path, signal.SIGTERM)
     outcome = supervisor.run_child(request(tmp_path), 5.0, child(tmp_path, "sigterm-aware"))
     assert (outcome.returncode, outcome.stop_signal, outcome.killed_after_grace) == (143, "SIGTERM", False)
+    assert (tmp_path / "stopped").read_text() == "SIGTERM"
+
+
+def test_a_stopped_child_is_woken_to_act_on_the_forwarded_signal(tmp_path, monkeypatch):
+    import os
+    import threading
+
+    def send_when_stopped():
+        while not (tmp_path / "ready").exists() or not (tmp_path / "ready").read_text():
+            time.sleep(0.01)
+        stat = f"/proc/{(tmp_path / 'ready').read_text()}/stat"
+        while open(stat).read().rsplit(")", 1)[1].split()[0] != "T":
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(supervisor, "SUMMARY_WAIT_S", 30.0)  # without the SIGCONT: killed after 35 s
+    threading.Thread(target=send_when_stopped, daemon=True).start()
+    outcome = supervisor.run_child(request(tmp_path), 5.0, child(tmp_path, "sigterm-aware stopped"))
+    assert (outcome.returncode, outcome.killed_after_grace) == (143, False)
     assert (tmp_path / "stopped").read_text() == "SIGTERM"
 
 

@@ -10,6 +10,7 @@ nothing of another run touched.
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -489,3 +490,31 @@ def test_a_supervisor_sigkilled_while_its_cluster_joins_leaves_no_training_proce
     summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
     assert (summary["status"], summary["signal"]) == ("interrupted", "SIGTERM"), summary
     assert f"supervisor (pid {proc.pid}) ended while it waited for the other workers" in summary["error"], err
+
+
+def test_a_frozen_worker_under_launch_is_named_with_its_step_and_its_silence(tmp_path):
+    """Worker 1's training process SIGSTOPped mid-run (a hung host, a paused VM): the chief's error line
+    and summary name worker 1 and its address, the step in flight, how long no step completed and what
+    to do; the launcher's line blames worker 1, not the chief; no process is left behind."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([str(PODBENCH), "launch", "--workers", "2", "--", "run", *LONG, "--output", str(run_dir)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
+    wait_measuring(run_dir, proc)
+    supervisors = child_pids(proc.pid)
+    (frozen,) = child_pids(supervisors[1])
+    os.kill(frozen, signal.SIGSTOP)
+    code, _, err = finish(proc, 120)
+    chief, launcher = error_lines(err)
+    assert code == 1 and "Traceback" not in err, err
+    last_step = json.loads((run_dir / rundir.STEPS_FILE).read_text().splitlines()[-1])["step"]
+    named = re.search(r"worker 1 at 127\.0\.0\.1:(\d+) stopped answering at step (\d+): no step has completed "
+                      r"for ([\d.]+) s, and TensorFlow's coordination service found it unhealthy", chief)
+    assert named and int(named.group(2)) == last_step + 1, chief
+    assert float(named.group(3)) >= 1 and "frozen" in chief and "crashed" in chief and "--collective-timeout" in chief
+    assert launcher.startswith("error: worker 1 at 127.0.0.1:") and "worker 1's log" in launcher, launcher
+    summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
+    assert summary["status"] == "failed" and f"stopped answering at step {last_step + 1}" in summary["error"]
+    deadline = time.monotonic() + STOP_BOUND_S
+    while any(alive(p) for p in (frozen, *supervisors)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(p) for p in (frozen, *supervisors))  # the frozen worker too was ended

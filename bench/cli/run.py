@@ -96,7 +96,7 @@ def check_outputs(config: RunConfig, resume: bool = False) -> None:
 
 # Flags that do not change the benchmark: a resumed run may take them (the rest come from its config.json).
 RESUME_FLAGS = frozenset({"--results-uri", "--log-steps", "--checkpoint-every", "--grace-period", "--json",
-                          "--no-peak", "--peer-timeout"})
+                          "--no-peak", "--peer-timeout", "--collective-timeout"})
 
 
 def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
@@ -128,7 +128,8 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
              "checkpoint": {k: v for k, v in (("every_minutes", args.checkpoint_every),
                                               ("grace_s", args.grace_period)) if v is not None},
              "measure": {"measure_peak": False} if args.measure_peak is False else {},
-             "runtime": {"peer_timeout_s": args.peer_timeout} if args.peer_timeout is not None else {}}
+             "runtime": {k: v for k, v in (("peer_timeout_s", args.peer_timeout),
+                                           ("collective_timeout_s", args.collective_timeout)) if v is not None}}
     return cfg.replace(config, **{k: v for k, v in parts.items() if v}), run_id, run_dir
 
 

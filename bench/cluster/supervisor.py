@@ -107,6 +107,7 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
                 stop["signal"] = signal.Signals(signum).name
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signum)
+            proc.send_signal(signal.SIGCONT)  # a stopped child (SIGSTOP, a debugger) must act on it
 
     with _handling(lambda signum, frame: ask_stop(signum)):
         with contextlib.suppress(BrokenPipeError):  # a child that died at once has closed its stdin

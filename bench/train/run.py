@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import signal
 import sys
 import threading
@@ -33,11 +34,12 @@ import tensorflow as tf
 
 from bench.config import RunConfig
 from bench.data import pipeline
+from bench.cluster import peers
 from bench.data.spec import DataCounts
 from bench.errors import EXIT_OK, RunFailed, UsageError
 from bench.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
-from bench.results.rundir import ERROR_LOG_FILE
+from bench.results.rundir import ERROR_LOG_FILE, STEPS_FILE
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import Summary, write_summary
 from bench.train import environment, peak, recipe
@@ -99,7 +101,8 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopReq
     """
     rt = config.runtime
     try:
-        info = make_strategy(rt.strategy, tpu=rt.tpu, replicas=rt.replicas)
+        info = make_strategy(rt.strategy, tpu=rt.tpu, replicas=rt.replicas,
+                             collective_timeout_s=peers.collective_timeout_s(rt.collective_timeout_s))
         if request is not None:
             reclaim(request)  # at once: the strategy may have taken SIGTERM over (counting gs:// shards follows)
         splits = ("train", "validation") if config.train.evaluates else ("train",)
@@ -213,7 +216,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
     except UsageError as err:  # mid-run (bad data): keep what was measured
         ending = {"status": "failed", "error": str(err), "usage": True}
     except Exception as err:  # noqa: BLE001 (any failure ends the same way: recorded, summarized, one line)
-        ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
+        ending = failure_ending(err, files.run_dir, setup.info.name, config, start_s)
     if ending["status"] == "interrupted":
         peer = " (another worker received it: every worker stops)" if controls.request.from_peer else ""
         say(f"interrupted ({ending['signal']}){peer}: summarizing the steps measured so far")
@@ -249,6 +252,27 @@ def _training_line(config: RunConfig, plan: ResolvedRun, initial_step: int) -> s
                 f"re-traces and is not measured){_eval_plan(config, plan)}…")
     return (f"training {plan.train_steps} steps ({plan.warmup_steps} warm-up, not measured)"
             f"{_eval_plan(config, plan)}; the first step includes tracing…")
+
+
+def failure_ending(err: BaseException, run_dir: Path, strategy: str, config: RunConfig, start_s: float) -> dict:
+    """How an unexpected error ends the run: one line (its traceback in error.log). Under multi_worker,
+    a peer that stopped answering is named, with the step and how long no step completed
+    (bench/cluster/peers.py), and its index recorded (``silent_workers``: `podbench launch` reads it)."""
+    ending = {"status": "failed", "error": describe_failure(err, run_dir)}
+    if strategy != "multi_worker":
+        return ending
+    with contextlib.suppress(OSError, ValueError):
+        steps = jsonl.read_steps(run_dir / STEPS_FILE)
+        now_s, last = time.perf_counter(), steps[-1] if steps else None
+        mine = last is not None and start_s <= last.time_s <= now_s  # on this process's clock
+        stall = peers.Stall(last.step + 1 if last else 1, now_s - last.time_s if mine else None,
+                            peers.collective_timeout_s(config.runtime.collective_timeout_s))
+        named = peers.stalled_peer_error(str(err), os.environ.get("TF_CONFIG"), stall)
+        if named:
+            ending["error"] = f"{named[0]}; traceback in {run_dir / ERROR_LOG_FILE}"
+            if named[1]:
+                ending["silent_workers"] = named[1]
+    return ending
 
 
 def describe_failure(err: BaseException, run_dir: Path) -> str:
