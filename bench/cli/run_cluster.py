@@ -31,8 +31,9 @@ def join_cluster(config: RunConfig, environ: MutableMapping[str, str] = os.envir
     """This worker's place, set in ``environ`` for the training process it starts.
 
     Under multi_worker inside a Slurm step with no TF_CONFIG: TF_CONFIG, the run id
-    and this task's GPUs; under multi_worker, this worker's own port must be free. With --tpu: refuses a TPU slice's worker other than 0, and
-    keeps libtpu out of a named or grpc:// TPU's client (TPU_LOAD_LIBRARY=0).
+    and this task's GPUs; under multi_worker, this worker's own port must be free.
+    With --tpu: refuses a TPU slice's worker other than 0, and keeps libtpu out of a
+    named or grpc:// TPU's client (TPU_LOAD_LIBRARY=0).
 
     Args:
       tpu_worker: this host's TPU worker number (default: GKE's variable or the TPU VM's metadata).

@@ -8,6 +8,13 @@ its engine's ``execute``, and exits with the run's exit code: 0 completed,
 130/143 interrupted by SIGINT/SIGTERM, 2 bad input, 1 any other failure (its one
 ``error:`` line on stderr). It prints progress on stderr and nothing on stdout:
 the supervisor prints the summary from summary.json.
+
+Before its framework loads it starts its guard (bench/harness/guard.py), which
+ends it if the supervisor is gone, whatever it is doing, and keeps the peer
+wait's bound: an engine whose cluster start-up blocks (MultiWorkerMirroredStrategy,
+``jax.distributed.initialize``) records the ``cluster`` lifecycle event once its
+cluster has joined, as bench/train/run.py does. A stop signal while the framework
+loads ends it at once, with a summary saying so.
 """
 from __future__ import annotations
 

@@ -168,65 +168,97 @@ def guard(watch: Watch, pipe_fd: int, clock: Callable[[], float] = time.monotoni
           say: Callable[[str], None] = _say) -> dict | None:
     """Watches until the training process has ended (end of file on ``pipe_fd``); returns the end
     recorded for it (None: it recorded its own, or its supervisor will)."""
-    start_s = clock()
-    supervisor, child = _Process(watch.supervisor_pid), _Process(watch.child_pid)
-    wait = watch.peer_wait
-    joined = wait is None
-    supervisor_gone = False
-    kill_at = None  # once the supervisor is gone: the end of the grace period
-    end, written = None, False
+    return _Guard(watch, clock, say).run(pipe_fd)
 
-    def kill(ending: dict, write_first: bool = False) -> None:
-        nonlocal end, written
-        end = ending
+
+class _Guard:
+    """One guard's state: whether the cluster joined and the supervisor is gone, and what it decided."""
+
+    def __init__(self, watch: Watch, clock: Callable[[], float], say: Callable[[str], None]):
+        self.watch, self.clock, self.say = watch, clock, say
+        self.start_s = clock()
+        self.supervisor, self.child = _Process(watch.supervisor_pid), _Process(watch.child_pid)
+        self.wait = watch.peer_wait
+        self.joined = self.wait is None
+        self.supervisor_gone = False
+        self.kill_at = None  # once the supervisor is gone: the end of the grace period
+        self.end, self.written = None, False
+
+    def run(self, pipe_fd: int) -> dict | None:
+        while True:
+            fds = [pipe_fd] + ([self.supervisor.fd] if self._pidfd_watched() else [])
+            if pipe_fd in select.select(fds, [], [], self._timeout_s())[0] and not os.read(pipe_fd, 4096):
+                break  # the training process has ended
+            if not self.joined:
+                self.joined = peers.joins(self.watch.run_dir) > self.watch.joins_before
+            if self.end is None:
+                self._decide()
+        return self._after()
+
+    def _pidfd_watched(self) -> bool:
+        return self.supervisor.fd is not None and not self.supervisor_gone
+
+    def _timeout_s(self) -> float | None:
+        polling = not self.joined or (self.supervisor.fd is None and not self.supervisor_gone)
+        waits = [POLL_S] if polling else []
+        if self.end is None and self.kill_at is not None:
+            waits.append(self.kill_at - self.clock())
+        if self.end is None and not self.joined:
+            waits.append(self.start_s + self.wait.timeout_s - self.clock())
+        return max(0.0, min(waits)) if waits else None
+
+    def _decide(self) -> None:
+        if not self.supervisor_gone and self._supervisor_ended():
+            self._supervisor_is_gone()
+        if self.end is not None:
+            return
+        if not self.joined and self.clock() >= self.start_s + self.wait.timeout_s:
+            self._kill({"status": "failed", "error": self.wait.error()}, write_first=not self.supervisor_gone)
+        elif self.kill_at is not None and self.clock() >= self.kill_at:
+            self._kill({"status": "interrupted", "signal": "SIGTERM",
+                        "error": f"its supervisor (pid {self.watch.supervisor_pid}) ended and it did not stop within "
+                                 f"the grace period ({self.watch.grace_s:g} s) and {self.watch.summary_wait_s:g} s "
+                                 "more; killed"})
+
+    def _supervisor_ended(self) -> bool:
+        reparented = parent_of(self.watch.child_pid) not in (None, self.watch.supervisor_pid)
+        return self.supervisor.ended() or reparented
+
+    def _supervisor_is_gone(self) -> None:
+        watch = self.watch
+        self.supervisor_gone = True
+        self.child.send(signal.SIGCONT)  # a stopped training process must act on its stop signal
+        if not sys.platform.startswith("linux"):  # on Linux the parent-death SIGTERM came already
+            self.child.send(signal.SIGTERM)
+        if not self.joined:
+            self.say(f"the supervisor (pid {watch.supervisor_pid}) is gone while the cluster has not joined: "
+                     f"ending the training process (pid {watch.child_pid}) now")
+            self._kill({"status": "interrupted", "signal": "SIGTERM",
+                        "error": f"its supervisor (pid {watch.supervisor_pid}) ended while it waited for the other "
+                                 "workers to join; killed at once (that wait cannot be interrupted)"})
+            return
+        bound_s = watch.grace_s + watch.summary_wait_s
+        self.kill_at = self.clock() + bound_s
+        self.say(f"the supervisor (pid {watch.supervisor_pid}) is gone: the training process (pid {watch.child_pid}) "
+                 f"stops at its next step, or is killed in {bound_s:g} s")
+
+    def _kill(self, ending: dict, write_first: bool = False) -> None:
+        self.end = ending
         if write_first:  # the supervisor summarizes the moment its child is gone: the summary must be there
-            written = _write(watch, end, say)
-        child.send(signal.SIGKILL)
+            self.written = _write(self.watch, ending, self.say)
+        self.child.send(signal.SIGKILL)
 
-    while True:
-        waits = [POLL_S] if not joined or (supervisor.fd is None and not supervisor_gone) else []
-        if end is None and kill_at is not None:
-            waits.append(kill_at - clock())
-        if end is None and not joined:
-            waits.append(start_s + wait.timeout_s - clock())
-        fds = [pipe_fd] + ([supervisor.fd] if supervisor.fd is not None and not supervisor_gone else [])
-        ready = select.select(fds, [], [], max(0.0, min(waits)) if waits else None)[0]
-        if pipe_fd in ready and not os.read(pipe_fd, 4096):
-            break  # the training process has ended
-        if not joined:
-            joined = peers.joins(watch.run_dir) > watch.joins_before
-        if end is not None:
-            continue
-        if not supervisor_gone and (supervisor.ended() or parent_of(watch.child_pid) not in (None, watch.supervisor_pid)):
-            supervisor_gone = True
-            child.send(signal.SIGCONT)  # a stopped training process must act on its stop signal
-            if not sys.platform.startswith("linux"):  # on Linux the parent-death SIGTERM came already
-                child.send(signal.SIGTERM)
-            if not joined:
-                say(f"the supervisor (pid {watch.supervisor_pid}) is gone while the cluster has not joined: "
-                    f"ending the training process (pid {watch.child_pid}) now")
-                kill({"status": "interrupted", "signal": "SIGTERM",
-                      "error": f"its supervisor (pid {watch.supervisor_pid}) ended while it waited for the other "
-                               "workers to join; killed at once (that wait cannot be interrupted)"})
-                continue
-            kill_at = clock() + watch.grace_s + watch.summary_wait_s
-            say(f"the supervisor (pid {watch.supervisor_pid}) is gone: the training process (pid "
-                f"{watch.child_pid}) stops at its next step, or is killed in {watch.grace_s + watch.summary_wait_s:g} s")
-        if not joined and clock() >= start_s + wait.timeout_s:
-            kill({"status": "failed", "error": wait.error()}, write_first=not supervisor_gone)
-        elif kill_at is not None and clock() >= kill_at:
-            kill({"status": "interrupted", "signal": "SIGTERM",
-                  "error": f"its supervisor (pid {watch.supervisor_pid}) ended and it did not stop within the "
-                           f"grace period ({watch.grace_s:g} s) and {watch.summary_wait_s:g} s more; killed"})
-    supervisor_gone = supervisor_gone or supervisor.ended()  # it may have gone in the same instant
-    if end is None and supervisor_gone and not _ended_in_words(Path(watch.run_dir)):
-        end = {"status": "failed", "error": f"the training process ended without a word after its supervisor "
-                                            f"(pid {watch.supervisor_pid}) ended"}
-    if end is not None and not written:
-        _write(watch, end, say)
-    if supervisor_gone:  # the last writer: the summary's reserved room goes back (bench/results/summary.py)
-        release_room(watch.run_dir)
-    return end
+    def _after(self) -> dict | None:
+        """Once the training process has ended: the end it could not record, and the room given back."""
+        self.supervisor_gone = self.supervisor_gone or self.supervisor.ended()  # it may have gone just now
+        if self.end is None and self.supervisor_gone and not _ended_in_words(Path(self.watch.run_dir)):
+            self.end = {"status": "failed", "error": "the training process ended without a word after its "
+                                                     f"supervisor (pid {self.watch.supervisor_pid}) ended"}
+        if self.end is not None and not self.written:
+            _write(self.watch, self.end, self.say)
+        if self.supervisor_gone:  # the last writer: the summary's reserved room goes back (results/summary.py)
+            release_room(self.watch.run_dir)
+        return self.end
 
 
 def _ended_in_words(run_dir: Path) -> bool:
