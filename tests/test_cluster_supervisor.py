@@ -136,6 +136,18 @@ def cluster_request(run_dir, monkeypatch, timeout_s):
             "run_dir": str(run_dir), "resume": False}
 
 
+def test_a_stop_signal_before_the_cluster_joined_ends_the_child_at_once_with_a_summary(tmp_path, monkeypatch):
+    """A child stuck in the cluster's start-up runs no handler (it ignores SIGTERM here): it is killed at
+    once, not after the grace period, and the run ends interrupted by the signal."""
+    _signal_when_ready(tmp_path, signal.SIGTERM)
+    start = time.monotonic()
+    outcome = supervisor.run_child(cluster_request(tmp_path, monkeypatch, 300.0), 30.0, child(tmp_path, "hang"))
+    assert outcome.returncode == -signal.SIGKILL and outcome.stop_signal == "SIGTERM"
+    assert time.monotonic() - start < 20  # not the grace period's 30 s + 10 s
+    summary = supervisor.finalize(tmp_path, outcome, "r").summary
+    assert (summary.status, summary.signal) == ("interrupted", "SIGTERM")
+
+
 def test_a_cluster_wait_is_announced_and_the_guards_summary_is_the_runs(tmp_path, monkeypatch, capsys):
     """The child's guard keeps the peer wait's bound (tests/test_harness_guard.py): the supervisor announces
     the wait, and a child killed before the run had a configuration ends with the summary its guard wrote."""

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from bench.cluster import peers
 from bench.cluster.launch import describe_exit, die_with_parent
-from bench.harness.ending import record_end
+from bench.harness.ending import interrupted_early, record_end
 from bench.harness.stopping import HANDLED, SUMMARY_WAIT_S
 from bench.harness.summary import build_summary, end_status
 from bench.results.health import DirWatch, with_fix
@@ -89,6 +89,7 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
     argv = argv or [sys.executable, "-m", "bench.train.process"]
     watch = _watch(request.get("run_dir"))
     wait = peers.request_wait(request)
+    joins_before = peers.joins(request.get("run_dir"))
     if wait is not None:  # the child's guard keeps the bound (bench/harness/guard.py)
         print(f"podbench: {wait.announcement()}", file=sys.stderr, flush=True)
     # SIGTERM, not SIGKILL, if this process dies: the child stops at a step boundary and writes its summary.
@@ -101,6 +102,10 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
     def ask_stop(signum, problem=None):
         if "deadline" not in stop:
             stop.update(deadline=time.monotonic() + grace_s + SUMMARY_WAIT_S)
+            if wait is not None and peers.joins(request.get("run_dir")) == joins_before:
+                # In the framework's cluster start-up no handler of the child runs (it holds the GIL:
+                # bench/harness/guard.py), and nothing was measured: it ends now, not after the grace period.
+                stop["deadline"] = time.monotonic()
             if problem:
                 stop["problem"] = problem
             else:
@@ -186,6 +191,8 @@ def _finalize(run_dir: Path, child: ChildExit, run_id: str) -> Final:
     if not (run_dir / CONFIG_FILE).is_file():
         with contextlib.suppress(OSError, ValueError):  # a fresh run's directory held no summary before this child
             return Final(read_summary(run_dir))
+        if child.stop_signal:  # stopped before the run had a configuration, and killed before it said so
+            return Final(interrupted_early(run_dir, run_id, child.stop_signal))
         return Final(None)
     record = read_run(run_dir)
     if end_status(record.lifecycle)["status"] == "killed" or child.killed_after_grace:
