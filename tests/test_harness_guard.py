@@ -169,8 +169,9 @@ def test_a_process_that_ends_without_a_word_after_its_supervisor_gets_an_end(tmp
     seconds_until_gone(pid)
     guard_done(run_dir)
     (end,) = ends(run_dir)
-    assert end["status"] == "failed" and "without a word after its supervisor" in end["error"]
-    assert summary(run_dir)["status"] == "failed"
+    assert end["status"] == "killed" and "without a word (a signal such as SIGKILL, or a crash) after its " \
+        "supervisor" in end["error"]
+    assert summary(run_dir)["status"] == "killed"
 
 
 def test_the_guard_ends_with_its_process_and_adds_nothing(tmp_path):

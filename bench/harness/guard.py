@@ -252,8 +252,11 @@ class _Guard:
         """Once the training process has ended: the end it could not record, and the room given back."""
         self.supervisor_gone = self.supervisor_gone or self.supervisor.ended()  # it may have gone just now
         if self.end is None and self.supervisor_gone and not _ended_in_words(Path(self.watch.run_dir)):
-            self.end = {"status": "failed", "error": "the training process ended without a word after its "
-                                                     f"supervisor (pid {self.watch.supervisor_pid}) ended"}
+            # Killed as its supervisor was (the OOM killer, a kill -9 of both) or crashed: "killed", as a
+            # summary rebuilt from the raw logs says, with what the guard saw.
+            self.end = {"status": "killed", "error": "the training process ended without a word (a signal such "
+                                                     "as SIGKILL, or a crash) after its supervisor (pid "
+                                                     f"{self.watch.supervisor_pid}) ended"}
         if self.end is not None and not self.written:
             _write(self.watch, self.end, self.say)
         if self.supervisor_gone:  # the last writer: the summary's reserved room goes back (results/summary.py)
