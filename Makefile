@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test perf reference clean slurm-packages
+.PHONY: demo test test-deps perf reference clean slurm-packages
 
 $(STAMP): setup.cfg pyproject.toml
 	@$(PYTHON_BIN) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "error: podbench needs Python 3.11 (TensorFlow 2.20 pins); set PYTHON_BIN=/path/to/python3.11")'
@@ -16,7 +16,11 @@ $(STAMP): setup.cfg pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/podbench run
 
-test: $(STAMP) slurm-packages
+# What `make test` installs from the network (pip, apt): .ci/run makes it first, with the network,
+# then runs `make test` in a network namespace of its own, where these are already done.
+test-deps: $(STAMP) slurm-packages
+
+test: test-deps
 	$(PY) -m pytest
 
 # The Slurm tests run a real one-node cluster (tests/slurm_cluster.py). As root with apt (CI), install its

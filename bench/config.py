@@ -208,6 +208,9 @@ class RuntimeConfig:
         line when TensorFlow sees none, rather than run their batch on a CPU for hours.
       peer_timeout_s: multi_worker: how long the other workers have to join the cluster
         (None: a default that grows with the cluster, bench/cluster/peers.py).
+      collective_timeout_s: multi_worker: how long one all-reduce may wait for the other workers
+        before the run fails naming them (None: bench/cluster/peers.py's default; 0: no bound but
+        TensorFlow's heartbeats).
       cpu_threads: the training process runs on this many of the host's CPUs, and
         TensorFlow's intra- and inter-op pools get that many threads each (None: all,
         TensorFlow's defaults). Fewer threads pinned make runs on a shared VM agree
@@ -221,6 +224,7 @@ class RuntimeConfig:
     framework: str = "tensorflow"
     peer_timeout_s: float | None = None
     cpu_threads: int | None = None
+    collective_timeout_s: float | None = None
 
     def __post_init__(self):
         choice("framework", self.framework, FRAMEWORKS)
@@ -240,6 +244,12 @@ class RuntimeConfig:
                 raise ValueError(f"--peer-timeout must be a positive number of seconds, got {self.peer_timeout_s}")
             if self.strategy != "multi_worker":
                 raise ValueError(f"--peer-timeout applies to --strategy multi_worker, not {self.strategy}")
+        if self.collective_timeout_s is not None:
+            if not (math.isfinite(self.collective_timeout_s) and self.collective_timeout_s >= 0):
+                raise ValueError("--collective-timeout must be a number of seconds >= 0 (0: none), got "
+                                 f"{self.collective_timeout_s}")
+            if self.strategy != "multi_worker":
+                raise ValueError(f"--collective-timeout applies to --strategy multi_worker, not {self.strategy}")
 
 
 def check_jax_runtime(runtime: RuntimeConfig) -> None:

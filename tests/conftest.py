@@ -1,4 +1,5 @@
-"""Shared test set-up, loading TensorFlow only for the tests that use it.
+"""Shared test set-up, loading TensorFlow only for the tests that use it, and the check that no
+test leaves a process behind.
 
 Tests of pure modules (methodology/, report tables, read-only commands) import
 no TensorFlow, so `pytest tests/test_methodology_cost.py` runs in a second. When
@@ -7,14 +8,66 @@ devices (for MirroredStrategy) once every module is collected and before any
 test runs: the split must precede TensorFlow's runtime start, which no test
 module triggers at import time. JAX's CPU is split in two the same way, for the
 JAX engine's data-parallel tests.
+
+No test leaves a process behind: the session makes itself a child subreaper
+(Linux's PR_SET_CHILD_SUBREAPER), so a process whose parent died is re-parented
+to the session rather than to init and stays its descendant; once every test and
+fixture has ended, any living descendant left (after LEFTOVER_GRACE_S for one that
+is still finishing, such as a guard writing a summary) is named, killed, and fails
+the session.
 """
+import ctypes
+import os
+import signal
+import subprocess
 import sys
+import time
 
 import models  # noqa: F401  (sets TF_USE_LEGACY_KERAS=1 before TensorFlow loads)
 
 import pytest
+from console import descendants
 
 NUM_LOGICAL_CPUS = 2
+# Time for a process that is finishing on its own (a guard writing a summary, a daemon's last write)
+# before it counts as left behind; tests/test_conftest.py shortens it for a session of its own.
+LEFTOVER_GRACE_S = float(os.environ.get("PODBENCH_TEST_LEFTOVER_GRACE_S", "30"))
+_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def pytest_configure(config):
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fails the session naming any process its tests left behind (and ends them)."""
+    if not sys.platform.startswith("linux"):
+        return
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    while (left := descendants(os.getpid())) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid, _ in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    while True:  # every test has ended: the adopted orphans' exit statuses are the session's to collect
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = [f"error: {len(left)} process(es) outlived the tests that started them (killed now):",
+                 *(f"  pid {pid}: {command[:200]}" for pid, command in left)]
+        for line in lines:
+            if reporter is not None:
+                reporter.write_line(line)
+            else:
+                print(line, file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -37,3 +90,25 @@ def float32_policy():
     tf_keras = sys.modules.get("tf_keras")
     if tf_keras is not None:
         tf_keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A mounted tmpfs of a given size (MiB): a real small filesystem to fill. Root only (without
+    root the test is skipped, and says so); unmounted after the test."""
+    mounts = []
+
+    def mount(size_mib: float, name: str = "fs"):
+        if os.geteuid() != 0:
+            pytest.skip("mounting a tmpfs needs root: the filesystem cases were not run")
+        point = tmp_path / name
+        point.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={int(size_mib * 1024)}k", "tmpfs", str(point)],
+                       check=True)
+        mounts.append(point)
+        return point
+
+    yield mount
+    for point in mounts:
+        subprocess.run(["chattr", "-R", "-i", str(point)], capture_output=True)
+        subprocess.run(["umount", "-l", str(point)], check=False)

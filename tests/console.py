@@ -1,5 +1,5 @@
-"""Helpers the tests share: `podbench` in a child process, in-process CLI calls, free ports, live pids,
-chart text boxes.
+"""Helpers the tests share: `podbench` in a child process, in-process CLI calls, free ports, live pids
+and a process's descendants, a filled filesystem, chart text boxes.
 
 The test process may have TensorFlow loaded, so "did this command import
 TensorFlow" is asked of a child: TF_PROBE runs the console script file itself
@@ -95,6 +95,35 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def descendants(pid: int) -> list[tuple[int, str]]:
+    """The living (not zombie) processes below ``pid``, from /proc: (pid, command line)."""
+    parents, found = {}, []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                state, ppid = entry.joinpath("stat").read_text().rsplit(")", 1)[1].split()[:2]
+            except (OSError, IndexError, ValueError):
+                continue
+            parents[int(entry.name)] = (int(ppid), state)
+    for child, (parent, state) in parents.items():
+        ancestor = parent
+        while ancestor not in (0, 1, pid) and ancestor in parents:
+            ancestor = parents[ancestor][0]
+        if ancestor == pid and state not in ("Z", "X"):
+            try:
+                command = " ".join(Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace").split("\0"))
+            except OSError:
+                continue  # ended while listed
+            found.append((child, command.strip()))
+    return found
+
+
+def fill_filesystem(point: Path) -> None:
+    """Fills the filesystem at ``point`` to its last byte (a file ``filler`` there)."""
+    subprocess.run(["dd", "if=/dev/zero", f"of={point / 'filler'}", "bs=4k"], capture_output=True)
+    subprocess.run(["dd", "if=/dev/zero", f"of={point / 'filler-last'}", "bs=1"], capture_output=True)
 
 
 def overlaps(boxes) -> bool:

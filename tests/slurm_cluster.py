@@ -2,10 +2,11 @@
 
 Use the fixture in a test module with ``from slurm_cluster import slurm  # noqa: F401``
 (tests/ is on sys.path under pytest). The session's first test that asks for it
-starts munged (if no munge daemon answers), then slurmctld and slurmd with a
-slurm.conf of their own in a temporary directory (state, spool, logs, free
-ports), and waits until the node is idle; the session's end stops the two
-Slurm daemons. ``slurm.env()`` is the environment for srun/sbatch/scontrol
+starts a munged of its own (its socket in a directory of its own, so that two
+test sessions on one host never share or stop each other's), then slurmctld and
+slurmd with a slurm.conf of their own in a temporary directory (state, spool,
+logs, free ports, that munged's socket), and waits until the node is idle; the
+session's end stops all three: no test leaves a process behind. ``slurm.env()`` is the environment for srun/sbatch/scontrol
 (SLURM_CONF); tasks inherit it, with the test's PYTHONPATH.
 
 Where the packages are missing (``make test`` installs them as root with apt)
@@ -29,7 +30,7 @@ from console import ENV, free_port
 
 DAEMONS = ("slurmctld", "slurmd", "munged", "srun", "sbatch", "scontrol", "squeue", "sinfo")
 INSTALL = "apt-get install slurmctld slurmd munge (as root; `make test` does it)"
-MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
+MUNGE_KEY = Path("/etc/munge/munge.key")
 START_TIMEOUT_S = 60
 
 CONF = """\
@@ -40,6 +41,7 @@ SlurmdPort={d_port}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+AuthInfo=socket={munge_socket}
 CryptoType=crypto/munge
 StateSaveLocation={root}/state
 SlurmdSpoolDir={root}/spool
@@ -105,28 +107,33 @@ def missing() -> str | None:
     return None
 
 
-def _munge_answers() -> bool:
-    if not MUNGE_SOCKET.exists():
+def _munge_answers(socket_path: Path) -> bool:
+    if not socket_path.exists():
         return False
-    encode = subprocess.run(["munge", "-n"], capture_output=True, timeout=10)
-    return encode.returncode == 0 and subprocess.run(["unmunge"], input=encode.stdout, capture_output=True,
-                                                     timeout=10).returncode == 0
+    encode = subprocess.run(["munge", "-n", "--socket", str(socket_path)], capture_output=True, timeout=10)
+    return encode.returncode == 0 and subprocess.run(["unmunge", "--socket", str(socket_path)], input=encode.stdout,
+                                                     capture_output=True, timeout=10).returncode == 0
 
 
-def _start_munge() -> None:
-    """munged as the munge user, its socket in /run/munge (which must exist and belong to munge)."""
-    if _munge_answers():
-        return
-    MUNGE_SOCKET.parent.mkdir(parents=True, exist_ok=True)
-    shutil.chown(MUNGE_SOCKET.parent, "munge", "munge")
-    if not Path("/etc/munge/munge.key").exists():
+def _start_munge(place: Path) -> subprocess.Popen:
+    """This session's munged, in the foreground as the munge user, everything of its own in ``place``
+    (a directory munge owns: munged refuses a socket directory others may write)."""
+    place.mkdir(mode=0o755)
+    shutil.chown(place, "munge", "munge")
+    if not MUNGE_KEY.exists():
         subprocess.run(["mungekey", "--create"], check=True, timeout=30)
-        shutil.chown("/etc/munge/munge.key", "munge", "munge")
-    subprocess.run(["runuser", "-u", "munge", "--", "/usr/sbin/munged"], check=True, timeout=30)
+        shutil.chown(MUNGE_KEY, "munge", "munge")
+    socket_path = place / "munge.socket"
+    daemon = subprocess.Popen([_sbin("munged"), "--foreground", f"--socket={socket_path}",
+                               f"--pid-file={place / 'munged.pid'}", f"--log-file={place / 'munged.log'}",
+                               f"--seed-file={place / 'munged.seed'}"], user="munge", group="munge",
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + START_TIMEOUT_S
-    while not _munge_answers():
+    while not _munge_answers(socket_path):
+        assert daemon.poll() is None, f"munged exited: {(place / 'munged.log').read_text(errors='replace')[-2000:]}"
         assert time.monotonic() < deadline, "munged started but does not answer"
         time.sleep(0.2)
+    return daemon
 
 
 def _sbin(name: str) -> str:
@@ -138,19 +145,20 @@ def slurm(tmp_path_factory):
     reason = missing()
     if reason:
         pytest.skip(reason)
-    _start_munge()
+    munge_place = Path(f"/run/podbench-munge-{os.getpid()}")  # not under pytest's root-only temporary tree
+    daemons = [_start_munge(munge_place)]
     root = tmp_path_factory.mktemp("slurm")
     for sub in ("state", "spool"):
         (root / sub).mkdir()
     host = socket.gethostname().split(".")[0]
     conf = root / "slurm.conf"
     conf.write_text(CONF.format(host=host, root=root, ctld_port=free_port(), d_port=free_port(),
-                                cpus=os.cpu_count() or 1), encoding="utf-8")
+                                cpus=os.cpu_count() or 1, munge_socket=munge_place / "munge.socket"), encoding="utf-8")
     cluster = SlurmCluster(conf, host)
-    daemons = [subprocess.Popen([_sbin(name), "-D", "-f", str(conf), *extra], env=cluster.env(),
-                                stdout=subprocess.DEVNULL, stderr=open(root / f"{name}.err", "w"),
-                                start_new_session=True)
-               for name, extra in (("slurmctld", ["-i"]), ("slurmd", ["-N", host]))]
+    daemons += [subprocess.Popen([_sbin(name), "-D", "-f", str(conf), *extra], env=cluster.env(),
+                                 stdout=subprocess.DEVNULL, stderr=open(root / f"{name}.err", "w"),
+                                 start_new_session=True)
+                for name, extra in (("slurmctld", ["-i"]), ("slurmd", ["-N", host]))]
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while cluster.run("sinfo", "-h", "-o", "%T").stdout.strip() not in ("idle", "idle*"):
@@ -160,11 +168,11 @@ def slurm(tmp_path_factory):
         yield cluster
     finally:
         cluster.run("scancel", "--full", "--user", "root")
-        for daemon in reversed(daemons):
+        for daemon in reversed(daemons):  # slurmd, slurmctld, then munged: they authenticate until they end
             daemon.send_signal(signal.SIGTERM)
-        for daemon in daemons:
             try:
                 daemon.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 daemon.kill()
                 daemon.wait()
+        shutil.rmtree(munge_place, ignore_errors=True)

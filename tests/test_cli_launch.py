@@ -346,3 +346,22 @@ def _sigterm_and_time_exits(targets: list[int], pids: list[int]) -> float:
         assert time.monotonic() - start_s < RUN_TIMEOUT_S
         time.sleep(0.02)
     return time.monotonic() - start_s
+
+
+def test_a_chief_that_names_a_silent_worker_makes_the_launch_blame_that_worker(tmp_path):
+    """The chief ended ``failed`` naming worker 1 (``silent_workers``): the launch failed for worker 1,
+    in the chief's words; a chief that names none, or an end the launcher wrote itself, changes nothing."""
+    from bench.cluster import launch  # noqa: PLC0415
+
+    specs = [launch.WorkerSpec(k, ("x",), {}, tmp_path / f"worker-{k}.log") for k in range(3)]
+    chief_failed = launch.LaunchOutcome(1, "worker 0 (the chief) of 3 failed with exit code 1", 0)
+    life = jsonl.LifecycleWriter(tmp_path / results.LIFECYCLE_FILE)
+    life.event(jsonl.END, status="failed", error="worker 2 at h:2 stopped answering at step 9", silent_workers=[2])
+    blamed = launch_cli.named_by_the_chief(tmp_path, chief_failed, specs)
+    assert blamed.failed_index == 2 and blamed.exit_code == 1
+    assert blamed.error == (f"worker 2 at h:2 stopped answering at step 9; worker 2's log: {specs[2].log_path}; "
+                            "stopped the other workers")
+    life.event(jsonl.END, by="launcher", status="failed", error="…", silent_workers=[2])
+    assert launch_cli.named_by_the_chief(tmp_path, chief_failed, specs) == chief_failed
+    life.close()
+    assert launch_cli.named_by_the_chief(tmp_path / "none", chief_failed, specs) == chief_failed

@@ -42,6 +42,13 @@ def test_peer_timeout_lands_on_the_runtime():
     assert c.runtime.peer_timeout_s == 90.0
 
 
+@pytest.mark.parametrize("given, seconds", [("600", 600.0), ("0", 0.0)])
+def test_collective_timeout_lands_on_the_runtime(given, seconds):
+    c = run_flags.config_from_args(parse("run", "--strategy", "multi_worker", "--collective-timeout", given))
+    assert c.runtime.collective_timeout_s == seconds
+    assert run_flags.config_from_args(parse("run", "--strategy", "multi_worker")).runtime.collective_timeout_s is None
+
+
 def test_no_peak_skips_the_probe_and_spells_back():
     assert run_flags.config_from_args(parse("run")).measure.measure_peak is True
     args = parse("sweep", "--replicas", "1", "--no-peak")

@@ -69,3 +69,55 @@ def test_request_wait_reads_the_request_and_tf_config(monkeypatch):
     request = {"config": {"runtime": {"strategy": "multi_worker", "peer_timeout_s": 7.0}}}
     assert peers.request_wait(request) == peers.PeerWait(("worker 1 at b:2",), 7.0)
     assert peers.request_wait({"config": {"runtime": {"strategy": "default"}}}) is None
+
+
+# --- a peer that stops answering after the cluster joined ---------------------------------------------------
+
+# TensorFlow 2.20's error on worker 0 when worker 1 was SIGSTOPped mid-run (from a real run's error.log).
+HEARTBEATS_STOPPED = (
+    "Graph execution error:\n\nDetected at node div_no_nan/CollectiveReduceV2 ...\n"
+    "Collective ops is aborted by: Error reported from /job:worker/task:1: The following tasks are unhealthy "
+    "(stopped sending heartbeats):\n/job:worker/replica:0/task:1\nThe tasks have crashed. Check the task logs for "
+    "an earlier error, or scheduler events (e.g. preemption, eviction) to debug further.\nThe error could be from a "
+    "previous operation. Restart your program to reset.\n\t [[{{node div_no_nan/CollectiveReduceV2}}]] "
+    "[Op:__inference_train_function_6614]")
+# ... and with --collective-timeout 2 (DeadlineExceededError).
+TIMED_OUT = "Graph execution error:\n\nDetected at node ...\nCollective has timed out during execution.\n\t [[{{node ..."
+THREE = json.dumps({"cluster": {"worker": ["h0:10", "h1:11", "h2:12"]}, "task": {"type": "worker", "index": 0}})
+
+
+def test_the_worker_whose_heartbeats_stopped_is_named_with_its_address():
+    assert peers.silent_peers(HEARTBEATS_STOPPED, THREE) == ((1, "worker 1 at h1:11"),)
+    both = HEARTBEATS_STOPPED.replace("/job:worker/replica:0/task:1\n", "/job:worker/replica:0/task:1\n"
+                                      "/job:worker/replica:0/task:2\n")
+    assert peers.silent_peers(both, THREE) == ((1, "worker 1 at h1:11"), (2, "worker 2 at h2:12"))
+    assert peers.silent_peers("Graph execution error: OOM", THREE) == ()
+    assert peers.silent_peers(HEARTBEATS_STOPPED, None) == ()  # no TF_CONFIG: nothing to name it by
+
+
+def test_the_stalled_peers_line_says_where_since_when_and_what_to_do():
+    line, silent = peers.stalled_peer_error(HEARTBEATS_STOPPED, THREE, peers.Stall(9, 6.62))
+    assert silent == [1]
+    assert line == ("worker 1 at h1:11 stopped answering at step 9: no step has completed for 6.6 s, and TensorFlow's "
+                    "coordination service found it unhealthy (no heartbeat in time); it is frozen (a stopped process, "
+                    "a hung or swapping host, a paused VM), crashed, or cut off from this worker: check its host and "
+                    "its log; an all-reduce's own timeout: none (--collective-timeout)")
+
+
+def test_a_collective_timeout_names_its_bound_but_no_worker():
+    line, silent = peers.stalled_peer_error(TIMED_OUT, THREE, peers.Stall(8, 2.2, collective_timeout_s=2.0))
+    assert silent == [] and line.startswith("an all-reduce at step 8 waited longer than its timeout (2 s, "
+                                            "--collective-timeout) for another worker: no step has completed for 2.2 s")
+    assert peers.stalled_peer_error("ResourceExhaustedError: OOM", THREE, peers.Stall(8, 2.2)) is None
+
+
+@pytest.mark.parametrize("given, bound", [(None, None), (0.0, None), (60.0, 60.0)])
+def test_the_collective_timeout_is_none_unless_given(given, bound):
+    assert peers.DEFAULT_COLLECTIVE_TIMEOUT_S == 0  # each bounded all-reduce holds a thread for the bound
+    assert peers.collective_timeout_s(given) == bound
+
+
+@pytest.mark.parametrize("step, silent_s", [(-1, 1.0), (3, -0.5), (3, float("nan"))])
+def test_a_stall_is_checked_on_creation(step, silent_s):
+    with pytest.raises(ValueError, match="a stall needs"):
+        peers.Stall(step, silent_s)

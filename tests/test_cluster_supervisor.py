@@ -17,7 +17,8 @@ from bench.results import jsonl, rundir
 from run_fixture import write_run
 
 # Reads the request; then does what argv[1] says: "exit N", "sigterm-aware" (on SIGTERM writes a
-# file and exits 143), "hang" (ignores SIGTERM), "abort" (os.abort()).
+# file and exits 143; "sigterm-aware stopped": then stops itself, SIGSTOP), "hang" (ignores SIGTERM),
+# "abort" (os.abort()). It writes its pid to RUN_DIR/ready when ready.
 CHILD = textwrap.dedent("""
     import json, os, signal, sys, time
     request = json.loads(sys.stdin.read())
@@ -29,8 +30,10 @@ CHILD = textwrap.dedent("""
     def stop(signum, frame):
         open(os.path.join(request["run_dir"], "stopped"), "w").write(signal.Signals(signum).name)
         sys.exit(143)
-    signal.signal(signal.SIGTERM, stop if mode == "sigterm-aware" else signal.SIG_IGN)
-    open(os.path.join(request["run_dir"], "ready"), "w").close()
+    signal.signal(signal.SIGTERM, stop if mode.startswith("sigterm-aware") else signal.SIG_IGN)
+    open(os.path.join(request["run_dir"], "ready"), "w").write(str(os.getpid()))
+    if mode.endswith("stopped"):
+        os.kill(os.getpid(), signal.SIGSTOP)
     time.sleep(60)
 """)
 
@@ -66,6 +69,25 @@ def test_a_stop_signal_is_forwarded_once(tmp_path):
     _signal_when_ready(tmp_path, signal.SIGTERM)
     outcome = supervisor.run_child(request(tmp_path), 5.0, child(tmp_path, "sigterm-aware"))
     assert (outcome.returncode, outcome.stop_signal, outcome.killed_after_grace) == (143, "SIGTERM", False)
+    assert (tmp_path / "stopped").read_text() == "SIGTERM"
+
+
+def test_a_stopped_child_is_woken_to_act_on_the_forwarded_signal(tmp_path, monkeypatch):
+    import os
+    import threading
+
+    def send_when_stopped():
+        while not (tmp_path / "ready").exists() or not (tmp_path / "ready").read_text():
+            time.sleep(0.01)
+        stat = f"/proc/{(tmp_path / 'ready').read_text()}/stat"
+        while open(stat).read().rsplit(")", 1)[1].split()[0] != "T":
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(supervisor, "SUMMARY_WAIT_S", 30.0)  # without the SIGCONT: killed after 35 s
+    threading.Thread(target=send_when_stopped, daemon=True).start()
+    outcome = supervisor.run_child(request(tmp_path), 5.0, child(tmp_path, "sigterm-aware stopped"))
+    assert (outcome.returncode, outcome.killed_after_grace) == (143, False)
     assert (tmp_path / "stopped").read_text() == "SIGTERM"
 
 
@@ -114,27 +136,31 @@ def cluster_request(run_dir, monkeypatch, timeout_s):
             "run_dir": str(run_dir), "resume": False}
 
 
-def test_a_cluster_that_does_not_join_is_announced_then_killed_at_the_bound(tmp_path, monkeypatch, capsys):
+def test_a_stop_signal_before_the_cluster_joined_ends_the_child_at_once_with_a_summary(tmp_path, monkeypatch):
+    """A child stuck in the cluster's start-up runs no handler (it ignores SIGTERM here): it is killed at
+    once, not after the grace period, and the run ends interrupted by the signal."""
+    _signal_when_ready(tmp_path, signal.SIGTERM)
     start = time.monotonic()
-    outcome = supervisor.run_child(cluster_request(tmp_path, monkeypatch, 1.0), 5.0, child(tmp_path, "hang"))
-    assert outcome.returncode == -signal.SIGKILL and not outcome.killed_after_grace
-    assert "did not join within 1 s" in outcome.peer_problem and "worker 1 at localhost:2" in outcome.peer_problem
-    assert 1.0 <= time.monotonic() - start < 30
-    assert "waiting for the other workers of the cluster (worker 1 at localhost:2)" in capsys.readouterr().err
+    outcome = supervisor.run_child(cluster_request(tmp_path, monkeypatch, 300.0), 30.0, child(tmp_path, "hang"))
+    assert outcome.returncode == -signal.SIGKILL and outcome.stop_signal == "SIGTERM"
+    assert time.monotonic() - start < 20  # not the grace period's 30 s + 10 s
     summary = supervisor.finalize(tmp_path, outcome, "r").summary
-    assert (summary.status, summary.error) == ("failed", outcome.peer_problem)
-    assert json.loads((tmp_path / rundir.SUMMARY_FILE).read_text())["status"] == "failed"
+    assert (summary.status, summary.signal) == ("interrupted", "SIGTERM")
 
 
-def test_a_joined_cluster_is_not_bounded(tmp_path, monkeypatch):
-    script = tmp_path / "joins.py"  # records the cluster event at once, then outlives the bound and exits 0
+def test_a_cluster_wait_is_announced_and_the_guards_summary_is_the_runs(tmp_path, monkeypatch, capsys):
+    """The child's guard keeps the peer wait's bound (tests/test_harness_guard.py): the supervisor announces
+    the wait, and a child killed before the run had a configuration ends with the summary its guard wrote."""
+    script = tmp_path / "guarded.py"  # as the guard does past the bound: the summary, then SIGKILL
     script.write_text(textwrap.dedent("""
-        import json, sys, time
-        from pathlib import Path
-        from bench.results import jsonl
+        import json, os, signal, sys
+        from bench.harness.ending import end_run
         request = json.loads(sys.stdin.read())
-        jsonl.LifecycleWriter(Path(request["run_dir"]) / "lifecycle.jsonl").event(jsonl.CLUSTER, workers=2)
-        time.sleep(2.5)
+        end_run(request["run_dir"], request["run_id"], "guard", status="failed", error="the cluster did not join")
+        os.kill(os.getpid(), signal.SIGKILL)
     """))
     outcome = supervisor.run_child(cluster_request(tmp_path, monkeypatch, 1.0), 5.0, [sys.executable, str(script)])
-    assert (outcome.returncode, outcome.peer_problem) == (0, None)
+    assert outcome.returncode == -signal.SIGKILL and not outcome.killed_after_grace
+    assert "waiting for the other workers of the cluster (worker 1 at localhost:2)" in capsys.readouterr().err
+    summary = supervisor.finalize(tmp_path, outcome, "r").summary
+    assert (summary.status, summary.error) == ("failed", "the cluster did not join")

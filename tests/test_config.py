@@ -33,6 +33,12 @@ from bench import presets
                      id="peer_timeout_not_multi_worker"),
         pytest.param(lambda: cfg.RuntimeConfig(strategy="multi_worker", peer_timeout_s=0), "positive",
                      id="zero_peer_timeout"),
+        pytest.param(lambda: cfg.RuntimeConfig(strategy="mirrored", collective_timeout_s=5), "multi_worker",
+                     id="collective_timeout_not_multi_worker"),
+        pytest.param(lambda: cfg.RuntimeConfig(strategy="multi_worker", collective_timeout_s=-1), ">= 0",
+                     id="negative_collective_timeout"),
+        pytest.param(lambda: cfg.RuntimeConfig(strategy="multi_worker", collective_timeout_s=float("inf")), ">= 0",
+                     id="infinite_collective_timeout"),
     ],
 )
 def test_validation_on_creation(make, message):

@@ -58,7 +58,7 @@ RULES = [
      "the JAX models run where TensorFlow is not installed"),
     (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.config", "bench.config_json",
       "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
-      "bench.data.tfrecord", "bench.harness.summary", "bench.harness.threads"),
+      "bench.data.tfrecord", "bench.harness"),
      ("bench.train.run", "bench.train.resume", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
       "bench.train.callbacks", "bench.train.evaluation", "bench.train.progress", "bench.train.environment",
       "bench.train.peak", "bench.train.local_peaks", "bench.data.pipeline", "bench.data.records",
@@ -104,8 +104,8 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
     """Modules that read-only commands load: TensorFlow may appear only inside a function, never at top level."""
     for name, path in MODULES.items():
         if not in_package(name, "bench.results", "bench.report", "bench.cluster", "bench.cli", "methodology",
-                          "bench.config", "bench.config_json", "bench.resolve", "bench.presets", "bench.harness.summary",
-                          "bench.harness.threads", "bench.data.spec"):
+                          "bench.config", "bench.config_json", "bench.resolve", "bench.presets", "bench.harness",
+                          "bench.data.spec"):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:

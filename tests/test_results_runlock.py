@@ -85,3 +85,14 @@ def test_a_directory_holding_only_the_lock_is_removed(tmp_path):
     runlock.remove_if_alone(run_dir)
     runlock.remove_if_alone(tmp_path / "kept")
     assert not run_dir.exists() and (tmp_path / "kept" / runlock.LOCK_FILE).exists()
+
+
+def test_a_directory_holding_only_the_lock_and_what_goes_with_it_is_removed(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    runlock.acquire(run_dir, "start").release()
+    (run_dir / "summary.reserve").write_bytes(b"room")  # taken when the run started, which never wrote
+    runlock.remove_if_alone(run_dir)
+    assert run_dir.exists()  # not named: kept
+    runlock.remove_if_alone(run_dir, also=("summary.reserve",))
+    assert not run_dir.exists()

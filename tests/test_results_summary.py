@@ -1,11 +1,15 @@
 """bench/results/summary.py: the one summary.json schema, its writer and its reader."""
 import dataclasses
+import errno
 import json
+from pathlib import Path
 
 import pytest
 
+from bench.results import rundir
 from bench.results import summary as schema
 from bench.results.summary import Summary
+from console import fill_filesystem
 
 
 def full() -> Summary:
@@ -86,3 +90,46 @@ def test_earlier_runs_are_siblings_of_one_configuration_that_started_before(tmp_
     found = earlier_runs(later, read_summary(later))
     assert [s.run_id for s in found] == [run_id_at(0), run_id_at(1)]  # not the 64x64 run, not itself
     assert earlier_runs(first, read_summary(first)) == []
+
+
+# --- a summary even on a full disk: the room reserved at the run's start ------------------------------------
+
+
+def full_run_dir(tmpfs, reserve: bool) -> Path:
+    """A run directory on a 1 MiB tmpfs filled to its last byte, with or without its reserved room."""
+    run_dir = tmpfs(1) / "run"
+    run_dir.mkdir()
+    if reserve:
+        assert schema.reserve_room(run_dir)
+    fill_filesystem(run_dir.parent)
+    with pytest.raises(OSError) as full:
+        (run_dir.parent / "probe").write_bytes(b"x" * 8192)
+    assert full.value.errno == errno.ENOSPC  # the filesystem really is full
+    return run_dir
+
+
+def test_a_full_filesystem_still_gets_its_summary_in_place_twice(tmpfs):
+    run_dir = full_run_dir(tmpfs, reserve=True)
+    child = Summary("r", "failed", error="the filesystem of the run directory is full")
+    schema.write_summary(run_dir, child)  # the training process's
+    assert schema.read_summary(run_dir) == child and not (run_dir / rundir.RESERVE_FILE).exists()
+    supervisor = dataclasses.replace(child, error=child.error + "; free space, or give an --output on a larger disk")
+    schema.write_summary(run_dir, supervisor)  # then its supervisor's, in the room the first one left
+    assert schema.read_summary(run_dir) == supervisor
+    assert sorted(p.name for p in run_dir.iterdir()) == [rundir.SUMMARY_FILE]  # no temporary file left
+
+
+def test_without_its_room_a_full_filesystem_refuses_the_summary(tmpfs):
+    run_dir = full_run_dir(tmpfs, reserve=False)
+    with pytest.raises(OSError) as refused:
+        schema.write_summary(run_dir, Summary("r", "failed"))
+    assert refused.value.errno == errno.ENOSPC and list(run_dir.iterdir()) == []
+
+
+def test_the_room_is_real_bytes_and_goes_back_at_the_end(tmp_path):
+    assert schema.reserve_room(tmp_path)
+    reserve = tmp_path / rundir.RESERVE_FILE
+    assert reserve.stat().st_size == schema.RESERVE_BYTES and reserve.stat().st_blocks * 512 >= schema.RESERVE_BYTES
+    assert len(set(reserve.read_bytes()[:4096])) > 64  # random, not zeros a filesystem could compress away
+    schema.release_room(tmp_path)
+    assert not reserve.exists()

@@ -10,6 +10,7 @@ start-up. No TensorFlow is loaded in this process.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import resource
 import sys
@@ -19,11 +20,12 @@ from pathlib import Path
 from bench import config as cfg
 from bench.cli import checks
 from bench.cli.run_flags import RUN_FLAGS
-from bench.cluster import gpus, launch, tf_config
+from bench.cluster import gpus, launch, ports, tf_config
 from bench.results import jsonl, rundir
 from bench.results.runfiles import read_run
 from bench.results.summary import write_summary
-from bench.harness.summary import build_summary
+from bench.harness.ending import record_end
+from bench.harness.summary import build_summary, last_event
 from bench.errors import UsageError
 
 WORKERS_DIR = "workers"
@@ -163,6 +165,7 @@ def handle(args: argparse.Namespace) -> int:
         resuming = attempt > 0 and (run_dir / rundir.CONFIG_FILE).is_file()  # else it had not started: start over
         outcome, specs = _launch_once(args, resume_command(command, run_dir) if resuming else command,
                                       run_id, run_dir, attempt, split)
+        outcome = named_by_the_chief(run_dir, outcome, specs)
         if outcome.exit_code != 0:
             record_ending(run_dir, outcome)
         if outcome.failed_index is None or attempt == args.max_restarts:
@@ -178,7 +181,7 @@ def _launch_once(args: argparse.Namespace, command: list[str], run_id: str, run_
                  split: tuple[list[str], list[str]]) -> tuple[launch.LaunchOutcome, list[launch.WorkerSpec]]:
     """One start of every worker; ``split``: the visible GPUs and each worker's share of them."""
     gpu_ids, shares = split
-    addresses = [f"{tf_config.LOOPBACK}:{port}" for port in tf_config.free_ports(args.workers)]
+    addresses = [f"{tf_config.LOOPBACK}:{port}" for port in ports.free_ports(args.workers)]
     log_dir = run_dir / WORKERS_DIR
     specs = worker_specs(command, addresses, run_id, log_dir, dict(os.environ), shares)
     what = "resuming" if attempt else "starting"
@@ -204,6 +207,24 @@ def resume_command(command: list[str], run_dir: Path) -> list[str]:
     return ["run", "--resume", str(run_dir), *keep]
 
 
+def named_by_the_chief(run_dir: Path, outcome: launch.LaunchOutcome,
+                       specs: list[launch.WorkerSpec]) -> launch.LaunchOutcome:
+    """A chief that failed because another worker stopped answering names that worker (its own ``end``
+    records ``silent_workers``): the launch failed for that worker, in the chief's words."""
+    if outcome.failed_index != 0:
+        return outcome
+    try:
+        end = last_event(jsonl.read_lifecycle(run_dir / rundir.LIFECYCLE_FILE), jsonl.END)
+    except (OSError, ValueError):
+        return outcome
+    silent = [k for k in (end or {}).get("silent_workers") or () if isinstance(k, int) and 0 < k < len(specs)]
+    if not silent or end.get("by") is not None:  # not the chief's own end (a launcher's, a supervisor's)
+        return outcome
+    return dataclasses.replace(outcome, failed_index=silent[0],
+                               error=f"{end['error']}; worker {silent[0]}'s log: {specs[silent[0]].log_path}; "
+                                     "stopped the other workers")
+
+
 def record_ending(run_dir: Path, outcome: launch.LaunchOutcome) -> None:
     """The chief's summary says why the launch ended, whatever the chief could record itself.
 
@@ -220,11 +241,7 @@ def record_ending(run_dir: Path, outcome: launch.LaunchOutcome) -> None:
         fields = {"status": "failed", "error": outcome.error}
         if outcome.failed_index is not None:
             fields["worker"] = outcome.failed_index
-    writer = jsonl.LifecycleWriter(run_dir / rundir.LIFECYCLE_FILE)
-    try:
-        writer.event(jsonl.END, by="launcher", **fields)
-    finally:
-        writer.close()
+    record_end(run_dir, "launcher", **fields)
     write_summary(run_dir, build_summary(read_run(run_dir)))
 
 

@@ -27,7 +27,7 @@ from bench.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunFailed, UsageError
 from bench.report.summary_text import format_summary
 from bench.results import rundir, runlock, storage
 from bench.results.rundir import read_json
-from bench.results.summary import Summary, earlier_runs, read_summary
+from bench.results.summary import Summary, earlier_runs, read_summary, reserve_room
 from bench.streams import protect_std_streams
 
 _EPILOG = """\
@@ -96,7 +96,7 @@ def check_outputs(config: RunConfig, resume: bool = False) -> None:
 
 # Flags that do not change the benchmark: a resumed run may take them (the rest come from its config.json).
 RESUME_FLAGS = frozenset({"--results-uri", "--log-steps", "--checkpoint-every", "--grace-period", "--json",
-                          "--no-peak", "--peer-timeout"})
+                          "--no-peak", "--peer-timeout", "--collective-timeout"})
 
 
 def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
@@ -128,7 +128,8 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
              "checkpoint": {k: v for k, v in (("every_minutes", args.checkpoint_every),
                                               ("grace_s", args.grace_period)) if v is not None},
              "measure": {"measure_peak": False} if args.measure_peak is False else {},
-             "runtime": {"peer_timeout_s": args.peer_timeout} if args.peer_timeout is not None else {}}
+             "runtime": {k: v for k, v in (("peer_timeout_s", args.peer_timeout),
+                                           ("collective_timeout_s", args.collective_timeout)) if v is not None}}
     return cfg.replace(config, **{k: v for k, v in parts.items() if v}), run_id, run_dir
 
 
@@ -201,6 +202,7 @@ def handle(args: argparse.Namespace) -> int:
             lock = _lock_for_resume(run_dir)
         else:
             run_dir, lock = rundir.claim_run_dir(config.output.dir, run_id)
+        reserve_room(run_dir)  # summary.json's room, taken now: a disk that fills still gets the summary
         engine = "JAX" if config.runtime.framework == "jax" else "TensorFlow"
         print(f"podbench run {run_id}: {'resuming' if resume else f'loading {engine}'}…", file=sys.stderr,
               flush=True)
@@ -210,7 +212,7 @@ def handle(args: argparse.Namespace) -> int:
         if lock is not None:
             lock.release()
             if not resume:  # a run refused before it wrote anything leaves no directory behind
-                runlock.remove_if_alone(run_dir)
+                runlock.remove_if_alone(run_dir, also=(rundir.RESERVE_FILE,))
         if scratch is not None:
             scratch.cleanup()
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Mapping, MutableMapping
 
 from bench.cli.run_flags import load_config
-from bench.cluster import gpus, slurm, tf_config, tpu_slice
+from bench.cluster import gpus, ports, slurm, tf_config, tpu_slice
+from bench.cluster.tf_config import parse_tf_config
 from bench.config import RunConfig
 from bench.errors import UsageError
 from bench.results import rundir
@@ -30,17 +31,24 @@ def join_cluster(config: RunConfig, environ: MutableMapping[str, str] = os.envir
     """This worker's place, set in ``environ`` for the training process it starts.
 
     Under multi_worker inside a Slurm step with no TF_CONFIG: TF_CONFIG, the run id
-    and this task's GPUs. With --tpu: refuses a TPU slice's worker other than 0, and
-    keeps libtpu out of a named or grpc:// TPU's client (TPU_LOAD_LIBRARY=0).
+    and this task's GPUs; under multi_worker, this worker's own port must be free.
+    With --tpu: refuses a TPU slice's worker other than 0, and keeps libtpu out of a
+    named or grpc:// TPU's client (TPU_LOAD_LIBRARY=0).
 
     Args:
       tpu_worker: this host's TPU worker number (default: GKE's variable or the TPU VM's metadata).
 
     Raises:
-      UsageError: a Slurm step that cannot be one cluster; a TPU slice's non-zero worker.
+      UsageError: a Slurm step that cannot be one cluster; this worker's port held; a TPU slice's non-zero worker.
     """
     if config.runtime.strategy == "multi_worker":
-        environ.update(slurm.cluster_env(environ, gpus.driver_gpus()))
+        from_slurm = slurm.cluster_env(environ, gpus.driver_gpus())
+        environ.update(from_slurm)
+        if config.runtime.framework != "jax":
+            check_own_port(environ.get("TF_CONFIG"), from_slurm=bool(from_slurm))
+        elif environ.get("TF_CONFIG") and parse_tf_config(environ["TF_CONFIG"]).is_chief:
+            # JAX listens on one port: the first process's, its coordinator's (a TPU VM slice's: JAX's own).
+            check_own_port(environ["TF_CONFIG"], from_slurm=bool(from_slurm))
     tpu = config.runtime.tpu
     if tpu:
         tpu_slice.check_worker(tpu, tpu_worker(environ) if tpu_worker else tpu_slice.tpu_worker(environ))
@@ -67,6 +75,25 @@ def worker_scratch(config: RunConfig, environ: Mapping[str, str] = os.environ,
                              "machine: podbench launch --workers 2 -- run --framework jax ...")
         return None if worker == 0 else tf_config.announce_scratch(tf_config.WorkerScratch(f"TPU worker {worker}"))
     return tf_config.worker_scratch_dir(rt.strategy, environ)
+
+
+def check_own_port(tf_config: str | None, from_slurm: bool = False) -> None:
+    """This worker's own port is free to listen on, checked before TensorFlow loads (bench/cluster/ports.py).
+
+    Raises:
+      UsageError: TF_CONFIG unusable, or its port held (naming the holder where /proc tells, and the fix).
+    """
+    task = parse_tf_config(tf_config)
+    address = task.chief if task.task_type == "chief" else task.workers[task.task_index]
+    if from_slurm:
+        what = f"this task's address {address}, derived from the Slurm job's id"
+        fix = f"set {slurm.PORT_ENV} to another base port for the step (each task listens on it + its local id)"
+    else:
+        what = f"this worker's address {address} in TF_CONFIG"
+        fix = "give this worker another port in TF_CONFIG, the same on every worker"
+    problem = ports.held_port_problem(int(address.rpartition(":")[2]), what, fix)
+    if problem:
+        raise UsageError(problem)
 
 
 def results_dir(config: RunConfig, run_id: str) -> Path:

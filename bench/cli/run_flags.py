@@ -19,6 +19,7 @@ from bench import presets
 from bench.config_json import config_from_dict
 from bench.cli import checks
 from bench.cli.run_checks import check_run
+from bench.cluster import peers
 from bench.errors import UsageError
 from bench.results.rundir import CONFIG_FILE, read_json
 
@@ -132,6 +133,10 @@ RUN_FLAGS: tuple[Flag, ...] = (
     Flag("--peer-timeout", "runtime.peer_timeout_s", DISTRIBUTION,
          "multi_worker: seconds the other workers have to join the cluster before the run fails (default "
          "300 + 10 per worker: a scheduler starting many hosts)", checks.SECONDS, "S"),
+    Flag("--collective-timeout", "runtime.collective_timeout_s", DISTRIBUTION,
+         f"multi_worker: seconds one all-reduce may wait for the other workers before the run fails naming "
+         f"them (default {peers.DEFAULT_COLLECTIVE_TIMEOUT_S:g}; 0: no bound but TensorFlow's heartbeats)",
+         checks.number(0, checks.TIMER_MAX_S, "the longest wait this platform's timers can take"), "S"),
     Flag("--checkpoint-every", "checkpoint.every_minutes", LONG_RUNS,
          "minutes of training between checkpoints (default 30; 0: none); on SIGTERM a last one is written "
          "if the grace period allows", MINUTES, "MINUTES"),

@@ -11,13 +11,19 @@ is off when the coordination service is on, so the wait is the creation, not the
 first collective. The training process records
 a ``cluster`` lifecycle event once the strategy exists (bench/train/run.py);
 the supervisor (bench/cluster/supervisor.py) announces the wait when it starts
-the process, and ends the run ``failed`` if the event has not come within the
-bound.
+the process, and the process's guard (bench/harness/guard.py) ends the run
+``failed`` if the event has not come within the bound.
+
+Once the cluster has joined, a worker that stops answering (frozen, crashed, cut
+off) ends the others' all-reduce with TensorFlow's coordination-service error,
+which names the task; ``stalled_peer_error`` turns it into one line naming the
+worker and its address, the step, how long no step completed, and what to do.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +38,92 @@ from bench.results.rundir import LIFECYCLE_FILE
 # on one machine: 320 s. A cluster known to start slower takes --peer-timeout.
 PEER_WAIT_BASE_S = 300.0
 PEER_WAIT_PER_WORKER_S = 10.0
+
+
+# An all-reduce's own bound (--collective-timeout), by default none: TensorFlow's coordination service
+# already names a frozen, crashed or unreachable worker within seconds (its heartbeats), and TensorFlow
+# 2.20 keeps one sleeping thread per collective op for the whole timeout ("it creates a new thread for
+# each collective", CommunicationOptions): with 60 s, a two-worker ResNet-10's training process went
+# from 127 threads to 3,054 in 57 s (RELIABILITY.md class 7). A bound catches a worker alive but held
+# up elsewhere; give one wider than the slowest legitimate wait (a first step's tracing, a checkpoint).
+DEFAULT_COLLECTIVE_TIMEOUT_S = 0.0
+HEARTBEATS_STOPPED = "stopped sending heartbeats"  # TensorFlow 2.20's coordination service, naming tasks after it
+COLLECTIVE_TIMED_OUT = "Collective has timed out during execution"  # DeadlineExceededError's text
+_TASK = re.compile(r"/job:(chief|worker)/replica:\d+/task:(\d+)")
+CAUSES = ("it is frozen (a stopped process, a hung or swapping host, a paused VM), crashed, or cut off from "
+          "this worker: check its host and its log")
+
+
+def collective_timeout_s(given: float | None) -> float | None:
+    """The all-reduce's bound for TensorFlow: ``given`` (--collective-timeout), else the default;
+    None for 0 (no bound but the heartbeats)."""
+    seconds = DEFAULT_COLLECTIVE_TIMEOUT_S if given is None else given
+    return seconds or None
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Where the run was when a peer stopped answering: the step in flight, and how long no step had completed.
+
+    Attributes:
+      step: the step the workers were running (the last one completed + 1).
+      silent_s: seconds since the last step completed (None: no step had).
+      collective_timeout_s: the all-reduce's bound (None: none).
+    """
+
+    step: int
+    silent_s: float | None
+    collective_timeout_s: float | None = None
+
+    def __post_init__(self):
+        if self.step < 0 or (self.silent_s is not None and not self.silent_s >= 0):
+            raise ValueError(f"a stall needs a step >= 0 and seconds >= 0, got {self.step}, {self.silent_s}")
+
+    def since(self) -> str:
+        return "" if self.silent_s is None else f"no step has completed for {self.silent_s:.1f} s, and "
+
+    def limit(self) -> str:
+        return "none" if self.collective_timeout_s is None else f"{self.collective_timeout_s:g} s"
+
+
+def silent_peers(error_text: str, tf_config: str | None) -> tuple[tuple[int | None, str], ...]:
+    """The workers TensorFlow's error says stopped sending heartbeats, as (worker index or None for
+    the chief, "worker 1 at HOST:PORT"); empty when it names none (or TF_CONFIG cannot tell them)."""
+    _, found, after = error_text.partition(HEARTBEATS_STOPPED)
+    if not found:
+        return ()
+    try:
+        task = parse_tf_config(tf_config)
+    except UsageError:
+        return ()
+    named = []
+    for job, index in _TASK.findall(after):
+        if job == "chief" and task.chief is not None:
+            peer = (None, f"chief at {task.chief}")
+        elif job == "worker" and int(index) < len(task.workers):
+            peer = (int(index), f"worker {index} at {task.workers[int(index)]}")
+        else:
+            continue
+        if peer not in named:
+            named.append(peer)
+    return tuple(named)
+
+
+def stalled_peer_error(error_text: str, tf_config: str | None, stall: Stall) -> tuple[str, list] | None:
+    """One line naming the peer that stopped answering, and the worker indices it names; None when
+    ``error_text`` is neither TensorFlow's unhealthy-peer error nor its collective timeout."""
+    named = silent_peers(error_text, tf_config)
+    if named:
+        who = ", ".join(name for _, name in named)
+        verb = "stopped" if len(named) == 1 else "all stopped"
+        return (f"{who} {verb} answering at step {stall.step}: {stall.since()}TensorFlow's coordination service "
+                f"found {'it' if len(named) == 1 else 'them'} unhealthy (no heartbeat in time); {CAUSES}; an "
+                f"all-reduce's own timeout: {stall.limit()} (--collective-timeout)"), [index for index, _ in named]
+    if COLLECTIVE_TIMED_OUT in error_text:
+        return (f"an all-reduce at step {stall.step} waited longer than its timeout ({stall.limit()}, "
+                f"--collective-timeout) for another worker: {stall.since()}TensorFlow named none; one of them is "
+                f"held up, or {CAUSES.removeprefix('it is ')}"), []
+    return None
 
 
 def default_peer_timeout_s(num_workers: int) -> float:

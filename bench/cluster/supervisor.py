@@ -12,14 +12,16 @@ summarizes. What the child cannot handle, the supervisor does:
   dead peer): after the grace period it kills the child and summarizes;
 - a multi-worker cluster that does not join (another worker never started, a
   wrong address in TF_CONFIG): TensorFlow waits inside the strategy's creation
-  with no word, so the supervisor announces the wait and, past --peer-timeout,
-  kills the child and ends the run ``failed`` naming the workers (bench/cluster/peers.py).
+  with no word, so the supervisor announces the wait (bench/cluster/peers.py);
+  its bound is the child's own, kept by the child's guard (bench/harness/guard.py),
+  which ends the run ``failed`` naming the workers and kills the child.
 
 The child runs in its own process group, so a signal for the group (a
 terminal's Ctrl-C, `podbench launch` stopping a worker) reaches the supervisor
-only, which forwards it once; the child dies with the supervisor (Linux's
-parent-death signal, SIGTERM: it stops and summarizes as on any stop notice) if the
-supervisor itself is killed; a child that cannot be told so (no prctl) polls its parent.
+only, which forwards it once. If the supervisor itself is killed, the child gets
+Linux's parent-death signal (SIGTERM: it stops and summarizes as on any stop
+notice), and its guard, a separate process, ends it within a documented bound
+whatever it is doing (methodology/RELIABILITY.md, class 4).
 """
 from __future__ import annotations
 
@@ -36,20 +38,19 @@ from pathlib import Path
 
 from bench.cluster import peers
 from bench.cluster.launch import describe_exit, die_with_parent
-from bench.results import jsonl
+from bench.harness.ending import interrupted_early, record_end
+from bench.harness.stopping import HANDLED, SUMMARY_WAIT_S
+from bench.harness.summary import build_summary, end_status
 from bench.results.health import DirWatch, with_fix
 from bench.results.runlock import RunLock
-from bench.results.rundir import CONFIG_FILE, LIFECYCLE_FILE, SUMMARY_FILE, os_reason
+from bench.results.rundir import CONFIG_FILE, SUMMARY_FILE, os_reason
 from bench.results.runfiles import read_run
-from bench.results.summary import Summary, write_summary
-from bench.harness.stopping import HANDLED
-from bench.harness.summary import build_summary, end_status
+from bench.results.summary import Summary, read_summary, release_room, write_summary
 
 # Each engine's training process (the supervisor does not care which one runs).
 ENGINE_CHILDREN = {"tensorflow": "bench.train.process", "jax": "bench.train_jax.process"}
+BY = "supervisor"  # the lifecycle's ``end`` says who recorded it
 POLL_S = 0.2
-# Beyond the platform's grace period, time for the child to write its summary once it stopped.
-SUMMARY_WAIT_S = 10.0
 # Every signal that ends a process by default ends the run with a summary: SIGHUP (a closed terminal
 # or SSH session), SIGQUIT, SIGUSR1 as well as Ctrl-C and SIGTERM. The child stops on each the same way.
 FORWARDED = HANDLED
@@ -66,14 +67,12 @@ class ChildExit:
       stop_signal: the stop signal the supervisor forwarded, if any.
       killed_after_grace: it did not stop within the grace period and was killed.
       dir_problem: the supervisor stopped it because the run directory could no longer take its writes.
-      peer_problem: the supervisor killed it because the cluster did not join in time (the error, with its fix).
     """
 
     returncode: int
     stop_signal: str | None = None
     killed_after_grace: bool = False
     dir_problem: str | None = None
-    peer_problem: str | None = None
 
 
 def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock: RunLock | None = None) -> ChildExit:
@@ -91,7 +90,10 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
     """
     argv = argv or child_argv(request)
     watch = _watch(request.get("run_dir"))
-    joining = _Joining.start(request)
+    wait = peers.request_wait(request)
+    joins_before = peers.joins(request.get("run_dir"))
+    if wait is not None:  # the child's guard keeps the bound (bench/harness/guard.py)
+        print(f"podbench: {wait.announcement()}", file=sys.stderr, flush=True)
     # SIGTERM, not SIGKILL, if this process dies: the child stops at a step boundary and writes its summary.
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, text=True, process_group=0,
                             pass_fds=(lock.fd,) if lock else (), preexec_fn=die_with_parent(signal.SIGTERM))
@@ -102,12 +104,17 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
     def ask_stop(signum, problem=None):
         if "deadline" not in stop:
             stop.update(deadline=time.monotonic() + grace_s + SUMMARY_WAIT_S)
+            if wait is not None and peers.joins(request.get("run_dir")) == joins_before:
+                # In the framework's cluster start-up no handler of the child runs (it holds the GIL:
+                # bench/harness/guard.py), and nothing was measured: it ends now, not after the grace period.
+                stop["deadline"] = time.monotonic()
             if problem:
                 stop["problem"] = problem
             else:
                 stop["signal"] = signal.Signals(signum).name
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signum)
+            proc.send_signal(signal.SIGCONT)  # a stopped child (SIGSTOP, a debugger) must act on it
 
     with _handling(lambda signum, frame: ask_stop(signum)):
         with contextlib.suppress(BrokenPipeError):  # a child that died at once has closed its stdin
@@ -121,10 +128,6 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
             if problem and proc.poll() is None:
                 print(f"podbench: {problem}: stopping the run", file=sys.stderr, flush=True)
                 ask_stop(STOP_FOR_DIR, problem)
-            if joining is not None and "deadline" not in stop and joining.overdue() and proc.poll() is None:
-                proc.kill()  # stuck in TensorFlow's C++ wait: no signal handler of the child would run
-                proc.wait()
-                stop["peers"] = joining.wait.error()
             if "deadline" in stop and time.monotonic() > stop["deadline"] and proc.poll() is None:
                 proc.kill()
                 proc.wait()
@@ -134,39 +137,13 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
     problem = stop.get("problem") or (watch.problem() if lost else None)
     if watch is not None:
         watch.close()
-    return ChildExit(proc.returncode, stop.get("signal"), killed, problem, stop.get("peers"))
+    return ChildExit(proc.returncode, stop.get("signal"), killed, problem)
 
 
 def child_argv(request: dict) -> list[str]:
     """The training process of the request's engine, in this interpreter."""
     framework = request.get("config", {}).get("runtime", {}).get("framework") or "tensorflow"
     return [sys.executable, "-m", ENGINE_CHILDREN[framework]]
-
-
-@dataclass
-class _Joining:
-    """The supervisor's side of the peer wait: announced at the child's start, over once the
-    child records its ``cluster`` event, overdue past the bound."""
-
-    wait: peers.PeerWait
-    run_dir: str
-    joins_before: int
-    deadline: float
-    joined: bool = False
-
-    @classmethod
-    def start(cls, request: dict) -> _Joining | None:
-        wait = peers.request_wait(request)
-        if wait is None:
-            return None
-        print(f"podbench: {wait.announcement()}", file=sys.stderr, flush=True)
-        run_dir = request.get("run_dir")
-        return cls(wait, run_dir, peers.joins(run_dir), time.monotonic() + wait.timeout_s)
-
-    def overdue(self) -> bool:
-        if not self.joined:
-            self.joined = peers.joins(self.run_dir) > self.joins_before
-        return not self.joined and time.monotonic() > self.deadline
 
 
 def _watch(run_dir: str | None) -> DirWatch | None:
@@ -206,14 +183,24 @@ def finalize(run_dir: Path, child: ChildExit, run_id: str = "") -> Final:
 
     A run whose directory could not take its writes (``child.dir_problem``) ends
     ``failed`` with that reason, from whatever the directory still holds, and
-    if summary.json cannot be written there, ``unwritten`` says why.
+    if summary.json cannot be written there, ``unwritten`` says why. A child
+    that ended before the run had a configuration has no summary, unless it or
+    its guard wrote one saying why (interrupted, or a cluster that never joined).
     """
-    run_dir = Path(run_dir)
+    try:
+        return _finalize(Path(run_dir), child, run_id)
+    finally:
+        release_room(run_dir)  # the last summary is written: the room reserved for it goes back
+
+
+def _finalize(run_dir: Path, child: ChildExit, run_id: str) -> Final:
     if child.dir_problem:
         return _finalize_lost(run_dir, with_fix(child.dir_problem), run_id)
-    if child.peer_problem:
-        return _finalize_lost(run_dir, child.peer_problem, run_id)
     if not (run_dir / CONFIG_FILE).is_file():
+        with contextlib.suppress(OSError, ValueError):  # a fresh run's directory held no summary before this child
+            return Final(read_summary(run_dir))
+        if child.stop_signal:  # stopped before the run had a configuration, and killed before it said so
+            return Final(interrupted_early(run_dir, run_id, child.stop_signal))
         return Final(None)
     record = read_run(run_dir)
     if end_status(record.lifecycle)["status"] == "killed" or child.killed_after_grace:
@@ -230,20 +217,13 @@ def _finalize_lost(run_dir: Path, error: str, run_id: str) -> Final:
         summary = dataclasses.replace(build_summary(read_run(run_dir)), status="failed", signal=None, error=error)
     except (OSError, ValueError):  # the directory, or its config, is gone
         summary = Summary(run_id, "failed", error=error, results_dir=str(run_dir))
+    with contextlib.suppress(OSError):  # a full disk may refuse the log's line: the summary has the room kept for it
+        record_end(run_dir, BY, status="failed", error=error)
     try:
-        _record_failure(run_dir, error)
         write_summary(run_dir, summary)
     except OSError as err:
         return Final(summary, f"could not write {run_dir / SUMMARY_FILE} ({os_reason(err)})")
     return Final(summary)
-
-
-def _record_failure(run_dir: Path, error: str) -> None:
-    writer = jsonl.LifecycleWriter(Path(run_dir) / LIFECYCLE_FILE)
-    try:
-        writer.event(jsonl.END, by="supervisor", status="failed", error=error)
-    finally:
-        writer.close()
 
 
 def _record_end(run_dir: Path, child: ChildExit) -> None:
@@ -256,8 +236,4 @@ def _record_end(run_dir: Path, child: ChildExit) -> None:
     else:
         fields = {"status": "failed", "error": f"the training process ended with {how} without a word"
                                                + (" (out of memory?)" if how == "signal SIGKILL" else "")}
-    writer = jsonl.LifecycleWriter(Path(run_dir) / LIFECYCLE_FILE)
-    try:
-        writer.event(jsonl.END, by="supervisor", returncode=child.returncode, **fields)
-    finally:
-        writer.close()
+    record_end(run_dir, BY, returncode=child.returncode, **fields)

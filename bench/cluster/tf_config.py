@@ -3,15 +3,13 @@
 ``podbench run --strategy multi_worker`` reads its place in the cluster from
 TF_CONFIG (``parse_tf_config``) before TensorFlow loads, so a bad cluster spec
 costs nothing; ``podbench launch`` writes TF_CONFIG for local workers
-(``make_tf_config``, ``free_ports``). Only the chief writes the user's results
+(``make_tf_config``; its ports: bench/cluster/ports.py). Only the chief writes the user's results
 (``worker_scratch_dir``).
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import socket
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -117,21 +115,6 @@ def parse_tf_config(raw: str | None) -> ClusterTask:
 def make_tf_config(addresses: Sequence[str], index: int) -> str:
     """TF_CONFIG for worker ``index`` of a chief-less cluster (worker 0 is then the chief)."""
     return json.dumps({"cluster": {"worker": list(addresses)}, "task": {"type": "worker", "index": index}})
-
-
-def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
-    """``count`` distinct ports that were free a moment ago (bound to port 0, then released).
-
-    All sockets are held until every port is chosen, so the ports differ. The
-    ports are free again once this returns: call it just before starting the
-    workers. (A port taken by someone else before a worker binds it makes that
-    worker fail, and the launch with it, naming the worker's log.)
-    """
-    with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
-        for s in sockets:
-            s.bind((host, 0))
-        return [s.getsockname()[1] for s in sockets]
 
 
 class WorkerScratch(tempfile.TemporaryDirectory):

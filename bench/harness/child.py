@@ -8,6 +8,13 @@ its engine's ``execute``, and exits with the run's exit code: 0 completed,
 130/143 interrupted by SIGINT/SIGTERM, 2 bad input, 1 any other failure (its one
 ``error:`` line on stderr). It prints progress on stderr and nothing on stdout:
 the supervisor prints the summary from summary.json.
+
+Before its framework loads it starts its guard (bench/harness/guard.py), which
+ends it if the supervisor is gone, whatever it is doing, and keeps the peer
+wait's bound: an engine whose cluster start-up blocks (MultiWorkerMirroredStrategy,
+``jax.distributed.initialize``) records the ``cluster`` lifecycle event once its
+cluster has joined, as bench/train/run.py does. A stop signal while the framework
+loads ends it at once, with a summary saying so.
 """
 from __future__ import annotations
 
@@ -15,21 +22,21 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Callable
 
+from bench.cluster import peers
 from bench.config_json import config_from_dict
 from bench.errors import EXIT_FAILED, EXIT_USAGE, RunFailed, UsageError
-from bench.harness import threads
-from bench.harness.stopping import HANDLED, exit_code
+from bench.harness import guard, threads
+from bench.harness.ending import interrupted_early
+from bench.harness.stopping import DEFAULT_GRACE_S, HANDLED, StopRequest, exit_code, handling_stop_signals
 from bench.streams import protect_std_streams
 
 REQUEST_KEYS = ("config", "run_id", "run_dir", "resume")
-PARENT_POLL_S = 1.0
-SUMMARY_WAIT_S = 10.0  # as the supervisor allows: the grace period, then this to write the summary
+_GUARD: list[subprocess.Popen] = []  # held for this process's life: closing its stdin tells the guard we ended
 
 
 def read_request(text: str) -> dict:
@@ -47,31 +54,36 @@ def ignore_stop_signals() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
-def watch_parent(grace_s: float, poll_s: float = PARENT_POLL_S) -> threading.Thread:
-    """The fallback to the parent-death signal: once the supervisor is gone, SIGTERM to this
-    process (it stops at a step boundary and summarizes), then SIGKILL after the grace period.
+def start_guard(request: dict, supervisor_pid: int) -> subprocess.Popen | None:
+    """Starts this process's guard (bench/harness/guard.py), before the framework loads.
 
-    Linux's PR_SET_PDEATHSIG (bench/cluster/supervisor.py) does the same at once; this poll
-    covers a platform without it, and a stop that does not end within the grace period.
+    The guard ends this process if its supervisor is gone, whatever this process is doing (a
+    framework's C++ wait holds the GIL and swallows SIGTERM), and keeps the peer wait's bound. Its
+    stdin stays open for this process's life (the Popen is kept in ``_GUARD``): its end tells the
+    guard this process has ended. None, with a line saying so, if it cannot be started.
     """
-    parent = os.getppid()
+    wait = peers.request_wait(request)
+    watch = guard.Watch(supervisor_pid=supervisor_pid, child_pid=os.getpid(), run_dir=str(request["run_dir"]),
+                        run_id=str(request["run_id"]), grace_s=grace_of(request),
+                        peers=wait.others if wait else (), peer_timeout_s=wait.timeout_s if wait else None,
+                        joins_before=peers.joins(request["run_dir"]))
+    try:
+        proc = guard.start(watch)
+    except OSError as err:
+        print(f"podbench: the training process runs without its guard ({err.strerror or err}): if its supervisor "
+              "is killed, it may outlive it", file=sys.stderr, flush=True)
+        return None
+    _GUARD.append(proc)
+    return proc
 
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(poll_s)
-        print(f"podbench: the supervisor (pid {parent}) is gone: stopping the run", file=sys.stderr, flush=True)
-        if not sys.platform.startswith("linux"):  # on Linux the parent-death SIGTERM came already
-            os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(grace_s + SUMMARY_WAIT_S)
-        os.kill(os.getpid(), signal.SIGKILL)  # the training child never outlives its supervisor for long
 
-    thread = threading.Thread(target=watch, name="podbench-parent-watch", daemon=True)
-    thread.start()
-    return thread
+def grace_of(request: dict) -> float:
+    """The run's grace period (--grace-period), from the request's config."""
+    return float(request["config"].get("checkpoint", {}).get("grace_s") or DEFAULT_GRACE_S)
 
 
 def main(load_execute: Callable[[], Callable], before_load: Callable[[dict], None] | None = None) -> int:
-    """The training process: request, parent watch, CPU pins, then the engine's ``execute``.
+    """The training process: request, guard, CPU pins, then the engine's ``execute``.
 
     Args:
       load_execute: returns the engine's ``execute(config, run_id, run_dir, resume=, restore_checkpoint=)``;
@@ -84,13 +96,20 @@ def main(load_execute: Callable[[], Callable], before_load: Callable[[dict], Non
     # libraries' own C++ lines (gloo's "Rank 0 is connected to 1 peer ranks") go to stderr with the progress.
     with contextlib.suppress(OSError, ValueError):
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    watch_parent(float(request["config"].get("checkpoint", {}).get("grace_s") or 30.0))
+    start_guard(request, os.getppid())
     # Before the framework loads: its pools are sized, and its threads pinned, when it starts.
     # `podbench run` checked the count against this host's CPUs (bench/cli/run_checks.py).
     threads.pin(request["config"].get("runtime", {}).get("cpu_threads"))
     if before_load is not None:
         before_load(request)
-    execute = load_execute()
+    try:
+        with handling_stop_signals(StopRequest()):  # a stop while the framework loads: it ends at once, in words
+            execute = load_execute()
+    except KeyboardInterrupt as err:
+        name = getattr(err, "signal_name", "SIGINT")
+        with contextlib.suppress(OSError):
+            interrupted_early(request["run_dir"], request["run_id"], name)
+        return exit_code(name)
     try:
         outcome = execute(config_from_dict(request["config"]), request["run_id"], Path(request["run_dir"]),
                           resume=bool(request["resume"]), restore_checkpoint=request.get("restore"))

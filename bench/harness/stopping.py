@@ -25,6 +25,9 @@ DEBOUNCE_S = 1.0
 # Seconds between the notice and SIGKILL when nobody says otherwise: Spot VMs,
 # Slurm's KillWait and Kubernetes' terminationGracePeriodSeconds all default to 30 s.
 DEFAULT_GRACE_S = 30.0
+# Beyond the grace period, time for a stopped process to write its summary before it is killed
+# (by its supervisor, or, the supervisor gone, by its guard: bench/harness/guard.py).
+SUMMARY_WAIT_S = 10.0
 # Every signal whose default would end the process without a summary: a closed terminal or SSH session
 # (SIGHUP), SIGQUIT, SIGUSR1, as well as Ctrl-C and SIGTERM.
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1)

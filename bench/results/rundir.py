@@ -41,6 +41,8 @@ SUMMARY_FILE = "summary.json"
 EVENTS_DIR = "events"  # TensorBoard event files
 CHECKPOINTS_DIR = "checkpoints"  # the default place for checkpoints
 ERROR_LOG_FILE = "error.log"  # the traceback of a run that failed unexpectedly
+# Room for summary.json, taken when the run starts: a full disk still gets its summary (results/summary.py).
+RESERVE_FILE = "summary.reserve"
 # Any of these in a directory means another run's results live there.
 RUN_FILES = (CONFIG_FILE, ENVIRONMENT_FILE, STEPS_FILE, EVALS_FILE, LIFECYCLE_FILE, SUMMARY_FILE)
 

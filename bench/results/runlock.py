@@ -103,11 +103,14 @@ def acquire(run_dir: Path, doing: str) -> RunLock:
     return RunLock(fd, path)
 
 
-def remove_if_alone(run_dir: Path) -> None:
-    """Removes the lock file, and the directory, if nothing else is in it (a run refused before it wrote)."""
+def remove_if_alone(run_dir: Path, also: tuple[str, ...] = ()) -> None:
+    """Removes the lock file (and the files named in ``also``), and the directory, if nothing else
+    is in it (a run refused before it wrote)."""
     with contextlib.suppress(OSError):
-        if [p.name for p in Path(run_dir).iterdir()] == [LOCK_FILE]:
-            (Path(run_dir) / LOCK_FILE).unlink()
+        names = {p.name for p in Path(run_dir).iterdir()}
+        if LOCK_FILE in names and names <= {LOCK_FILE, *also}:
+            for name in names:
+                (Path(run_dir) / name).unlink()
             Path(run_dir).rmdir()
 
 

@@ -12,13 +12,17 @@ are ignored), so an old run directory stays readable.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
+import json
+import os
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.results.rundir import CONFIG_FILE, SUMMARY_FILE, os_reason, read_json, write_json
+from bench.results.rundir import CONFIG_FILE, RESERVE_FILE, SUMMARY_FILE, dumps, os_reason, read_json, write_json
 
 STATUSES = ("completed", "interrupted", "failed", "killed")
 # Keras's fit makes its iterator inside its own data handler, out of a checkpoint's reach,
@@ -208,11 +212,68 @@ def read_summary(run_dir: str | Path) -> Summary:
     return summary_from_json(obj, str(path))
 
 
+# Far above any summary (a couple of KiB; each stall listed adds ~40 bytes), small beside a run's logs.
+RESERVE_BYTES = 64 * 2**10
+FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
 def write_summary(run_dir: str | Path, summary: Summary) -> Path:
-    """Writes RUN_DIR/summary.json atomically; returns its path."""
+    """Writes RUN_DIR/summary.json atomically; returns its path.
+
+    On a full filesystem (or quota) the room ``reserve_room`` took when the run started is used:
+    the reserve file becomes the summary, written over blocks it already has, so the summary
+    lands in place however full the disk is. What the summary does not need goes back to the
+    filesystem, for the next rewrite (the child writes its summary, then its supervisor).
+
+    Raises:
+      OSError: the summary cannot be written, even in the reserved room.
+    """
     path = Path(run_dir) / SUMMARY_FILE
-    write_json(path, summary.to_json())
+    try:
+        write_json(path, summary.to_json())
+    except OSError as err:
+        if err.errno not in FULL or not (Path(run_dir) / RESERVE_FILE).is_file():
+            raise
+        _write_in_reserve(Path(run_dir), path, (dumps(summary.to_json()) + "\n").encode())
     return path
+
+
+def _write_in_reserve(run_dir: Path, path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    os.replace(run_dir / RESERVE_FILE, tmp)  # the reserve's blocks are the summary's now
+    try:
+        if len(data) > tmp.stat().st_size:
+            raise OSError(errno.ENOSPC, f"the summary ({len(data)} bytes) is larger than its reserved room")
+        with open(tmp, "r+b") as room:  # no truncation first: the bytes go over blocks the file holds
+            room.write(data)
+            room.truncate(len(data))
+            room.flush()
+            os.fsync(room.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a filesystem that copies on write: its blocks freed, one plain try
+        write_json(path, json.loads(data))
+
+
+def reserve_room(run_dir: str | Path) -> bool:
+    """Takes RESERVE_BYTES in RUN_DIR for its summary (random bytes: a compressing filesystem cannot
+    shrink them), at the run's start. False, and nothing left, if the disk has not even that much."""
+    reserve = Path(run_dir) / RESERVE_FILE
+    try:
+        with open(reserve, "wb") as room:
+            room.write(os.urandom(RESERVE_BYTES))
+            room.flush()
+            os.fsync(room.fileno())
+    except OSError:
+        reserve.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def release_room(run_dir: str | Path) -> None:
+    """Gives the reserved room back once the run's last summary is written."""
+    with contextlib.suppress(OSError):
+        (Path(run_dir) / RESERVE_FILE).unlink(missing_ok=True)
 
 
 # What makes two runs comparable: runs that differ in any of these are different

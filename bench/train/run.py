@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -30,13 +31,16 @@ import tensorflow as tf
 
 from bench.config import RunConfig
 from bench.data import pipeline
+from bench.cluster import peers
 from bench.data.spec import DataCounts
 from bench.errors import UsageError
 from bench.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
+from bench.results.rundir import ERROR_LOG_FILE, STEPS_FILE
 from bench.results.runfiles import RunFiles, read_run
-from bench.results.summary import Summary, write_summary
+from bench.results.summary import write_summary
 from bench.harness import host, outcome
+from bench.harness.ending import interrupted_early
 from bench.harness.outcome import Outcome, outcome_of, signals_deferred
 from bench.harness.segment import check_same_plan, mllog_path, start_segment
 from bench.harness.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
@@ -88,7 +92,8 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopReq
     """
     rt = config.runtime
     try:
-        info = make_strategy(rt.strategy, tpu=rt.tpu, replicas=rt.replicas)
+        info = make_strategy(rt.strategy, tpu=rt.tpu, replicas=rt.replicas,
+                             collective_timeout_s=peers.collective_timeout_s(rt.collective_timeout_s))
         if request is not None:
             reclaim(request)  # at once: the strategy may have taken SIGTERM over (counting gs:// shards follows)
         splits = ("train", "validation") if config.train.evaluates else ("train",)
@@ -137,9 +142,7 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
                 run_dir.rmdir()
             raise
         except KeyboardInterrupt as err:  # nothing measured yet, but the directory says how it ended
-            summary = Summary(run_id, "interrupted", signal=getattr(err, "signal_name", "SIGINT"),
-                              results_dir=str(run_dir))
-            write_summary(run_dir, summary)
+            summary = interrupted_early(run_dir, run_id, getattr(err, "signal_name", "SIGINT"))
             return Outcome(summary, run_dir, exit_code(summary.signal))
         _printer(stream)(f"{'resuming' if resume else 'building'} ResNet-{config.model.depth}"
                          f"{' v1.5' * (config.model.depth >= 50)} ({config.model.image_size}x"
@@ -196,7 +199,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
     except UsageError as err:  # mid-run (bad data): keep what was measured
         ending = {"status": "failed", "error": str(err), "usage": True}
     except Exception as err:  # noqa: BLE001 (any failure ends the same way: recorded, summarized, one line)
-        ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
+        ending = failure_ending(err, files.run_dir, setup.info.name, config, start_s)
     if ending["status"] == "interrupted":
         peer = " (another worker received it: every worker stops)" if controls.request.from_peer else ""
         say(f"interrupted ({ending['signal']}){peer}: summarizing the steps measured so far")
@@ -232,6 +235,27 @@ def _training_line(config: RunConfig, plan: ResolvedRun, initial_step: int) -> s
                 f"re-traces and is not measured){_eval_plan(config, plan)}…")
     return (f"training {plan.train_steps} steps ({plan.warmup_steps} warm-up, not measured)"
             f"{_eval_plan(config, plan)}; the first step includes tracing…")
+
+
+def failure_ending(err: BaseException, run_dir: Path, strategy: str, config: RunConfig, start_s: float) -> dict:
+    """How an unexpected error ends the run: one line (its traceback in error.log). Under multi_worker,
+    a peer that stopped answering is named, with the step and how long no step completed
+    (bench/cluster/peers.py), and its index recorded (``silent_workers``: `podbench launch` reads it)."""
+    ending = {"status": "failed", "error": describe_failure(err, run_dir)}
+    if strategy != "multi_worker":
+        return ending
+    with contextlib.suppress(OSError, ValueError):
+        steps = jsonl.read_steps(run_dir / STEPS_FILE)
+        now_s, last = time.perf_counter(), steps[-1] if steps else None
+        mine = last is not None and start_s <= last.time_s <= now_s  # on this process's clock
+        stall = peers.Stall(last.step + 1 if last else 1, now_s - last.time_s if mine else None,
+                            peers.collective_timeout_s(config.runtime.collective_timeout_s))
+        named = peers.stalled_peer_error(str(err), os.environ.get("TF_CONFIG"), stall)
+        if named:
+            ending["error"] = f"{named[0]}; traceback in {run_dir / ERROR_LOG_FILE}"
+            if named[1]:
+                ending["silent_workers"] = named[1]
+    return ending
 
 
 def describe_failure(err: BaseException, run_dir: Path) -> str:

@@ -54,13 +54,15 @@ class StrategyInfo:
     num_hosts: int = 1
 
 
-def make_strategy(name: str, tpu: str | None = None, replicas: int | None = None) -> StrategyInfo:
+def make_strategy(name: str, tpu: str | None = None, replicas: int | None = None,
+                  collective_timeout_s: float | None = None) -> StrategyInfo:
     """Builds the named strategy.
 
     Args:
       name: auto, default, one_device, mirrored, multi_worker or tpu.
       tpu: for tpu: a Cloud TPU name, grpc://host:port, or "local" (TPU VM).
       replicas: for mirrored: how many devices (on a CPU, logical devices).
+      collective_timeout_s: for multi_worker: an all-reduce's bound (None: none but TensorFlow's heartbeats).
 
     Returns:
       A StrategyInfo.
@@ -82,7 +84,7 @@ def make_strategy(name: str, tpu: str | None = None, replicas: int | None = None
         platform = "gpu" if gpus else "cpu"
         return _info(tf.distribute.MirroredStrategy(devices), name, platform, devices)
     if name == "multi_worker":
-        return _multi_worker(gpus)
+        return _multi_worker(gpus, collective_timeout_s)
     if name == "tpu":
         return _tpu_strategy(tpu)
     raise UsageError(f"unknown strategy {name!r}; choose auto, default, one_device, mirrored, multi_worker or tpu")
@@ -151,13 +153,17 @@ def split_cpu(num_devices: int) -> None:
         ) from None
 
 
-def _multi_worker(gpus: list) -> StrategyInfo:
-    """MultiWorkerMirroredStrategy over TF_CONFIG's cluster; replicas count every worker's devices."""
+def _multi_worker(gpus: list, collective_timeout_s: float | None = None) -> StrategyInfo:
+    """MultiWorkerMirroredStrategy over TF_CONFIG's cluster; replicas count every worker's devices.
+
+    ``collective_timeout_s``: each all-reduce raises DeadlineExceededError ("Collective has timed out
+    during execution") past it, naming no worker (bench/cluster/peers.py says which may be at fault).
+    """
     task = cluster_task()  # a missing task or one out of range is one line here, not a hang in TensorFlow
     # NCCL all-reduces between GPUs; CPUs have only the ring (collectives over gRPC).
     implementation = tf.distribute.experimental.CommunicationImplementation
     options = tf.distribute.experimental.CommunicationOptions(
-        implementation=implementation.NCCL if gpus else implementation.RING)
+        implementation=implementation.NCCL if gpus else implementation.RING, timeout_seconds=collective_timeout_s)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     platform = "gpu" if gpus else "cpu"
     # This worker's own devices (device strings); num_replicas_in_sync covers the cluster.

@@ -19,7 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.cluster.tf_config import free_ports, make_tf_config
+from bench.cluster.ports import free_ports
+from bench.cluster.tf_config import make_tf_config
 from resnet_fit import spread
 
 HERE = Path(__file__).resolve().parent
