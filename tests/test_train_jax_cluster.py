@@ -78,3 +78,40 @@ def test_podbench_launch_runs_jax_workers(tmp_path):
     summary = json.loads(run.stdout)
     assert (summary["status"], summary["framework"], summary["num_replicas"]) == ("completed", "jax", 2)
     assert sorted(p.name for p in (Path(out) / "workers").iterdir()) == ["worker-0.log", "worker-1.log"]
+
+
+def test_a_supervisor_sigkilled_while_jax_waits_for_its_cluster_leaves_no_training_process(tmp_path):
+    """Issue 35's orphan under JAX: process 0 (the coordinator) of a cluster whose process 1 never comes,
+    its supervisor SIGKILLed inside jax.distributed.initialize. Its guard ends it at once, frees the
+    coordinator's port and writes the summary."""
+    import os  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from console import ENV, REPO, alive, free_port  # noqa: PLC0415
+    from test_e2e_reliability import child_pids, listening  # noqa: PLC0415
+
+    ports = [free_port(), free_port()]
+    env = {**ENV, "TF_CONFIG": json.dumps({"cluster": {"worker": [f"localhost:{p}" for p in ports]},
+                                           "task": {"type": "worker", "index": 0}})}
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([str(PODBENCH), "run", *SMALL, "--output", str(run_dir)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    deadline = time.monotonic() + 240
+    while not listening(ports[0]):  # the coordinator is up: it waits for process 1
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.2)
+    time.sleep(1)
+    (child,) = child_pids(proc.pid)
+    assert b"bench.train_jax.process" in Path(f"/proc/{child}/cmdline").read_bytes()
+    proc.kill()
+    killed_s = time.monotonic()
+    while alive(child):
+        assert time.monotonic() - killed_s < 60, "the training process outlived its supervisor"
+        time.sleep(0.01)
+    took_s = time.monotonic() - killed_s
+    proc.communicate(timeout=30)
+    assert took_s < 5, took_s
+    assert not listening(ports[0])
+    summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
+    assert (summary["status"], summary["signal"]) == ("interrupted", "SIGTERM"), summary
+    assert os.path.isdir(run_dir)
