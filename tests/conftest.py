@@ -18,15 +18,24 @@ the session.
 """
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import models  # noqa: F401  (sets TF_USE_LEGACY_KERAS=1 before TensorFlow loads)
 
-import pytest
-from console import descendants
+# The JAX engine's runs compile the same small models again and again, each in its own process: XLA's
+# persistent compilation cache, one for the session, lets each shape compile once (a run's compile time
+# is set-up, never measured). Set before console.ENV copies the environment for the tests' children.
+_JAX_CACHE = tempfile.mkdtemp(prefix="podbench-test-jax-cache-")
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _JAX_CACHE)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+
+import pytest  # noqa: E402
+from console import descendants  # noqa: E402
 
 NUM_LOGICAL_CPUS = 2
 # Time for a process that is finishing on its own (a guard writing a summary, a daemon's last write)
@@ -42,6 +51,7 @@ def pytest_configure(config):
 
 def pytest_sessionfinish(session, exitstatus):
     """Fails the session naming any process its tests left behind (and ends them)."""
+    shutil.rmtree(_JAX_CACHE, ignore_errors=True)
     if not sys.platform.startswith("linux"):
         return
     deadline = time.monotonic() + LEFTOVER_GRACE_S
