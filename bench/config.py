@@ -12,17 +12,14 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
+from bench.config_jax import FRAMEWORKS, check_jax_runtime, check_jax_train
 from methodology import schedule
 
 MODELS = ("resnet50_v1.5",)
 DATA_SOURCES = ("synthetic", "imagenet", "tfds")
 REAL_DATA_SOURCES = ("imagenet", "tfds")
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker", "tpu")
-# The engines: TensorFlow (tf.distribute, bench/train/) and JAX (bench/train_jax/).
-FRAMEWORKS = ("tensorflow", "jax")
-# Under JAX every device it sees trains data-parallel; several processes (a Slurm step, `podbench
-# launch`, TF_CONFIG) are one run under multi_worker.
-JAX_STRATEGIES = ("auto", "multi_worker")
+
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 MIN_IMAGE_SIZE = 32  # five stride-2 stages: 32x32 still leaves a 1x1 final map
 # tf-models-official's ResNet depths: below 50 basic blocks (two 3x3 convs, the stride on
@@ -252,21 +249,6 @@ class RuntimeConfig:
                 raise ValueError(f"--collective-timeout applies to --strategy multi_worker, not {self.strategy}")
 
 
-def check_jax_runtime(runtime: RuntimeConfig) -> None:
-    """tf.distribute's settings that mean nothing to JAX: one line each, with what JAX does instead.
-
-    Raises:
-      ValueError: a strategy other than auto or multi_worker, or --tpu.
-    """
-    if runtime.strategy not in JAX_STRATEGIES:
-        raise ValueError(f"--strategy {runtime.strategy} is tf.distribute's: under --framework jax every device JAX "
-                         "sees trains data-parallel (--replicas N for fewer); drop --strategy, or give "
-                         "--strategy multi_worker for a cluster of processes (a Slurm step, podbench launch)")
-    if runtime.tpu is not None:
-        raise ValueError("--tpu names a TPU for TensorFlow's client: JAX on a TPU VM finds its chips itself "
-                         "(and a slice's other hosts through jax.distributed); drop --tpu")
-
-
 @dataclass(frozen=True)
 class MeasureConfig:
     """How the figures are taken, beyond the steps themselves.
@@ -397,19 +379,6 @@ def check_ready(config: RunConfig) -> RunConfig:
             f"({total} {unit}{'s' * (total != 1)}): raise --epochs/--train-steps or lower --warmup-steps"
         )
     return config
-
-
-def check_jax_train(train: TrainConfig) -> None:
-    """Training settings the JAX engine has no meaning for, in one line each.
-
-    Raises:
-      ValueError: --xla/--no-xla (JAX always compiles with XLA) or mixed_float16 (it needs loss scaling).
-    """
-    if train.xla is not None:
-        raise ValueError(f"--{'' if train.xla else 'no-'}xla: JAX always compiles the step with XLA; drop it")
-    if train.precision == "mixed_float16":
-        raise ValueError("--precision mixed_float16 needs loss scaling, which the JAX engine does not do: use "
-                         "mixed_bfloat16 (its GPU and TPU default) or float32")
 
 
 def _lengths_known_without_platform(config: RunConfig) -> tuple[int, int, str] | None:

@@ -57,7 +57,7 @@ RULES = [
     (("models.resnet_flax", "models.xla_flops"), ("tensorflow", "tf_keras", "official", "models.resnet"),
      "the JAX models run where TensorFlow is not installed"),
     (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.config", "bench.config_json",
-      "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
+      "bench.config_jax", "bench.platform_defaults", "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
       "bench.data.tfrecord", "bench.harness"),
      ("bench.train.run", "bench.train.resume", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
       "bench.train.callbacks", "bench.train.evaluation", "bench.train.progress", "bench.train.environment",
@@ -116,7 +116,7 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
 
 LIGHT_MODULES = sorted(n for n in MODULES if in_package(
     n, "methodology", "bench.cli", "bench.results", "bench.cluster", "bench.config", "bench.config_json",
-    "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
+    "bench.config_jax", "bench.platform_defaults", "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
     "bench.data.tfrecord", "bench.harness", "bench.report.summary_text")
     and not n.endswith("__main__"))
 

@@ -16,15 +16,7 @@ from bench.train_jax import recipe
 from bench.train_jax.devices import find_devices
 from methodology import schedule as lr
 from models import resnet_flax
-
-SCHEDULES = {
-    "momentum_90": (lr.reference_schedule("momentum", 1024, 90), 100),
-    "momentum_9": (lr.reference_schedule("momentum", 32, 9), 7),
-    "lars_16384": (lr.reference_schedule("lars", 16384, 90), 78),
-    "lars_32768": (lr.reference_schedule("lars", 32768, 40), 39),
-    # Decays exactly on steps 342, 684 and 912 (test_methodology_schedule.py).
-    "momentum_2_v100_x8": (lr.reference_schedule("momentum", 2496, 2), 513),
-}
+from test_train_recipe import SCHEDULES  # the Keras schedule's cases: both engines, one table
 
 
 @pytest.mark.parametrize("name", SCHEDULES)
