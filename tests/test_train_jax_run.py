@@ -95,6 +95,7 @@ def test_the_flops_counted_from_the_compiled_step_agree_with_the_models(smoke_ru
     assert model["forward_macs_per_image"] == summary["model_flops_per_image"] == 83_431_424
     ratio = model["compiled_flops_per_image"] / summary["training_flops_per_image"]
     assert 0.8 < ratio < 1.1, ratio
+    assert summary["compiled_training_flops_per_image"] == model["compiled_flops_per_image"]
 
 
 def test_runs_with_tensorflow_made_unimportable(tmp_path):

@@ -49,14 +49,20 @@ examples:
   podbench run --data imagenet --data-dir gs://my-bucket/imagenet   # real data (TFRecords)
   podbench run --data imagenet --data-dir DIR --target-accuracy 0.76 --eval-every-epochs 4 --mllog mlperf.log
                                                 # time to 76% top-1, evaluations excluded
+  podbench run --framework jax                  # the same benchmark on JAX: every device it sees
+  podbench run --framework jax --preset smoke   # JAX's smoke test (~20 s on 2 CPU cores)
+
+--framework jax trains the same network and recipe with Flax, optax and orbax, data
+parallel over every device JAX sees; its defaults: bfloat16 on GPUs and TPUs, float32 at
+batch 8 on a CPU (XLA's CPU convolutions do not use bfloat16 units), always XLA.
 """
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "run", help="train ResNet-50 v1.5 and measure steady-state images/sec",
-        description="Train ResNet-50 v1.5 under tf.distribute and measure steady-state "
-                    "throughput, the warm-up epoch excluded. Writes config.json, environment.json, "
+        description="Train ResNet-50 v1.5 under tf.distribute (or JAX: --framework jax) and measure "
+                    "steady-state throughput, the warm-up epoch excluded. Writes config.json, environment.json, "
                     "steps.jsonl, lifecycle.jsonl and summary.json to the run directory.",
         epilog=_EPILOG.format(presets=", ".join(presets.PRESETS)),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -196,7 +196,8 @@ def _flops(record: RunRecord, images_per_sec: float | None) -> dict:
     An MFU above 100% is not reported as a figure: ``mfu_problems`` says why it cannot be one.
     """
     model = last_event(record.lifecycle, jsonl.MODEL)
-    out = {"model_flops_per_image": None, "training_flops_per_image": None, "mfu": None,
+    out = {"model_flops_per_image": None, "training_flops_per_image": None,
+           "compiled_training_flops_per_image": None, "mfu": None,
            "peak_flops_per_sec": None, "peak_basis": None, "peak_source": None, "peak_kind": None,
            "mfu_measured": None, "measured_peak_flops_per_sec": None, "measured_peak_basis": None,
            "mfu_problems": []}
@@ -206,7 +207,8 @@ def _flops(record: RunRecord, images_per_sec: float | None) -> dict:
     train_flops = mfu.training_flops_per_image(macs)
     # Forward multiply-adds per image: the convention of the published
     # "3.8 GFLOPs" (v1) and torchvision's "GFLOPS 4.09" (v1.5).
-    out.update(model_flops_per_image=macs, training_flops_per_image=train_flops)
+    out.update(model_flops_per_image=macs, training_flops_per_image=train_flops,
+               compiled_training_flops_per_image=model.get("compiled_flops_per_image"))
     measured = record.environment.get("measured_peak")
     measured_total = measured["flops_per_sec"] * measured["count"] if measured else None
     if measured:

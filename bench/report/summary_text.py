@@ -146,6 +146,14 @@ def _restart_rows(s: Summary) -> list[tuple[str, str]]:
     return rows + ([("data position", s.data_position)] if s.data_position else [])
 
 
+def _compiled_flops(s: Summary) -> str:
+    """What XLA counted in the compiled training step, against the 3 x 2 x multiply-adds MFU uses (JAX runs)."""
+    if not (s.compiled_training_flops_per_image and s.training_flops_per_image):
+        return ""
+    return (f"; XLA counts {s.compiled_training_flops_per_image / s.training_flops_per_image:.3f}x the "
+            f"{s.training_flops_per_image / 1e9:.2f} G training FLOPs MFU uses")
+
+
 def format_summary(s: Summary, earlier: Sequence[Summary] = ()) -> str:
     """The end-of-run table a person reads (pure).
 
@@ -170,7 +178,7 @@ def format_summary(s: Summary, earlier: Sequence[Summary] = ()) -> str:
         *_history_rows(s, earlier),
         *_input_rows(s),
         *_spread_rows(s),
-        ("model", f"{_num(macs and macs / 1e9, '.2f')} G multiply-adds/image forward"),
+        ("model", f"{_num(macs and macs / 1e9, '.2f')} G multiply-adds/image forward{_compiled_flops(s)}"),
         *_mfu_rows(s),
         *_restart_rows(s),
         *_accuracy_rows(s),

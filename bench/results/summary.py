@@ -52,6 +52,8 @@ class Summary:
       skipped_records: records --skip-corrupt dropped.
       input_images_per_sec: the input pipeline alone, one host; input_bound: training ran at >= 80% of it.
       model_flops_per_image: forward multiply-adds per image; training_flops_per_image: 3 x 2 x that.
+      compiled_training_flops_per_image: XLA's own count of the compiled training step, an image's share
+        (JAX runs: a check of the convention above, which every MFU uses).
       mfu, peak_flops_per_sec, peak_basis, peak_source, peak_kind: utilization of the devices' datasheet
         peak ("datasheet"), a CPU's nominal one ("nominal") or --peak-tflops ("given"), and that peak
         (all the devices together).
@@ -107,6 +109,7 @@ class Summary:
     input_bound: bool | None = None
     model_flops_per_image: int | None = None
     training_flops_per_image: int | None = None
+    compiled_training_flops_per_image: float | None = None
     mfu: float | None = None
     peak_flops_per_sec: float | None = None
     peak_basis: str | None = None

@@ -44,14 +44,32 @@ from bench.train_jax import loop
 from bench.train_jax.run import build, prepare
 
 
+def _config(batch: int, image_size: int, depth: int, precision: str | None, steps_per_execution: int | None):
+    train = dict(per_replica_batch_size=batch, train_steps=10**6, warmup_steps=0, precision=precision,
+                 steps_per_execution=steps_per_execution)
+    return cfg.replace(cfg.RunConfig(), runtime=dict(framework="jax"), model=dict(image_size=image_size, depth=depth),
+                       data=dict(steps_per_epoch=10**6), train=train)
+
+
+def compiled_step(batch: int, image_size: int = 224, depth: int = 50, precision: str | None = None):
+    """(the compiled train step, its state, a synthetic batch's images and labels), as `podbench run
+    --framework jax` builds them, run once (not measured): for benchmarks that time the step alone."""
+    config = _config(batch, image_size, depth, precision, None)
+    setup = prepare(config)
+    run_dir = prepare_run_dir(tempfile.mkdtemp(prefix="podbench-jax-step-"), "step")
+    with RunFiles(run_dir, "step", config, setup.plan) as files:
+        built = build(config, setup, files, 0, lambda line: None)
+        files.end("completed")
+    images, labels = next(built.steps.batches)
+    state, loss = built.steps.train(built.state, images, labels)
+    jax.block_until_ready(loss)
+    return built.steps.train, state, images, labels
+
+
 def measure(batch: int, steps: int, rounds: int, image_size: int = 224, depth: int = 50,
             precision: str | None = None, steps_per_execution: int | None = None, say=print) -> dict:
     """ABBA rounds of the bare loop and the harness's; returns the raw times and the ratios."""
-    train = dict(per_replica_batch_size=batch, train_steps=10**6, warmup_steps=0, precision=precision,
-                 steps_per_execution=steps_per_execution)
-    config = cfg.replace(cfg.RunConfig(), runtime=dict(framework="jax"), model=dict(image_size=image_size,
-                                                                                     depth=depth),
-                         data=dict(steps_per_epoch=10**6), train=train)
+    config = _config(batch, image_size, depth, precision, steps_per_execution)
     setup = prepare(config)
     plan = setup.plan
     if steps % plan.steps_per_execution:
