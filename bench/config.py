@@ -12,7 +12,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from bench.config_jax import FRAMEWORKS, check_jax_runtime, check_jax_train
+from bench.config_jax import FRAMEWORKS, check_jax_checkpoint, check_jax_runtime, check_jax_train
 from methodology import schedule
 
 MODELS = ("resnet50_v1.5",)
@@ -366,6 +366,7 @@ def check_ready(config: RunConfig) -> RunConfig:
         raise ValueError("--strategy tpu needs --tpu NAME, grpc://HOST:PORT or local (on a TPU VM)")
     if config.runtime.framework == "jax":
         check_jax_train(config.train)
+        check_jax_checkpoint(config.checkpoint)
     elif config.runtime.strategy == "multi_worker" and config.train.xla:
         raise ValueError(MULTI_WORKER_XLA)
     if config.train.evaluates and not config.data.real:

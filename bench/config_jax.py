@@ -20,9 +20,26 @@ def check_jax_runtime(runtime) -> None:
         raise ValueError(f"--strategy {runtime.strategy} is tf.distribute's: under --framework jax every device JAX "
                          "sees trains data-parallel (--replicas N for fewer); drop --strategy, or give "
                          "--strategy multi_worker for a cluster of processes (a Slurm step, podbench launch)")
+    if getattr(runtime, "collective_timeout_s", None) is not None:
+        raise ValueError("--collective-timeout bounds a tf.distribute all-reduce; JAX's collectives have none to "
+                         "set (a peer that stops answering fails the run through jax.distributed's heartbeats): "
+                         "drop it")
     if runtime.tpu is not None:
         raise ValueError("--tpu names a TPU for TensorFlow's client: JAX on a TPU VM finds its chips itself "
                          "(and a slice's other hosts through jax.distributed); drop --tpu")
+
+
+def check_jax_checkpoint(checkpoint) -> None:
+    """The JAX engine's checkpoints go to a file system (local, or shared for a multi-host resume).
+
+    Raises:
+      ValueError: a gs:// --checkpoint-dir (the engine lists and rotates its checkpoints with the file
+        system's calls; a bucket would be found empty on resume).
+    """
+    if checkpoint.dir and "://" in checkpoint.dir:
+        raise ValueError(f"--checkpoint-dir {checkpoint.dir}: the JAX engine writes checkpoints to a file system "
+                         "(a shared one, such as a Filestore or NFS mount, for a multi-host resume), not to a "
+                         "bucket; give a directory, or leave it out (RUN_DIR/checkpoints)")
 
 
 def check_jax_train(train) -> None:

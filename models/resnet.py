@@ -1,5 +1,8 @@
 """ResNet-50 v1.5 from tf-models-official, for any input size >= 32x32.
 
+The last batch norm's γ of every residual block starts at zero (``zero_last_gammas``), as the
+reference's did and the Flax definition's does (models/resnet_flax.py).
+
 v1.5 puts the stride of each down-sampling bottleneck on its 3x3 conv, not on
 the first 1x1 as v1 does: same parameter count, about 6% more multiply-adds
 (4.09 vs 3.86 G at 224x224) and about 0.5% more top-1. tf-models-official's
@@ -17,6 +20,7 @@ import models  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 import tf_keras
 from official.vision.modeling.backbones import resnet as tfm_resnet
+from official.vision.modeling.layers import nn_blocks
 
 RESNET50_DEPTH = 50
 # Batch norm as the reference trained it (tensorflow/tpu models/official/resnet/resnet_model.py:
@@ -94,6 +98,7 @@ def build_resnet50(
         norm_epsilon=BATCH_NORM_EPSILON,
     )
     endpoints = backbone(images)
+    zero_last_gammas(backbone)
     features = endpoints[max(endpoints, key=int)]  # the last stage ("5")
     pooled = tf_keras.layers.GlobalAveragePooling2D(name="avg_pool")(features)
     logits = tf_keras.layers.Dense(
@@ -106,6 +111,20 @@ def build_resnet50(
     # and its softmax must see float32 (as the reference's final layers do).
     outputs = tf_keras.layers.Activation("linear", dtype="float32", name="logits_float32")(logits)
     return tf_keras.Model(inputs, outputs, name="resnet50_v1_5" if depth == RESNET50_DEPTH else f"resnet{depth}")
+
+
+def zero_last_gammas(backbone) -> int:
+    """Starts the last batch norm's γ of every residual block at zero: each block then starts as the
+    identity, as the reference initialised it (tensorflow/tpu resnet_model.py: ``init_zero`` on the
+    block's last batch norm) and as the Flax model does (models/resnet_flax.py). tf-models-official's
+    blocks take no γ initialiser, so the γ is set once the block exists. Returns the blocks changed.
+    """
+    blocks = [layer for layer in backbone.layers
+              if isinstance(layer, (nn_blocks.BottleneckBlock, nn_blocks.ResidualBlock))]
+    for block in blocks:
+        last = block._norm3 if isinstance(block, nn_blocks.BottleneckBlock) else block._norm2  # noqa: SLF001
+        last.gamma.assign(tf.zeros_like(last.gamma))
+    return len(blocks)
 
 
 def forward_macs_per_image(model: tf_keras.Model) -> int:

@@ -7,10 +7,9 @@ report the same parameters (25,557,032 + 53,120 moving statistics for ResNet-50 
 classes) and multiply-adds (4,089,184,256 at 224x224). tests/test_models_resnet_flax.py
 pins both, and copies Keras weights into this model to check it computes the same logits.
 
-Two deliberate differences from the Keras model:
-  * The last BatchNorm γ of every residual block starts at zero (the reference's
-    ``init_zero``, MLPerf's and flax's examples' habit): each block starts as the identity.
-    tfm's blocks start it at one.
+The last BatchNorm γ of every residual block starts at zero in both (the reference's
+``init_zero``, MLPerf's and flax's examples' habit: each block starts as the identity;
+models/resnet.py sets it on tfm's blocks, which start it at one). One difference remains:
   * The moving variance is updated with the batch's biased variance (flax), where Keras'
     fused batch norm uses the unbiased one: a factor n/(n-1), n = batch x height x width
     per replica (1.0006 at ResNet-50's smallest, 7x7 at a per-device batch of 32).

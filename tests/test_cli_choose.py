@@ -103,6 +103,15 @@ def test_a_jax_run_is_a_candidate_of_its_own_priced_from_what_it_recorded(capsys
     assert by_engine[False]["usd_per_hour"] == by_engine[True]["usd_per_hour"]
 
 
+def test_runs_from_before_the_engine_was_recorded_are_tensorflows(capsys, tmp_path):
+    kind = "NVIDIA H100 80GB HBM3"
+    old = write_run(tmp_path, "old", platform="gpu", device_kind=kind, replicas=1)
+    rewrite_summary(old, framework=None, framework_version=None)  # summary.json as podbench wrote it before
+    new = write_run(tmp_path, "new", platform="gpu", device_kind=kind, replicas=1)
+    rows = choose_json(capsys, str(old), str(new))
+    assert len(rows) == 1 and rows[0]["name"] == "2 runs: old, new"
+
+
 def test_an_anchor_by_name_at_its_own_size(capsys):
     r = choose_json(capsys, "mlperf-v0.7-tpu-v4-16")[0]
     assert r["rate_from"] == "published" and r["images_per_sec"] == {"low": 27822.0, "high": 27822.0}

@@ -10,6 +10,9 @@ from bench import config as cfg
     pytest.param("runtime", dict(tpu="local"), "--tpu names a TPU for TensorFlow's client", id="tpu"),
     pytest.param("train", dict(xla=False), "--no-xla: JAX always compiles the step with XLA", id="no_xla"),
     pytest.param("train", dict(precision="mixed_float16"), "needs loss scaling", id="float16"),
+    pytest.param("runtime", dict(strategy="multi_worker", collective_timeout_s=30.0),
+                 "--collective-timeout bounds a tf.distribute all-reduce", id="collective_timeout"),
+    pytest.param("checkpoint", dict(dir="gs://bucket/ckpt"), "writes checkpoints to a file system", id="gs"),
 ])
 def test_what_jax_cannot_mean_is_refused(part, fields, fragment):
     parts = {"runtime": {"framework": "jax"}}

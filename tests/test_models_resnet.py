@@ -150,6 +150,17 @@ def test_batch_norm_is_the_references(models_by_size):
     assert {(n.momentum, n.epsilon) for n in norms} == {(REFERENCE_BN_MOMENTUM, REFERENCE_BN_EPSILON)}
 
 
+def test_the_last_gamma_of_every_block_starts_at_zero(models_by_size):
+    """As the reference's init_zero, and the Flax model's: 16 bottlenecks, each starting as the identity."""
+    model = next(iter(models_by_size.values()))
+    gammas = [v for v in model.weights if v.name.endswith("gamma:0")]
+    zero = [v for v in gammas if not np.any(v.numpy())]
+    zero_names = {v.name for v in zero}
+    assert len(zero) == 16 and all(np.all(v.numpy() == 1) for v in gammas if v.name not in zero_names)
+    # each zero γ is a block's last batch norm: the one after its third (1x1, widening) conv
+    assert all(v.shape[0] in (256, 512, 1024, 2048) for v in zero)
+
+
 def test_bfloat16_input_for_a_tpus_infeed():
     """A TPU is fed bfloat16 (half of float32's bytes): the model takes it as it comes, same graph."""
     tf_keras.mixed_precision.set_global_policy("mixed_bfloat16")

@@ -83,16 +83,20 @@ def hooks_for(tmp_path, plan, request=None, checkpointer=None, every_s=None, tar
                       events, block_end, evaluations, ml), lifecycle, writer
 
 
-def test_every_block_is_recorded_once_its_loss_is_on_the_host(tmp_path):
+def test_every_block_is_recorded_once_its_loss_is_on_the_host(tmp_path, monkeypatch):
+    """The clock is read after the block's losses are copied to the host (JAX's wait for the devices),
+    never at dispatch: a host copy stands between a block's last step and its record."""
     plan, log = plan_of(), []
     recorder = Recorder(log)
+    copy = loop.jax.device_get
+    monkeypatch.setattr(loop.jax, "device_get", lambda values: (log.append("host copy"), copy(values))[1])
     hooks, lifecycle, writer = hooks_for(tmp_path, plan, log=log)
     state = loop.fit(0, loop.Steps(recorder.train, itertools.repeat((None, None))), plan, hooks, 0)
     lifecycle.close()
     writer.close()
     assert state == 8
-    assert log == ["record 0"] + ["step", "step", "record 2", "step", "step", "record 4",
-                                  "step", "step", "record 6", "step", "step", "record 8"]
+    block = ["step", "step", "host copy"]
+    assert log == ["record 0", *block, "record 2", *block, "record 4", *block, "record 6", *block, "record 8"]
     losses = read_event_log(str(tmp_path / "events"), [LOSS_TAG]).scalars[LOSS_TAG]
     # each block's mean loss at its last step: steps 1-2 had losses 2.0 and 1.9
     assert [(e.step, round(e.value, 4)) for e in losses] == [(2, 1.95), (4, 1.75), (6, 1.55), (8, 1.35)]

@@ -23,7 +23,7 @@ from bench.cli.cost import IMAGES_PER_SEC
 from bench.cluster.sweep import SWEEP_JSON
 from bench.errors import UsageError
 from bench.results import rundir
-from bench.results.summary import Summary, read_summary
+from bench.results.summary import DEFAULT_FRAMEWORK, Summary, read_summary
 from methodology import all_reduce, choice, hardware, interconnect, prices, projection, published, validation
 from methodology import time_to_target as ttt
 from methodology.choice import Choice, Span
@@ -72,7 +72,9 @@ def resolve_all(candidates: list[str], settings: Settings) -> list[Choice]:
                     print(f"note: {run} is named twice; counted once", file=sys.stderr)
                     continue
                 seen.add(checks.dir_key(run))
-                key = tuple(getattr(summary, k) for k in _RUN_KEY)
+                # Runs written before the engine was recorded are TensorFlow's.
+                key = tuple((summary.framework or DEFAULT_FRAMEWORK) if k == "framework" else getattr(summary, k)
+                            for k in _RUN_KEY)
                 if key not in groups:
                     order.append(key)
                 groups.setdefault(key, []).append((run, summary))

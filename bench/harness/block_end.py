@@ -60,7 +60,7 @@ def check_same_step(agree, step: int, directory: str) -> None:
     if workers * squares != total * total:
         raise UsageError(f"the {workers} workers restored different steps (this one {step} from {directory}; "
                          f"their mean {total / workers:g}): every worker must read the chief's checkpoints, from a "
-                         "shared file system or gs:// (--checkpoint-dir)")
+                         "shared file system (or, under TensorFlow, gs://) (--checkpoint-dir)")
 
 
 class BlockEnd:

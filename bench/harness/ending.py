@@ -54,9 +54,9 @@ def end_run(run_dir: str | Path, run_id: str, by: str, **end) -> Summary:
     return summary
 
 
-def interrupted_early(run_dir: str | Path, run_id: str, signal_name: str) -> Summary:
+def interrupted_early(run_dir: str | Path, run_id: str, signal_name: str, framework: str | None = None) -> Summary:
     """A stop signal before the run had anything to measure (the framework loading, the strategy's
-    creation): the directory says how it ended. Writes and returns the summary."""
-    summary = Summary(run_id, "interrupted", signal=signal_name, results_dir=str(run_dir))
+    creation): the directory says how it ended (and, where known, which engine). Writes and returns it."""
+    summary = Summary(run_id, "interrupted", signal=signal_name, framework=framework, results_dir=str(run_dir))
     write_summary(run_dir, summary)
     return summary

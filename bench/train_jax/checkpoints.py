@@ -12,7 +12,8 @@ The state is the same on every replica (bench/train_jax/recipe.py averages it), 
 one copy is written, by the run's first process, from its own devices; other
 processes write nothing. Every process restores the same checkpoint (a
 multi-host resume needs the directory where every host sees it: a shared file
-system or gs://).
+system). The directory is a file system's: it is listed and rotated with the file
+system's own calls, so a bucket is refused before the run (bench/config_jax.py).
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def _orbax(process: int):
 
 
 class Checkpointer:
-    """Writes and reads a run's checkpoints under ``directory`` (local, or gs:// through orbax).
+    """Writes and reads a run's checkpoints under ``directory`` (a file system's).
 
     Args:
       directory: where the run's checkpoints go.

@@ -30,11 +30,17 @@ NO_TENSORFLOW = ("--data {source} reads TFRecords through TensorFlow's tf.data, 
 
 
 def _tf_pipeline(source: str):
-    """bench/data/pipeline.py, or one line saying why real data cannot be read here."""
+    """bench/data/pipeline.py, or one line saying why real data cannot be read here.
+
+    TensorFlow only reads the data in this process: it is kept off the GPUs, whose memory is JAX's
+    (a TensorFlow that sees CUDA would claim its own share of it).
+    """
     try:
         from bench.data import pipeline  # noqa: PLC0415 (TensorFlow loads here, for real data only)
+        import tensorflow as tf  # noqa: PLC0415
     except ImportError:
         raise UsageError(NO_TENSORFLOW.format(source=source)) from None
+    tf.config.set_visible_devices([], "GPU")
     return pipeline
 
 

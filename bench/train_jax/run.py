@@ -32,6 +32,7 @@ from bench.data.spec import MEAN_RGB, STDDEV_RGB, DataCounts
 from bench.errors import UsageError
 from bench.harness import host, outcome
 from bench.harness.block_end import BlockEnd, check_same_step
+from bench.harness.ending import interrupted_early
 from bench.harness.evaluation import Evaluations
 from bench.harness.events import TrainingEvents
 from bench.harness.mlperf import MLPerfSegment
@@ -39,13 +40,13 @@ from bench.harness.outcome import Outcome, outcome_of, signals_deferred
 from bench.harness.progress import Progress
 from bench.harness.segment import check_same_plan, mllog_path, start_segment
 from bench.harness.steps import StepClock
-from bench.harness.stopping import StopRequest, exit_code, graceful, handling_stop_signals
+from bench.harness.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
 from bench.harness.summary import build_summary
 from bench.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
 from bench.results.rundir import CHECKPOINTS_DIR
 from bench.results.runfiles import RunFiles, read_run
-from bench.results.summary import Summary, configuration_of, write_summary
+from bench.results.summary import configuration_of, write_summary
 from bench.train_jax import data, devices, environment, loop, peak, recipe
 from bench.train_jax.checkpoints import Checkpointer
 from bench.train_jax.devices import DeviceInfo
@@ -63,7 +64,7 @@ class Setup:
     plan: ResolvedRun
 
 
-def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
+def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopRequest | None = None) -> Setup:
     """The cluster (under multi_worker), the devices, what the data holds, then the one complete plan.
 
     Raises:
@@ -72,6 +73,10 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
     """
     rt = config.runtime
     devices.join(rt.strategy, rt.peer_timeout_s)
+    if request is not None:
+        # jax.distributed's preemption service installs a C++ SIGTERM handler over Python's (a SIGTERM
+        # is then only logged, "SIGTERM caught"): take SIGTERM back, or no stop notice reaches the loop.
+        reclaim(request)
     info = devices.find_devices(rt.strategy, rt.replicas)
     try:
         splits = ("train", "validation") if config.train.evaluates else ("train",)
@@ -97,15 +102,13 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
     with handling_stop_signals(request):
         start_s = time.perf_counter()
         try:
-            setup = prepare(config, run_dir if resume else None)
+            setup = prepare(config, run_dir if resume else None, request)
         except UsageError:
             with contextlib.suppress(OSError):  # only if empty: --output may hold the user's files
                 run_dir.rmdir()
             raise
         except KeyboardInterrupt as err:  # nothing measured yet, but the directory says how it ended
-            summary = Summary(run_id, "interrupted", signal=getattr(err, "signal_name", "SIGINT"),
-                              framework="jax", results_dir=str(run_dir))
-            write_summary(run_dir, summary)
+            summary = interrupted_early(run_dir, run_id, getattr(err, "signal_name", "SIGINT"), framework="jax")
             return Outcome(summary, run_dir, exit_code(summary.signal))
         plan, info = setup.plan, setup.info
         say(f"{'resuming' if resume else 'building'} ResNet-{config.model.depth}"
@@ -227,8 +230,12 @@ def _initial_state(model, tx, image_size: int, plan: ResolvedRun, info: DeviceIn
 
 
 def _flops_per_image(compiled, plan: ResolvedRun) -> float | None:
-    """Training FLOPs an image as XLA counts the compiled step (a replica's program, its own batch)."""
-    flops = xla_flops.flops_from_cost_analysis(compiled.cost_analysis())
+    """Training FLOPs an image as XLA counts the compiled step (a replica's program, its own batch); None
+    where the backend counts none (a cross-check, never a reason for the run to fail)."""
+    try:
+        flops = xla_flops.flops_from_cost_analysis(compiled.cost_analysis())
+    except (NotImplementedError, RuntimeError, ValueError):  # XLA's own errors are RuntimeErrors
+        return None
     return None if not flops else flops / plan.per_replica_batch_size
 
 

@@ -44,11 +44,14 @@ from bench.train_jax import loop
 from bench.train_jax.run import build, prepare
 
 
-def _config(batch: int, image_size: int, depth: int, precision: str | None, steps_per_execution: int | None):
-    train = dict(per_replica_batch_size=batch, train_steps=10**6, warmup_steps=0, precision=precision,
+def _config(batch: int, image_size: int, depth: int, precision: str | None, steps_per_execution: int | None,
+            steps_per_epoch: int = 10**6, train_steps: int = 10**6):
+    """The run's config. ``steps_per_epoch`` and ``train_steps`` set the learning-rate schedule, which is
+    compiled into the step: the device check passes its runs' own, so XLA's cache holds this compilation."""
+    train = dict(per_replica_batch_size=batch, train_steps=train_steps, warmup_steps=0, precision=precision,
                  steps_per_execution=steps_per_execution)
     return cfg.replace(cfg.RunConfig(), runtime=dict(framework="jax"), model=dict(image_size=image_size, depth=depth),
-                       data=dict(steps_per_epoch=10**6), train=train)
+                       data=dict(steps_per_epoch=steps_per_epoch), train=train)
 
 
 def compiled_step(batch: int, image_size: int = 224, depth: int = 50, precision: str | None = None):
@@ -67,9 +70,10 @@ def compiled_step(batch: int, image_size: int = 224, depth: int = 50, precision:
 
 
 def measure(batch: int, steps: int, rounds: int, image_size: int = 224, depth: int = 50,
-            precision: str | None = None, steps_per_execution: int | None = None, say=print) -> dict:
+            precision: str | None = None, steps_per_execution: int | None = None, say=print,
+            steps_per_epoch: int = 10**6, train_steps: int = 10**6) -> dict:
     """ABBA rounds of the bare loop and the harness's; returns the raw times and the ratios."""
-    config = _config(batch, image_size, depth, precision, steps_per_execution)
+    config = _config(batch, image_size, depth, precision, steps_per_execution, steps_per_epoch, train_steps)
     setup = prepare(config)
     plan = setup.plan
     if steps % plan.steps_per_execution:
@@ -136,10 +140,13 @@ def main(argv=None) -> int:
     p.add_argument("--depth", type=int, default=50)
     p.add_argument("--precision", default=None)
     p.add_argument("--steps-per-execution", type=int, default=None)
+    p.add_argument("--steps-per-epoch", type=int, default=10**6, help="the schedule's (as the runs beside it)")
+    p.add_argument("--train-steps", type=int, default=10**6, help="the schedule's (as the runs beside it)")
     p.add_argument("--out", help="write the report here as JSON")
     args = p.parse_args(argv)
     report = measure(args.batch_size, args.steps, args.rounds, args.image_size, args.depth, args.precision,
-                     args.steps_per_execution, say=lambda line: print(line, file=sys.stderr, flush=True))
+                     args.steps_per_execution, say=lambda line: print(line, file=sys.stderr, flush=True),
+                     steps_per_epoch=args.steps_per_epoch, train_steps=args.train_steps)
     text = json.dumps(report, indent=2)
     if args.out:
         Path(args.out).write_text(text + "\n", encoding="utf-8")
