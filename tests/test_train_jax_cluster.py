@@ -115,3 +115,42 @@ def test_a_supervisor_sigkilled_while_jax_waits_for_its_cluster_leaves_no_traini
     summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
     assert (summary["status"], summary["signal"]) == ("interrupted", "SIGTERM"), summary
     assert os.path.isdir(run_dir)
+
+
+def test_sigterm_stops_every_jax_process_at_one_step_and_the_run_resumes_there(tmp_path):
+    """The launcher's SIGTERM reaches both JAX processes (jax.distributed's preemption service would take
+    it: bench/train_jax/run.py takes it back); they agree on the step, the first process writes the last
+    checkpoint, every process exits 143; `launch -- run --resume` restores it on both and ends at the plan."""
+    import signal  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from console import ENV, REPO  # noqa: PLC0415
+    from bench.results import jsonl  # noqa: PLC0415
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen([str(PODBENCH), "launch", "--workers", "2", "--", "run", *SMALL, "--steps-per-epoch", "4",
+                             "--train-steps", "40", "--output", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
+    steps = out / rundir.STEPS_FILE
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while not (steps.exists() and len(steps.read_text().splitlines()) >= 6):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 143, stderr[-3000:]
+    stopped = json.loads((out / rundir.SUMMARY_FILE).read_text())
+    assert (stopped["status"], stopped["signal"], stopped["framework"]) == ("interrupted", "SIGTERM", "jax")
+    checkpoint = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "checkpoint"]
+    assert checkpoint and checkpoint[-1]["step"] == stopped["steps_completed"] < 40
+    assert (out / "checkpoints" / f"ckpt-{stopped['steps_completed']}").is_dir()
+
+    resumed = podbench("launch", "--workers", "2", "--", "run", "--resume", out, "--train-steps", "40",
+                       timeout=RUN_TIMEOUT_S)
+    assert resumed.returncode == 2 and "--train-steps would change the benchmark" in resumed.stderr
+    resumed = podbench("launch", "--workers", "2", "--", "run", "--resume", out, "--json", timeout=RUN_TIMEOUT_S)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    summary = json.loads(resumed.stdout)
+    assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", 40, 1)
+    restores = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "restore"]
+    assert restores[-1]["step"] == stopped["steps_completed"]

@@ -50,6 +50,7 @@ writes a last checkpoint if the grace period allows, and summarizes (exit 130/14
 examples:
   podbench launch --workers 2 -- run --preset smoke
   podbench launch --workers 2 --max-restarts 3 -- run --checkpoint-every 10
+  podbench launch --workers 2 -- run --resume results/runs/<run_id>   # continue a stopped launch
   podbench launch --workers 3 --timeout 600 -- run --image-size 64 --batch-size 4 --output /tmp/mw
 """
 
@@ -75,11 +76,16 @@ def register(sub) -> None:
 def checked_run_command(command: list[str]) -> tuple[list[str], cfg.RunConfig]:
     """The `run ...` command after `--`, with `--strategy multi_worker` added, and its config.
 
+    `run --resume RUN_DIR` continues a stopped multi-worker run with its own config.json: it
+    gets no `--strategy` (a resumed run refuses flags that would change it), and each worker
+    checks the rest as `podbench run --resume` does.
+
     Raises:
-      UsageError: nothing after `--`, not a run command, another strategy, or a bad run flag.
+      UsageError: nothing after `--`, not a run command, another strategy, a bad run flag, or a
+        resumed run that was not a multi-worker one.
     """
     from bench import cli  # noqa: PLC0415 (bench.cli imports this module)
-    from bench.cli.run_flags import config_from_args  # noqa: PLC0415
+    from bench.cli.run_flags import config_from_args, load_config  # noqa: PLC0415
 
     command = command[1:] if command[:1] == ["--"] else command
     if not command:
@@ -89,6 +95,12 @@ def checked_run_command(command: list[str]) -> tuple[list[str], cfg.RunConfig]:
         raise UsageError(f"podbench launch starts `podbench run` workers, not {command[0]!r}: "
                          "write `-- run FLAGS...`")
     parsed = cli.build_parser().parse_args(command)
+    if parsed.resume is not None:
+        config = load_config(parsed.resume)
+        if config.runtime.strategy != "multi_worker":
+            raise UsageError(f"{parsed.resume} is a {config.runtime.strategy} run, not a multi-worker one: resume it "
+                             f"with podbench run --resume {parsed.resume}")
+        return command, dataclasses.replace(config, output=dataclasses.replace(config.output, dir=parsed.resume))
     if parsed.strategy not in (None, "multi_worker"):
         raise UsageError(f"podbench launch runs --strategy multi_worker, not {parsed.strategy}: "
                          "drop --strategy from the run command")
@@ -157,12 +169,12 @@ def handle(args: argparse.Namespace) -> int:
     # Without a share each, every worker would build its strategy over every GPU of the host.
     gpu_ids = gpus.visible_gpus(os.environ, gpus.driver_gpus())
     split = (gpu_ids, gpus.split_gpus(gpu_ids, args.workers))
-    run_id = rundir.new_run_id()
-    run_dir = rundir.prepare_run_dir(config.output.dir, run_id)
+    run_id, run_dir = _run_of(command, config)
     log_dir = run_dir / WORKERS_DIR
     log_dir.mkdir(exist_ok=True)
     for attempt in range(args.max_restarts + 1):
         resuming = attempt > 0 and (run_dir / rundir.CONFIG_FILE).is_file()  # else it had not started: start over
+        resuming = resuming and not _resumes(command)  # a resume command resumes again as it is
         outcome, specs = _launch_once(args, resume_command(command, run_dir) if resuming else command,
                                       run_id, run_dir, attempt, split)
         outcome = named_by_the_chief(run_dir, outcome, specs)
@@ -175,6 +187,19 @@ def handle(args: argparse.Namespace) -> int:
     if outcome.error:
         _show_failure(outcome, specs)
     return outcome.exit_code
+
+
+def _resumes(command: list[str]) -> bool:
+    return any(a == "--resume" or a.startswith("--resume=") for a in command)
+
+
+def _run_of(command: list[str], config: cfg.RunConfig) -> tuple[str, Path]:
+    """(run id, run directory): a new run's, or, for `run --resume RUN_DIR`, that run's own."""
+    if _resumes(command):
+        run_dir = Path(config.output.dir)
+        return str(rundir.read_json(run_dir / rundir.CONFIG_FILE)["run_id"]), run_dir
+    run_id = rundir.new_run_id()
+    return run_id, rundir.prepare_run_dir(config.output.dir, run_id)
 
 
 def _launch_once(args: argparse.Namespace, command: list[str], run_id: str, run_dir: Path, attempt: int,
