@@ -66,10 +66,13 @@ PLATFORM_DEFAULTS = {
 CPU_BF16_DEFAULTS = PlatformDefaults(32, "mixed_bfloat16", False, 1, 4, 4, 1)
 # The JAX engine (bench/train_jax/) always compiles with XLA. On a GPU it trains in bfloat16
 # (float16 would need loss scaling, which it does not do): the batches and blocks are the
-# TensorFlow GPU's. A TPU's are the TensorFlow TPU's. On a CPU, float32 at batch 8 even where
-# the CPU has bfloat16 units: XLA's CPU convolutions do not use them (on a 2-vCPU Xeon with
-# AMX, ResNet-50 at 224x224 trained 1.2 img/s in float32 against 0.4 in bfloat16 at batch 8,
-# and no faster at 16: tests/perf/test_platform_defaults.py measures it side by side).
+# TensorFlow GPU's. A TPU's are the TensorFlow TPU's. On a CPU, batch 8: on a 2-vCPU Xeon with
+# AMX, ResNet-50 at 224x224, two side-by-side runs of tests/perf/test_jax_platform_defaults.py
+# (3 and 4 rounds, Nov 26 2026) put bfloat16 at batch 8 first, 1.07x [0.97, 1.09] and 1.11x
+# [0.98, 1.16] float32 at batch 8 (about 2.2 img/s), ahead but not resolved at 95%; batch 16 was no
+# faster in either precision (float32: 0.92x and 1.00x). So bfloat16 where the CPU has bfloat16
+# units, as the TensorFlow engine's CPU default; float32 where it has none.
+JAX_CPU_BF16_DEFAULTS = PlatformDefaults(8, "mixed_bfloat16", True, 1, 4, 4, 1)
 JAX_PLATFORM_DEFAULTS = {
     "cpu": PlatformDefaults(8, "float32", True, 1, 4, 4, 1),
     "gpu": PlatformDefaults(256, "mixed_bfloat16", True, 25, 200, 3, 50, float32_batch_size=128),
@@ -83,7 +86,7 @@ def platform_defaults(platform: str, native_bf16: bool = False, framework: str =
     cfg.choice("platform", platform, PLATFORMS)
     cfg.choice("framework", framework, cfg.FRAMEWORKS)
     if framework == "jax":
-        return JAX_PLATFORM_DEFAULTS[platform]
+        return JAX_CPU_BF16_DEFAULTS if platform == "cpu" and native_bf16 else JAX_PLATFORM_DEFAULTS[platform]
     return CPU_BF16_DEFAULTS if platform == "cpu" and native_bf16 else PLATFORM_DEFAULTS[platform]
 
 

@@ -53,8 +53,8 @@ examples:
   podbench run --framework jax --preset smoke   # JAX's smoke test (~20 s on 2 CPU cores)
 
 --framework jax trains the same network and recipe with Flax, optax and orbax, data
-parallel over every device JAX sees; its defaults: bfloat16 on GPUs and TPUs, float32 at
-batch 8 on a CPU (XLA's CPU convolutions do not use bfloat16 units), always XLA.
+parallel over every device JAX sees; its defaults: bfloat16 on GPUs and TPUs; on a CPU
+batch 8, in bfloat16 where it has bfloat16 units, else float32 (measured); always XLA.
 """
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from bench.harness.host import cpu_info
 from bench.platform_defaults import platform_defaults
+from methodology import peaks
 from jax_overhead import compiled_step
 from resnet_fit import ratio_summary
 
@@ -35,7 +36,7 @@ DEFAULT_GOAL = 0.97
 
 
 def test_the_jax_cpu_default_is_the_fastest_within_3_percent():
-    d = platform_defaults("cpu", framework="jax")
+    d = platform_defaults("cpu", peaks.cpu_native_bf16(cpu_info()["isa_flags"]), framework="jax")
     default = (d.precision, d.per_replica_batch_size)
     configs = sorted(set(CANDIDATES) | {default})
     built = {c: compiled_step(c[1], precision=c[0]) for c in configs}
