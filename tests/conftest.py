@@ -36,6 +36,9 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 import pytest  # noqa: E402
 from console import descendants  # noqa: E402
+# The real one-node Slurm, as the fixture ``slurm_cluster``: registered here, once, so that every test
+# module using it shares one session's cluster (imported into each module, it would start one a module).
+from slurm_cluster import slurm as slurm_cluster  # noqa: E402, F401
 
 NUM_LOGICAL_CPUS = 2
 # Time for a process that is finishing on its own (a guard writing a summary, a daemon's last write)

@@ -1,7 +1,7 @@
 """A real one-node Slurm cluster on loopback, for tests: Debian's slurmctld, slurmd and munge.
 
-Use the fixture in a test module with ``from slurm_cluster import slurm  # noqa: F401``
-(tests/ is on sys.path under pytest). The session's first test that asks for it
+Tests ask for the fixture as ``slurm_cluster`` (tests/conftest.py registers it once for the
+session). The session's first test that asks for it
 starts a munged of its own (its socket in a directory of its own, so that two
 test sessions on one host never share or stop each other's), then slurmctld and
 slurmd with a slurm.conf of their own in a temporary directory (state, spool,

@@ -20,7 +20,6 @@ from bench.errors import UsageError
 from bench.results import jsonl
 from bench.results import rundir as results
 from console import PODBENCH, REPO, alive
-from slurm_cluster import slurm as slurm_cluster  # noqa: F401  (the fixture)
 
 SMALL = ("--depth", "10", "--image-size", "32", "--num-classes", "10", "--batch-size", "4", "--steps-per-epoch", "2")
 RUN_TIMEOUT_S = 600

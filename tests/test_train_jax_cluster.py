@@ -15,7 +15,6 @@ from bench.errors import UsageError
 from bench.results import rundir
 from bench.train_jax import devices
 from console import PODBENCH, podbench
-from slurm_cluster import slurm as slurm_cluster  # noqa: F401  (the fixture)
 
 SMALL = ("--framework", "jax", "--strategy", "multi_worker", "--preset", "smoke", "--depth", "10", "--no-peak")
 RUN_TIMEOUT_S = 600
