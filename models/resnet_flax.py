@@ -50,39 +50,39 @@ DENSE_KERNEL_INIT = nn.initializers.normal(stddev=0.01)  # models/resnet.py's Ra
 ModuleDef = Callable[..., nn.Module]
 
 
-class ResidualBlock(nn.Module):
-    """tfm's ResidualBlock: two 3x3 convs, the stride on the first (v1 and v1.5 alike)."""
+class _Block(nn.Module):
+    """What tfm's two block kinds share: their fields and their shortcut."""
     filters: int
     strides: int
     projection: bool
     conv: ModuleDef
     norm: ModuleDef
 
+    def shortcut(self, x, width: int):
+        """tfm projects on every stage's first block (stride 1 or 2); elsewhere the identity. Called from
+        the block's compact ``__call__``, so the layers are the block's own, named as tfm names them."""
+        if not self.projection:
+            return x
+        return self.norm(name="shortcut_bn")(self.conv(width, (1, 1), self.strides, name="shortcut_conv")(x))
+
+
+class ResidualBlock(_Block):
+    """tfm's ResidualBlock: two 3x3 convs, the stride on the first (v1 and v1.5 alike)."""
+
     @nn.compact
     def __call__(self, x):
-        shortcut = x
-        if self.projection:  # tfm puts one on every stage's first block, stride 1 or 2
-            shortcut = self.norm(name="shortcut_bn")(
-                self.conv(self.filters, (1, 1), self.strides, name="shortcut_conv")(x))
+        shortcut = self.shortcut(x, self.filters)
         y = nn.relu(self.norm(name="bn1")(self.conv(self.filters, (3, 3), self.strides, name="conv1")(x)))
         y = self.norm(name="bn2", scale_init=nn.initializers.zeros)(self.conv(self.filters, (3, 3), name="conv2")(y))
         return nn.relu(y + shortcut)
 
 
-class BottleneckBlock(nn.Module):
+class BottleneckBlock(_Block):
     """tfm's BottleneckBlock: 1x1, 3x3, 1x1 (4x wide); v1.5: the stride on the 3x3."""
-    filters: int
-    strides: int
-    projection: bool
-    conv: ModuleDef
-    norm: ModuleDef
 
     @nn.compact
     def __call__(self, x):
-        shortcut = x
-        if self.projection:
-            shortcut = self.norm(name="shortcut_bn")(
-                self.conv(4 * self.filters, (1, 1), self.strides, name="shortcut_conv")(x))
+        shortcut = self.shortcut(x, 4 * self.filters)
         y = nn.relu(self.norm(name="bn1")(self.conv(self.filters, (1, 1), name="conv1")(x)))
         y = nn.relu(self.norm(name="bn2")(self.conv(self.filters, (3, 3), self.strides, name="conv2")(y)))
         y = self.norm(name="bn3", scale_init=nn.initializers.zeros)(

@@ -4,7 +4,6 @@ and the step is data parallel as under tf.distribute (per-replica batch norm, av
 The Keras sides are computed here with TensorFlow (tf_keras's SGD, tf-models-official's LARS, Keras's
 smoothed cross-entropy), so each assertion compares the two engines' numbers directly.
 """
-import math
 
 import jax
 import jax.numpy as jnp
@@ -16,19 +15,14 @@ from bench.train_jax import recipe
 from bench.train_jax.devices import find_devices
 from methodology import schedule as lr
 from models import resnet_flax
-from test_train_recipe import SCHEDULES  # the Keras schedule's cases: both engines, one table
+from test_train_recipe import SCHEDULES, probe_steps  # the Keras schedule's cases: both engines, one table
 
 
 @pytest.mark.parametrize("name", SCHEDULES)
 def test_the_schedule_equals_the_pure_one_at_every_boundary(name):
     schedule, steps_per_epoch = SCHEDULES[name]
     rate = jax.jit(recipe.learning_rate_fn(schedule, steps_per_epoch))
-    boundaries = [schedule.warmup_epochs] + [e for e, _ in schedule.decays] + [schedule.total_epochs]
-    steps = set(range(0, int(schedule.total_epochs * steps_per_epoch) + 1, max(1, steps_per_epoch // 3)))
-    for epoch in boundaries:  # the steps on both sides of every boundary
-        at = math.ceil(epoch * steps_per_epoch)
-        steps |= {max(0, at - 1), at, at + 1}
-    for step in sorted(steps):
+    for step in probe_steps(schedule, steps_per_epoch):
         expected = lr.learning_rate(schedule, step / steps_per_epoch)
         assert float(rate(step)) == pytest.approx(expected, rel=1e-5, abs=1e-7), step
 

@@ -26,16 +26,21 @@ SCHEDULES = {
 }
 
 
+def probe_steps(schedule: lr.Schedule, steps_per_epoch: int) -> list[int]:
+    """Where a schedule is compared: every third of an epoch, and the steps on both sides of every boundary."""
+    boundaries = [schedule.warmup_epochs] + [e for e, _ in schedule.decays] + [schedule.total_epochs]
+    steps = set(range(0, int(schedule.total_epochs * steps_per_epoch) + 1, max(1, steps_per_epoch // 3)))
+    for epoch in boundaries:
+        at = math.ceil(epoch * steps_per_epoch)
+        steps |= {max(0, at - 1), at, at + 1}
+    return sorted(steps)
+
+
 @pytest.mark.parametrize("name", SCHEDULES)
 def test_graph_schedule_equals_the_pure_one(name):
     schedule, steps_per_epoch = SCHEDULES[name]
     graph = recipe.ReferenceSchedule(schedule, steps_per_epoch)
-    boundaries = [schedule.warmup_epochs] + [e for e, _ in schedule.decays] + [schedule.total_epochs]
-    steps = set(range(0, int(schedule.total_epochs * steps_per_epoch) + 1, max(1, steps_per_epoch // 3)))
-    for epoch in boundaries:  # the steps on both sides of every boundary
-        at = math.ceil(epoch * steps_per_epoch)
-        steps |= {max(0, at - 1), at, at + 1}
-    for step in sorted(steps):
+    for step in probe_steps(schedule, steps_per_epoch):
         expected = lr.learning_rate(schedule, step / steps_per_epoch)
         assert float(graph(tf.constant(step, tf.int64))) == pytest.approx(expected, rel=1e-5, abs=1e-7), step
 

@@ -13,8 +13,10 @@ import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from bench.errors import EXIT_OK, RunFailed, UsageError
+from bench.harness.ending import interrupted_early
 from bench.harness.stopping import exit_code
 from bench.results.rundir import ERROR_LOG_FILE
 from bench.results.summary import Summary
@@ -27,6 +29,29 @@ class Outcome:
     summary: Summary
     run_dir: Path
     exit_code: int
+
+
+T = TypeVar("T")
+
+
+def prepared(prepare: Callable[[], T], run_dir: Path, run_id: str, framework: str | None = None) -> T | Outcome:
+    """What ``prepare()`` returns (an engine's set-up: the framework loaded, the devices found), or the
+    outcome of a stop signal that came before it finished: nothing measured yet, but the directory says
+    how it ended (and, where known, which engine).
+
+    Raises:
+      UsageError: from ``prepare``; the run directory is removed first if it is empty (--output may
+        hold the user's own files).
+    """
+    try:
+        return prepare()
+    except UsageError:
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()
+        raise
+    except KeyboardInterrupt as err:
+        summary = interrupted_early(run_dir, run_id, getattr(err, "signal_name", "SIGINT"), framework=framework)
+        return Outcome(summary, run_dir, exit_code(summary.signal))
 
 
 def outcome_of(summary: Summary, run_dir: Path, ending: dict) -> Outcome:

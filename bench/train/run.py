@@ -40,10 +40,9 @@ from bench.results.rundir import ERROR_LOG_FILE, STEPS_FILE
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import write_summary
 from bench.harness import host, outcome
-from bench.harness.ending import interrupted_early
 from bench.harness.outcome import Outcome, outcome_of, signals_deferred
 from bench.harness.segment import check_same_plan, mllog_path, start_segment
-from bench.harness.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
+from bench.harness.stopping import StopRequest, graceful, handling_stop_signals, reclaim
 from bench.harness.summary import build_summary
 from bench.train import environment, peak, recipe
 from bench.train.callbacks import Controls, make_callbacks
@@ -135,15 +134,9 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
     request = StopRequest()
     with handling_stop_signals(request):
         start_s = time.perf_counter()
-        try:
-            setup = prepare(config, run_dir if resume else None, request)
-        except UsageError:
-            with contextlib.suppress(OSError):  # only if empty: --output may hold the user's files
-                run_dir.rmdir()
-            raise
-        except KeyboardInterrupt as err:  # nothing measured yet, but the directory says how it ended
-            summary = interrupted_early(run_dir, run_id, getattr(err, "signal_name", "SIGINT"))
-            return Outcome(summary, run_dir, exit_code(summary.signal))
+        setup = outcome.prepared(lambda: prepare(config, run_dir if resume else None, request), run_dir, run_id)
+        if isinstance(setup, Outcome):  # stopped before anything was measured
+            return setup
         _printer(stream)(f"{'resuming' if resume else 'building'} ResNet-{config.model.depth}"
                          f"{' v1.5' * (config.model.depth >= 50)} ({config.model.image_size}x"
                          f"{config.model.image_size}) under {setup.info.name} on {setup.plan.platform}, "

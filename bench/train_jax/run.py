@@ -32,7 +32,6 @@ from bench.data.spec import MEAN_RGB, STDDEV_RGB, DataCounts
 from bench.errors import UsageError
 from bench.harness import host, outcome
 from bench.harness.block_end import BlockEnd, check_same_step
-from bench.harness.ending import interrupted_early
 from bench.harness.evaluation import Evaluations
 from bench.harness.events import TrainingEvents
 from bench.harness.mlperf import MLPerfSegment
@@ -40,7 +39,7 @@ from bench.harness.outcome import Outcome, outcome_of, signals_deferred
 from bench.harness.progress import Progress
 from bench.harness.segment import check_same_plan, mllog_path, start_segment
 from bench.harness.steps import StepClock
-from bench.harness.stopping import StopRequest, exit_code, graceful, handling_stop_signals, reclaim
+from bench.harness.stopping import StopRequest, graceful, handling_stop_signals, reclaim
 from bench.harness.summary import build_summary
 from bench.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
@@ -101,15 +100,10 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
     say = _printer(stream)
     with handling_stop_signals(request):
         start_s = time.perf_counter()
-        try:
-            setup = prepare(config, run_dir if resume else None, request)
-        except UsageError:
-            with contextlib.suppress(OSError):  # only if empty: --output may hold the user's files
-                run_dir.rmdir()
-            raise
-        except KeyboardInterrupt as err:  # nothing measured yet, but the directory says how it ended
-            summary = interrupted_early(run_dir, run_id, getattr(err, "signal_name", "SIGINT"), framework="jax")
-            return Outcome(summary, run_dir, exit_code(summary.signal))
+        setup = outcome.prepared(lambda: prepare(config, run_dir if resume else None, request), run_dir, run_id,
+                                 framework="jax")
+        if isinstance(setup, Outcome):  # stopped before anything was measured
+            return setup
         plan, info = setup.plan, setup.info
         say(f"{'resuming' if resume else 'building'} ResNet-{config.model.depth}"
             f"{' v1.5' * (config.model.depth >= 50)} ({config.model.image_size}x{config.model.image_size}) under "

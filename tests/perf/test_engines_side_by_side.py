@@ -8,7 +8,7 @@ in an order that reverses every round (so slow drift of a shared machine hits al
 ratios are JAX's steady-state images/sec over each TensorFlow side's; the report gives every round's,
 their median and bootstrap interval, and each side's rates.
 
-Knobs (environment): PODBENCH_PERF_ROUNDS (default 2: 4 runs of each engine).
+Knobs (environment): PODBENCH_PERF_ROUNDS (default 3: 3 runs of each engine and side).
 """
 from __future__ import annotations
 
