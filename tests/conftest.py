@@ -39,6 +39,8 @@ from console import descendants  # noqa: E402
 # The real one-node Slurm, as the fixture ``slurm_cluster``: registered here, once, so that every test
 # module using it shares one session's cluster (imported into each module, it would start one a module).
 from slurm_cluster import slurm as slurm_cluster  # noqa: E402, F401
+# The digits recipe's data and its uninterrupted TensorFlow run, shared by two end-to-end modules.
+from digits_runs import digits_data, digits_tf_run  # noqa: E402, F401
 
 NUM_LOGICAL_CPUS = 2
 # Time for a process that is finishing on its own (a guard writing a summary, a daemon's last write)

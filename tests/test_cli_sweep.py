@@ -10,8 +10,8 @@ from bench.cluster import sweep
 from console import ENV, PODBENCH, REPO, error_lines, podbench_in_process, podbench_probing_tf
 
 EXIT_USAGE = 2
-CURVE_RUN = ["--image-size", "32", "--num-classes", "10", "--steps-per-epoch", "2", "--epochs", "3"]
-SMALL_RUN = CURVE_RUN + ["--batch-size", "4"]
+CURVE_RUN = ["--image-size", "32", "--num-classes", "10", "--steps-per-epoch", "2", "--epochs", "3", "--no-peak"]
+SMALL_RUN = CURVE_RUN + ["--batch-size", "4", "--depth", "10"]  # scaling's bookkeeping: any network will do
 
 # --- one real sweep: 1 and 2 replicas on logical CPU devices -----------------------------------
 

@@ -182,7 +182,7 @@ def _stop_one_task(cluster, tmp_path: Path, argv: list, when) -> tuple[subproces
 
 
 def test_sigterm_to_one_task_mid_training_then_srun_resume_reaches_the_planned_step(slurm_cluster, tmp_path):
-    planned = 300
+    planned = 120  # the stop comes after 8 steps and lands within ~3 s (~15 steps here): far from the end
     proc, _, stderr, run_dir, _ = _stop_one_task(slurm_cluster, tmp_path, [*SMALL, "--train-steps", planned],
                                                  lambda d: steps_logged(d) >= 8)
     assert proc.returncode == 143, stderr[-3000:]
@@ -210,7 +210,9 @@ def test_sigterm_to_one_task_mid_evaluation_ends_every_task_interrupted(slurm_cl
     argv = ["--depth", 10, "--image-size", 32, "--num-classes", 5, "--batch-size", 4, "--data", "imagenet",
             "--data-dir", data, "--input-bench-batches", 0, "--steps-per-epoch", 2, "--epochs", 3,
             "--eval-every-epochs", 1]
-    proc, _, stderr, run_dir, _ = _stop_one_task(slurm_cluster, tmp_path, argv, lambda d: steps_logged(d) >= 2)
+    # steps.jsonl's records: step 0 (the clock's origin), 1, 2; the third is the epoch's end, where the
+    # 250-step evaluation begins
+    proc, _, stderr, run_dir, _ = _stop_one_task(slurm_cluster, tmp_path, argv, lambda d: steps_logged(d) >= 3)
     assert proc.returncode == 143, stderr[-3000:]
     assert stderr.count("interrupted (SIGTERM)") == 2
     summary = json.loads((run_dir / results.SUMMARY_FILE).read_text())

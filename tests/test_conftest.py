@@ -42,7 +42,7 @@ def test_an_orphan_of_a_test_stays_the_sessions_descendant():
 
 
 def test_a_session_whose_test_leaves_a_process_behind_fails_naming_it(tmp_path):
-    for helper in ("conftest.py", "console.py"):
+    for helper in ("conftest.py", "console.py", "slurm_cluster.py", "digits_runs.py"):  # conftest's own imports
         shutil.copy(TESTS / helper, tmp_path / helper)
     (tmp_path / "test_leaves.py").write_text(textwrap.dedent("""
         import subprocess
@@ -56,6 +56,7 @@ def test_a_session_whose_test_leaves_a_process_behind_fails_naming_it(tmp_path):
     env = {**ENV, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)]), "PODBENCH_TEST_LEFTOVER_GRACE_S": "1"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_leaves.py"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert (tmp_path / "leftover.pid").exists(), done.stdout + done.stderr  # the inner test ran
     left = int((tmp_path / "leftover.pid").read_text())
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 passed" in done.stdout and "error: 1 process(es) outlived the tests that started them" in done.stdout

@@ -1,13 +1,14 @@
 """podbench's outputs read by the ecosystem's own tools, on logs of real short runs.
 
-The digits time-to-accuracy recipe (README, "Time to accuracy") is run by the
-real `podbench run`, as a user runs it: uninterrupted, stopped by SIGTERM and
-resumed, killed by SIGKILL and resumed, and five seeds. Then:
+The digits time-to-accuracy recipe (README, "Time to accuracy"; tests/digits_runs.py) is run by the
+real `podbench run`, as a user runs it: uninterrupted (the session's run), stopped by SIGTERM and
+resumed, killed by SIGKILL and resumed, and four more seeds. Then:
 
 - mlperf-logging's compliance checker (`python -m mlperf_logging.compliance_checker
   --usage training --ruleset 4.0.0`) must print SUCCESS for every log;
 - `podbench aggregate`'s MLPerf score must equal mlperf-logging's result
-  summarizer (its functions: its command line crashes, its own bug) on the five logs;
+  summarizer (its functions: its command line crashes, its own bug) on five uninterrupted
+  runs' logs (a resumed run's clock is not one contiguous period: MLPerf's rule is then not valid);
 - tensorboard's EventAccumulator (and the HParams plugin's reader) must see each
   step once after a kill and a resume, and the run's configuration as hparams.
 
@@ -15,6 +16,7 @@ Only outcomes are asserted, never how long anything took.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,28 +27,17 @@ import pytest
 
 from bench import cli
 from bench.results import jsonl, mllog, rundir
-from console import ENV, PODBENCH, REPO
-from console import podbench as podbench_child
+from console import PODBENCH, REPO
+from digits_runs import CHILD_ENV, podbench, recipe
 
 pytest.importorskip("mlperf_logging")
 from mlperf_logging.result_summarizer import result_summarizer  # noqa: E402
 from tensorboard.backend.event_processing import event_accumulator  # noqa: E402
 from tensorboard.plugins.hparams import metadata as hparams_metadata  # noqa: E402
 
-TARGET_TOP1 = 0.90
-SEEDS = 5
 RULESET = "4.0.0"
-CHILD_ENV = {**ENV, "TF_CPP_MIN_LOG_LEVEL": "2"}
-
-
-def recipe(data: Path, out: Path, log: Path, *extra: str) -> list[str]:
-    return ["run", "--data", "imagenet", "--data-dir", str(data), "--image-size", "32", "--num-classes", "10",
-            "--depth", "10", "--batch-size", "32", "--no-augment", "--target-accuracy", str(TARGET_TOP1),
-            "--max-epochs", "20", "--log-steps", "1000", "--output", str(out), "--mllog", str(log), *extra]
-
-
-def podbench(*args: str) -> subprocess.CompletedProcess:
-    return podbench_child(*args, timeout=900, env=CHILD_ENV)
+# The five runs MLPerf's ResNet score takes (its olympic mean drops the fastest and the slowest).
+MLPERF_RUNS = ("plain", "seed1", "seed2", "seed3", "seed4")
 
 
 def check_compliance(log: Path, cwd: Path) -> subprocess.CompletedProcess:
@@ -87,31 +78,34 @@ def stop_mid_run(args: list[str], out: Path, sig: int, after_checkpoint: bool) -
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Every run the tests read: uninterrupted, SIGTERM + resume, SIGKILL + resume, five seeds."""
+def runs(digits_data, digits_tf_run, tmp_path_factory):
+    """Every run the tests read, by name: ROOT/NAME and ROOT/NAME.log; ROOT/mlperf holds the five logs
+    in the summarizer's layout (one result_N.txt a run)."""
     root = tmp_path_factory.mktemp("clients")
-    made = podbench("data", "make", "--digits", "--out", str(root / "data"))
-    assert made.returncode == 0, made.stderr[-2000:]
-    data = root / "data"
-    done = podbench(*recipe(data, root / "plain", root / "plain.log"), "--json")
-    assert done.returncode == 0, done.stderr[-3000:]
+    shutil.copytree(digits_tf_run.run_dir, root / "plain")  # uninterrupted: the session's run
+    shutil.copy(digits_tf_run.mllog, root / "plain.log")
+    summaries = {"plain": digits_tf_run.summary}
 
-    stop_mid_run(recipe(data, root / "term", root / "term.log"), root / "term", signal.SIGTERM, False)
+    stop_mid_run(recipe(digits_data, root / "term", root / "term.log"), root / "term", signal.SIGTERM, False)
     term = podbench("run", "--resume", str(root / "term"), "--json")
     assert term.returncode == 0, term.stderr[-3000:]
+    summaries["term"] = json.loads(term.stdout)
 
-    stop_mid_run(recipe(data, root / "kill", root / "kill.log", "--checkpoint-every", "0.03"), root / "kill",
+    stop_mid_run(recipe(digits_data, root / "kill", root / "kill.log", "--checkpoint-every", "0.03"), root / "kill",
                  signal.SIGKILL, True)
     assert podbench("summarize", str(root / "kill")).returncode == 0
     kill = podbench("run", "--resume", str(root / "kill"), "--json")
     assert kill.returncode == 0, kill.stderr[-3000:]
+    summaries["kill"] = json.loads(kill.stdout)
 
-    (root / "mlperf").mkdir()
-    for seed in range(SEEDS):  # the summarizer's layout: one result_N.txt per run
-        run = podbench(*recipe(data, root / f"seed{seed}", root / "mlperf" / f"result_{seed}.txt"),
-                       "--seed", str(seed + 1))
+    for name in MLPERF_RUNS[1:]:
+        seed = name.removeprefix("seed")
+        run = podbench(*recipe(digits_data, root / name, root / f"{name}.log"), "--seed", seed)
         assert run.returncode == 0, run.stderr[-3000:]
-    return root, {"plain": json.loads(done.stdout), "term": json.loads(term.stdout), "kill": json.loads(kill.stdout)}
+    (root / "mlperf").mkdir()
+    for n, name in enumerate(MLPERF_RUNS):
+        shutil.copy(root / f"{name}.log", root / "mlperf" / f"result_{n}.txt")
+    return root, summaries
 
 
 @pytest.mark.parametrize("name", ["plain", "term", "kill"])
@@ -147,8 +141,8 @@ def test_aggregate_equals_the_mlperf_summarizer_on_five_logs(runs, capsys, monke
     monkeypatch.chdir(tmp_path)  # the checker writes its log to the working directory
     per_run, _, score_min, _, _ = result_summarizer._compute_strong_score_standalone(
         "resnet", None, False, str(root / "mlperf"), "training", RULESET, return_full_scores=True)
-    assert len(per_run) == SEEDS and score_min is not None  # every log passed the checker
-    assert cli.main(["aggregate", *(str(root / f"seed{s}") for s in range(SEEDS)), "--json"]) == 0
+    assert len(per_run) == len(MLPERF_RUNS) and score_min is not None  # every log passed the checker
+    assert cli.main(["aggregate", *(str(root / name) for name in MLPERF_RUNS), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     score = out["mlperf_score"]
     assert score["olympic_mean"]["value"] == pytest.approx(score_min * 60, abs=1e-9)
@@ -193,7 +187,7 @@ def test_the_runs_configuration_is_read_back_as_hparams(runs):
     assert values["data"].startswith("imagenet:")
     assert event.step == 0
     # Repeats of one configuration (another seed, another output) form one group in the HParams view.
-    acc5, _ = scalars(root / "seed0" / rundir.EVENTS_DIR, "loss")
+    acc5, _ = scalars(root / "seed1" / rundir.EVENTS_DIR, "loss")
     info5 = hparams_metadata.parse_session_start_info_plugin_data(
         acc5.SummaryMetadata(hparams_metadata.SESSION_START_INFO_TAG).plugin_data.content)
     assert info5.group_name == info.group_name

@@ -3,7 +3,9 @@
 scikit-learn's bundled handwritten digits (8x8, upsampled to 32x32, JPEG-encoded
 into the ImageNet TFRecord layout) are trained with a shallow ResNet by the real
 `podbench run --target-accuracy`, in its own process, as a user runs it, under
-each engine (TensorFlow, and JAX reading the same TFRecords through tf.data).
+each engine (TensorFlow, and JAX reading the same TFRecords through tf.data; the
+recipe and TensorFlow's run, shared with test_e2e_external_clients.py, are in
+tests/digits_runs.py).
 Then the reference's event-log timing (`podbench eventlog`) must agree with the
 summary's time to target within 1%, the MLPerf-style log must hold a
 successful run (and pass mlperf-logging's own checker), and `podbench
@@ -13,47 +15,25 @@ A range-checked run, not a timed test: only accuracies and the agreement of
 two clocks over the same window are asserted, never how long anything took.
 """
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from bench import cli
-from console import ENV
-from console import podbench as podbench_child
 from bench.results import mllog
-
-TARGET_TOP1 = 0.90
-MAX_EPOCHS = 20  # reached in ~6 here (seed 0); the cap only bounds a bad run
-
-
-def podbench(*args: str, timeout_s: float = 900) -> subprocess.CompletedProcess:
-    return podbench_child(*args, timeout=timeout_s, env={**ENV, "TF_CPP_MIN_LOG_LEVEL": "2"})
-
-
-@pytest.fixture(scope="module")
-def digits_data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("digits")
-    made = podbench("data", "make", "--digits", "--out", str(root / "data"))
-    assert made.returncode == 0, made.stderr[-2000:]
-    return root / "data"
+from digits_runs import MAX_EPOCHS, TARGET_TOP1, run_recipe
 
 
 @pytest.fixture(scope="module", params=["tensorflow", "jax"])
 def digits_run(request, digits_data, tmp_path_factory):
-    root = tmp_path_factory.mktemp(f"digits-{request.param}")
-    run = podbench("run", "--framework", request.param, "--data", "imagenet", "--data-dir", str(digits_data),
-                   "--image-size", "32",
-                   "--num-classes", "10", "--depth", "10", "--batch-size", "32", "--no-augment",
-                   "--target-accuracy", str(TARGET_TOP1), "--max-epochs", str(MAX_EPOCHS), "--log-steps", "1000",
-                   "--output", str(root / "run"), "--mllog", str(root / "mlperf.log"), "--json")
-    assert run.returncode == 0, run.stderr[-3000:]
-    return root, json.loads(run.stdout), run.stderr
+    """The recipe under each engine: TensorFlow's is the session's (tests/digits_runs.py); JAX reads the
+    same TFRecords through tf.data."""
+    if request.param == "tensorflow":
+        return request.getfixturevalue("digits_tf_run")
+    return run_recipe(digits_data, tmp_path_factory.mktemp("digits-jax"), "--framework", "jax")
 
 
 def test_the_digits_are_learned_to_the_target(digits_run):
-    _, s, _ = digits_run
+    s = digits_run.summary
     assert s["status"] == "completed" and s["reached_target"] is True
     assert s["best_top_1"] >= TARGET_TOP1
     curve = [e["top_1"] for e in s["eval_curve"]]
@@ -63,7 +43,7 @@ def test_the_digits_are_learned_to_the_target(digits_run):
 
 
 def test_time_to_target_excludes_the_warmup_epoch_and_the_evaluations(digits_run):
-    _, s, _ = digits_run
+    s = digits_run.summary
     assert s["warmup_steps"] > 0  # one epoch, by default
     assert 0 < s["time_to_target_s"]
     inside = [e for e in s["eval_curve"] if e["epoch"] < s["epochs_to_target"]]  # those before the target's
@@ -75,8 +55,8 @@ def test_time_to_target_excludes_the_warmup_epoch_and_the_evaluations(digits_run
 
 
 def test_event_log_timing_agrees_with_the_summary_within_1_percent(digits_run, capsys):
-    root, s, _ = digits_run
-    code = cli.main(["eventlog", "--logdir", str(root / "run" / "events"), "--warmup-steps", str(s["warmup_steps"]),
+    s = digits_run.summary
+    code = cli.main(["eventlog", "--logdir", str(digits_run.run_dir / "events"), "--warmup-steps", str(s["warmup_steps"]),
                      "--end-step", str(s["step_at_target"]), "--json"])
     assert code == 0
     timing = json.loads(capsys.readouterr().out)
@@ -87,8 +67,8 @@ def test_event_log_timing_agrees_with_the_summary_within_1_percent(digits_run, c
 
 
 def test_mlperf_log_holds_a_successful_run(digits_run):
-    root, s, _ = digits_run
-    lines = (root / "mlperf.log").read_text().splitlines()
+    s = digits_run.summary
+    lines = digits_run.mllog.read_text().splitlines()
     events = [mllog.parse_line(line) for line in lines]
     keys = [e["key"] for e in events]
     assert keys[0] == mllog.INIT_START and keys[-1] == mllog.RUN_STOP
@@ -102,14 +82,13 @@ def test_mlperf_log_holds_a_successful_run(digits_run):
 def test_mlperf_loggings_own_checker_passes_the_log(digits_run, tmp_path):
     from test_e2e_external_clients import check_compliance  # noqa: PLC0415 (the checker, as its README runs it)
 
-    root, _, _ = digits_run
-    checked = check_compliance(root / "mlperf.log", tmp_path)
+    checked = check_compliance(digits_run.mllog, tmp_path)
     assert checked.returncode == 0 and "SUCCESS" in checked.stdout + checked.stderr, checked.stderr[-3000:]
 
 
 def test_aggregate_counts_the_run(digits_run, capsys):
-    root, s, _ = digits_run
-    assert cli.main(["aggregate", str(root / "run"), "--json"]) == 0
+    s = digits_run.summary
+    assert cli.main(["aggregate", str(digits_run.run_dir), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     text = json.dumps(out)
     assert s["run_id"] in text

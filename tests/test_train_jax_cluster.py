@@ -69,16 +69,6 @@ def test_srun_two_tasks_is_one_jax_run_with_two_replicas_and_one_summary(slurm_c
     assert re.search(rf"worker 1 of 2: results in \S*{summary['run_id']} on the chief", proc.stderr)
 
 
-def test_podbench_launch_runs_jax_workers(tmp_path):
-    out = tmp_path / "run"
-    run = podbench("launch", "--workers", "2", "--", "run", *SMALL, "--output", out, "--json",
-                   timeout=RUN_TIMEOUT_S)
-    assert run.returncode == 0, run.stderr[-3000:]
-    summary = json.loads(run.stdout)
-    assert (summary["status"], summary["framework"], summary["num_replicas"]) == ("completed", "jax", 2)
-    assert sorted(p.name for p in (Path(out) / "workers").iterdir()) == ["worker-0.log", "worker-1.log"]
-
-
 def test_a_supervisor_sigkilled_while_jax_waits_for_its_cluster_leaves_no_training_process(tmp_path):
     """Issue 35's orphan under JAX: process 0 (the coordinator) of a cluster whose process 1 never comes,
     its supervisor SIGKILLed inside jax.distributed.initialize. Its guard ends it at once, frees the
@@ -117,9 +107,10 @@ def test_a_supervisor_sigkilled_while_jax_waits_for_its_cluster_leaves_no_traini
 
 
 def test_sigterm_stops_every_jax_process_at_one_step_and_the_run_resumes_there(tmp_path):
-    """The launcher's SIGTERM reaches both JAX processes (jax.distributed's preemption service would take
-    it: bench/train_jax/run.py takes it back); they agree on the step, the first process writes the last
-    checkpoint, every process exits 143; `launch -- run --resume` restores it on both and ends at the plan."""
+    """`podbench launch --workers 2` runs JAX workers, and its SIGTERM reaches both processes
+    (jax.distributed's preemption service would take it: bench/train_jax/run.py takes it back); they agree
+    on the step, the first process writes the last checkpoint, every process exits 143; `launch -- run
+    --resume` restores it on both and completes the plan as one two-replica run."""
     import signal  # noqa: PLC0415
     import time  # noqa: PLC0415
 
@@ -151,5 +142,7 @@ def test_sigterm_stops_every_jax_process_at_one_step_and_the_run_resumes_there(t
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     summary = json.loads(resumed.stdout)
     assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", 40, 1)
+    assert (summary["framework"], summary["num_replicas"]) == ("jax", 2)
+    assert sorted(p.name for p in (out / "workers").iterdir()) == ["worker-0.log", "worker-1.log"]
     restores = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "restore"]
     assert restores[-1]["step"] == stopped["steps_completed"]

@@ -119,7 +119,7 @@ def test_each_replica_normalises_its_own_batch_and_the_gradients_are_averaged():
     weights move as a one-replica step on the mean gradient would move them."""
     info = _two_replicas()
     model = resnet_flax.build_resnet(10, 3)
-    variables = resnet_flax.init_variables(model, 32, jax.random.PRNGKey(0), "float32")
+    variables = resnet_flax.init_variables(model, 32, jax.random.key(0, impl="rbg"), "float32")  # as the run
     mask = resnet_flax.decayed_mask(variables["params"])
     tx = optax.sgd(0.5)  # a rate above 0 at the first step (the reference's warm-up starts at 0)
     state = recipe.TrainState(jnp.zeros((), jnp.int32), variables["params"], variables["batch_stats"],
@@ -129,22 +129,30 @@ def test_each_replica_normalises_its_own_batch_and_the_gradients_are_averaged():
     images = np.concatenate([rng.normal(0, 1, (2, 32, 32, 3)), rng.normal(5, 3, (2, 32, 32, 3))]).astype(np.float32)
     labels = np.array([0, 1, 2, 0], np.int32)
 
-    def stem_stats(part):  # the first batch norm's moving mean after one step on ``part`` alone
-        _, updated = model.apply(variables, images[part], train=True, mutable=["batch_stats"])
-        return np.asarray(jax.tree_util.tree_leaves(updated["batch_stats"])[0])
+    # The expectations, each compiled whole (op by op, a ResNet's gradient would compile thousands of
+    # small computations), with every array an argument (closed over, XLA would fold them as constants).
+    @jax.jit
+    def stem_stats(variables, part_images):  # the first batch norm's moving mean after a step on these alone
+        _, updated = model.apply(variables, part_images, train=True, mutable=["batch_stats"])
+        return jax.tree_util.tree_leaves(updated["batch_stats"])[0]
 
-    def grads(part):  # one replica's gradients on ``part``
+    def part_grads(variables, part_images, part_labels):  # one replica's gradients on its part
         def loss(params):
-            logits, _ = model.apply({"params": params, "batch_stats": variables["batch_stats"]}, images[part],
+            logits, _ = model.apply({"params": params, "batch_stats": variables["batch_stats"]}, part_images,
                                     train=True, mutable=["batch_stats"])
-            return jnp.mean(recipe.cross_entropy(logits, labels[part], 3, 0.0))
+            return jnp.mean(recipe.cross_entropy(logits, part_labels, 3, 0.0))
         return jax.grad(loss)(variables["params"])
 
-    per_replica = (stem_stats(slice(0, 2)) + stem_stats(slice(2, 4))) / 2
-    whole = stem_stats(slice(0, 4))
-    mean_grads = jax.tree_util.tree_map(lambda a, b: (a + b) / 2, grads(slice(0, 2)), grads(slice(2, 4)))
-    updates, _ = tx.update(mean_grads, tx.init(variables["params"]), variables["params"])
-    expected_params = optax.apply_updates(variables["params"], updates)
+    @jax.jit
+    def step_on_the_mean_gradient(variables, images, labels):  # one replica's step on the parts' mean gradient
+        mean = jax.tree_util.tree_map(lambda a, b: (a + b) / 2, part_grads(variables, images[:2], labels[:2]),
+                                      part_grads(variables, images[2:], labels[2:]))
+        updates, _ = tx.update(mean, tx.init(variables["params"]), variables["params"])
+        return optax.apply_updates(variables["params"], updates)
+
+    per_replica = (np.asarray(stem_stats(variables, images[:2])) + np.asarray(stem_stats(variables, images[2:]))) / 2
+    whole = np.asarray(stem_stats(variables, images))
+    expected_params = step_on_the_mean_gradient(variables, images, labels)
     initial = jax.tree_util.tree_map(np.asarray, variables["params"])
     step = recipe.make_train_step(model, tx, info, 3, 0.0, 0.0, mask)  # it donates (consumes) the state
     new, loss = step(state, jax.device_put(images, info.batched()), jax.device_put(labels, info.batched()))
@@ -161,7 +169,7 @@ def test_each_replica_normalises_its_own_batch_and_the_gradients_are_averaged():
 def test_the_evaluation_counts_weighted_hits_over_every_replica():
     info = _two_replicas()
     model = resnet_flax.build_resnet(10, 3)
-    variables = resnet_flax.init_variables(model, 32, jax.random.PRNGKey(0), "float32")
+    variables = resnet_flax.init_variables(model, 32, jax.random.key(0, impl="rbg"), "float32")  # as the run
     state = jax.device_put(recipe.TrainState(jnp.zeros((), jnp.int32), variables["params"],
                                              variables["batch_stats"], ()), info.replicated())
     images = np.random.default_rng(1).normal(size=(4, 32, 32, 3)).astype(np.float32)
