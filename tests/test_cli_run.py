@@ -57,17 +57,6 @@ def test_smoke_run_prints_the_summary_json(tmp_path):
     assert probe_line < proc.stderr.index("training ")  # before the warm-up
 
 
-def test_no_peak_skips_the_probe(tmp_path):
-    out = tmp_path / "run"
-    proc = podbench("run", "--preset", "smoke", "--no-peak", "--output", out, "--json")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads(proc.stdout)
-    env = json.loads((out / results.ENVIRONMENT_FILE).read_text())
-    assert (env["measured_peak"], env["measured_peak_note"]) == (None, "not measured (--no-peak)")
-    assert summary["measured_peak_flops_per_sec"] is None and summary["mfu_measured"] is None
-    assert "measuring the peak" not in proc.stderr
-
-
 # --- bad input: cheap mistakes, caught before TensorFlow loads ------------------
 
 # (argv after `podbench run`, a fragment the error line must contain). "{tmp}" is
@@ -244,8 +233,8 @@ def test_sigint_mid_run_writes_an_interrupted_summary(tmp_path):
     out = tmp_path / "run"
     steps_file = out / results.STEPS_FILE
     proc = subprocess.Popen(
-        [str(PODBENCH), "run", "--preset", "smoke", "--steps-per-epoch", "100", "--train-steps", "400",
-         "--warmup-steps", "2", "--log-steps", "50", "--output", str(out)],
+        [str(PODBENCH), "run", "--preset", "smoke", "--depth", "10", "--no-peak", "--steps-per-epoch", "100",
+         "--train-steps", "400", "--warmup-steps", "2", "--log-steps", "50", "--output", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO,
         # A shell's background job may start with SIGINT ignored; a terminal's Ctrl-C does not.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
@@ -288,13 +277,19 @@ def test_real_data_run_through_the_console_script(tmp_path):
     from imagenet_fixture import write_imagenet_dir
 
     data_dir = write_imagenet_dir(tmp_path / "imagenet", num_classes=5)
+    out = tmp_path / "run"
     proc = podbench("run", "--data", "imagenet", "--data-dir", data_dir, "--image-size", 32, "--num-classes", 5,
-                    "--batch-size", 4, "--train-steps", 6, "--warmup-steps", 2, "--input-bench-batches", 3,
-                    "--output", tmp_path / "run", "--json")
+                    "--depth", 10, "--batch-size", 4, "--train-steps", 6, "--warmup-steps", 2,
+                    "--input-bench-batches", 3, "--no-peak", "--output", out, "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
     assert summary["status"] == "completed" and summary["input_images_per_sec"] > 0
     assert "timing the input pipeline alone" in proc.stderr
+    # --no-peak: no probe, said as much, and no MFU against a measured peak.
+    env = json.loads((out / results.ENVIRONMENT_FILE).read_text())
+    assert (env["measured_peak"], env["measured_peak_note"]) == (None, "not measured (--no-peak)")
+    assert summary["measured_peak_flops_per_sec"] is None and summary["mfu_measured"] is None
+    assert "measuring the peak" not in proc.stderr
 
 
 def test_missing_data_dir_is_one_line(tmp_path):
