@@ -39,6 +39,38 @@ class Case:
             raise ValueError(f"ratio must be a positive number, got {self.ratio!r}")
 
 
+@dataclass(frozen=True)
+class Band:
+    """How far the model's own out-of-sample errors say the true rate may lie from a projection.
+
+    Attributes:
+      low_factor, high_factor: multiply a projected images/sec by these for the interval (low <= 1 <= high
+        where the model errs both ways).
+      coverage: the share of past out-of-sample cases the interval measurably held, each against
+        the interval made without its own study (held / cases): what it claims, nothing nominal.
+      basis: one line: which errors, how many, which order statistics, how many it held.
+      held, cases: that share's count (0, 0 where the caller gave only the share).
+    """
+
+    low_factor: float
+    high_factor: float
+    coverage: float
+    basis: str
+    held: int = 0
+    cases: int = 0
+
+    def __post_init__(self):
+        for name, factor in (("low_factor", self.low_factor), ("high_factor", self.high_factor)):
+            if not (math.isfinite(factor) and factor > 0):
+                raise ValueError(f"{name} must be a positive number, got {factor!r}")
+        if self.low_factor > self.high_factor:
+            raise ValueError(f"low_factor {self.low_factor} is above high_factor {self.high_factor}")
+        if not 0 <= self.coverage <= 1:
+            raise ValueError(f"coverage must be within [0, 1], got {self.coverage!r}")
+        if not 0 <= self.held <= self.cases or (self.cases and abs(self.coverage - self.held / self.cases) > 1e-9):
+            raise ValueError(f"coverage {self.coverage!r} is not held / cases ({self.held} / {self.cases})")
+
+
 def order_k(n: int) -> int:
     """The k of the k-th smallest to k-th largest: as wide as NOMINAL_COVERAGE asks, at least min to max."""
     return max(1, math.floor((n + 1) * (1 - NOMINAL_COVERAGE) / 2 + 1e-9))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from methodology import band, projection, published, validation
+from methodology import band, published, validation
 
 # Device counts a band is kept for: one host or slice, up to a rack, to a pod, beyond.
 SCALES = ((1, 16), (17, 256), (257, 1_000_000))
@@ -24,7 +24,7 @@ def _ordinal(k: int) -> str:
     return "" if k == 1 else f"{k}{ {2: 'nd', 3: 'rd'}.get(k, 'th')} "
 
 
-def band_from_cases(cases: list[band.Case], what: str) -> projection.Band | None:
+def band_from_cases(cases: list[band.Case], what: str) -> band.Band | None:
     """The order-statistic interval over ``cases`` (band.interval), claiming what it measurably held.
 
     The claim is band.measured_coverage: each case against the interval the same cases give
@@ -35,7 +35,7 @@ def band_from_cases(cases: list[band.Case], what: str) -> projection.Band | None
         return None
     held, n = band.measured_coverage(cases)
     nth = _ordinal(band.order_k(n))
-    return projection.Band(bounds[0], bounds[1], held / n,
+    return band.Band(bounds[0], bounds[1], held / n,
                            f"{nth}smallest to {nth}largest of the out-of-sample errors of {n} published "
                            f"{what} (each study predicted from the rounds before it); it held {held} of those "
                            f"{n}, each against the band made without its own study (methodology/published.csv)",
@@ -60,7 +60,7 @@ def _pool_name(family: str, scale: tuple[int, int]) -> str:
 
 @lru_cache(maxsize=256)
 def error_band(family: str, devices: int, path: str = str(published.BUNDLED_PUBLISHED),
-               exclude_study: str = "") -> projection.Band | None:
+               exclude_study: str = "") -> band.Band | None:
     """The interval a projection of ``devices`` of ``family`` carries, from the model's own out-of-sample errors.
 
     The out-of-sample images/sec ratios of the family's pool holding ``devices`` (band.pools:

@@ -37,7 +37,7 @@ from methodology.constants import (EPOCHS_SOURCE, IMAGENET_TRAIN_EXAMPLES, IMAGE
 GOOGLE_STUDIES = ("mlperf-v0.7-google", "mlperf-v1.0-google", "mlperf-v2.0-google")
 PODBENCH, RCP, GOOGLE_TPU = "podbench", "rcp", "google-tpu"
 DEFAULT_RECIPE = PODBENCH
-LARS_FROM_GLOBAL_BATCH = 16_384  # bench/config.py optimizer "auto": LARS at >= 16384, as the reference
+LARS_FROM_GLOBAL_BATCH = 16_384  # bench/plan/config.py optimizer "auto": LARS at >= 16384, as the reference
 EVAL_EVERY_EPOCHS = 4  # MLPerf training_rules.adoc: ResNet-50 evaluates every 4 epochs
 EVAL_SPEEDUP = 2.5
 STARTUP_STEPS = 220

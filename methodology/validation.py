@@ -4,7 +4,7 @@ Every case is a row of methodology/published.csv projected from its anchor
 (the input a user would have: one GPU, one node, a small slice), with the
 anchor's fabric taken out and the case's put in. The model has three fitted
 constants (``Constants``): the device curve's ``batch_half`` K
-(projection.py), the coordination cost ``sync_s`` added when a one-device
+(device_curve.py), the coordination cost ``sync_s`` added when a one-device
 figure is carried to several devices, and the per-level latency of the tree
 of hosts (all_reduce.py).
 
@@ -35,7 +35,7 @@ import statistics
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from methodology import all_reduce, interconnect, projection, published, time_to_target as ttt, update
+from methodology import all_reduce, interconnect, published, step_model, time_to_target as ttt, update
 from methodology.constants import TARGET_TOP1_BLOG, TARGET_TOP1_MLPERF
 
 DEFAULT_TOLERANCE = 0.10
@@ -59,7 +59,7 @@ class Constants:
 
 # The calibration fit (a test keeps it equal to ``calibration_fit()``): its sync_s is the model's;
 # its K stands in only where a device family had no published round yet (``batch_half_for``).
-CALIBRATION = Constants(projection.BATCH_HALF, projection.SYNC_S)
+CALIBRATION = Constants(step_model.BATCH_HALF, step_model.SYNC_S)
 
 
 @dataclass(frozen=True)
@@ -124,26 +124,26 @@ def _network(name: str, catalogue: dict) -> interconnect.Interconnect | None:
 
 
 def anchor_curve(anchor: published.PublishedResult, constants: Constants = CALIBRATION,
-                 catalogue: dict | None = None) -> projection.DeviceCurve:
-    """One device's curve behind a published anchor under ``constants`` (projection.curve_from_anchor)."""
-    return projection.curve_from_anchor(anchor, constants.batch_half, catalogue)
+                 catalogue: dict | None = None) -> step_model.DeviceCurve:
+    """One device's curve behind a published anchor under ``constants`` (step_model.curve_from_anchor)."""
+    return step_model.curve_from_anchor(anchor, constants.batch_half, catalogue)
 
 
 def _model(row: published.PublishedResult, anchor: published.PublishedResult, constants: Constants,
-           catalogue: dict, recipe: str) -> projection.Model:
+           catalogue: dict, recipe: str) -> step_model.Model:
     fabric = _fabric(row.interconnect, catalogue)
     network = _network(row.network, catalogue)
-    return projection.Model(anchor_curve(anchor, constants, catalogue), fabric, network, row.per_device_batch,
+    return step_model.Model(anchor_curve(anchor, constants, catalogue), fabric, network, row.per_device_batch,
                             all_reduce.gradient_bytes(), recipe=recipe, sync_s=constants.sync_s,
                             curve_has_sync=anchor.devices > 1, curve_optimizer=anchor.recipe,
                             optimizer=row.recipe if row.recipe in update.UPDATE_BYTES_PER_PARAM else None)
 
 
 def predicted_rate(row: published.PublishedResult, anchor: published.PublishedResult, constants: Constants,
-                   catalogue: dict) -> tuple[float, projection.StepParts]:
+                   catalogue: dict) -> tuple[float, step_model.StepParts]:
     """The model's images/sec for ``row`` from ``anchor`` under ``constants``."""
     model = _model(row, anchor, constants, catalogue, ttt.DEFAULT_RECIPE)
-    parts = projection.step_parts(model, row.devices)
+    parts = step_model.step_parts(model, row.devices)
     return parts.images_per_sec, parts
 
 
@@ -154,7 +154,7 @@ def recipe_for(row: published.PublishedResult) -> str:
     return ttt.GOOGLE_TPU if row.study.endswith("-google") else ttt.RCP
 
 
-def _describe(parts: projection.StepParts) -> str:
+def _describe(parts: step_model.StepParts) -> str:
     return (f"step {parts.step_s * 1e3:.2f} ms = compute {parts.compute_s * 1e3:.2f} + sync {parts.sync_s * 1e3:.2f}"
             f" + all-reduce {parts.all_reduce_s * 1e3:.2f} + latency {parts.latency_s * 1e3:.3f}")
 
@@ -166,7 +166,7 @@ def check_row(row: published.PublishedResult, constants: Constants, catalogue: d
     rate, parts = predicted_rate(row, anchor, constants, catalogue)
     notes = (_describe(parts),) + ((parts.rate.extrapolation,) if parts.rate.extrapolation else ())
     base = dict(name=row.name, study=row.study, role=row.role, device=row.device,
-                family=projection.family_of(row.device), devices=row.devices, per_device_batch=row.per_device_batch,
+                family=step_model.family_of(row.device), devices=row.devices, per_device_batch=row.per_device_batch,
                 global_batch=row.global_batch, anchor=anchor.name, source=row.source, notes=notes,
                 batch_half=constants.batch_half)
     fit = f"K={constants.batch_half:.1f}, sync={constants.sync_s * 1e3:.1f} ms"
@@ -195,7 +195,7 @@ def implied_constants(row: published.PublishedResult, anchor: published.Publishe
                       sync_s: float) -> tuple[float | None, float | None]:
     """The (batch_half, sync_s) that would make the model give ``row``'s published rate exactly.
 
-    The inverse of projection.step_parts for one row: K where the row's batch is below its
+    The inverse of step_model.step_parts for one row: K where the row's batch is below its
     anchor's (strong scaling), the coordination seconds where a one-device anchor is carried
     to several devices; None where the row says nothing about that constant.
     """
@@ -271,7 +271,7 @@ class BatchHalf:
     """K for a device family as of a date, and what it was fitted on.
 
     Attributes:
-      family: "gpu" or "tpu" (projection.family_of).
+      family: "gpu" or "tpu" (step_model.family_of).
       value: K, in images.
       round_as_of: the date (YYYY-MM) of the round it was fitted on; "" where the family had no
         strong-scaling result by then and the calibration fit stands in.
@@ -324,7 +324,7 @@ def batch_half_for(family: str, *, before: str = "", through: str = "",
     catalogue = interconnect.load_interconnects()
     by_name = {r.name: r for r in results}
     every = [r for r in results if r.role in (*LEARNT_FROM, "holdout") and r.anchor and r.images_per_sec
-             and projection.family_of(r.device) == family
+             and step_model.family_of(r.device) == family
              and (not before or r.as_of < before) and (not through or r.as_of <= through)
              and implied_constants(r, by_name[r.anchor], catalogue, CALIBRATION.sync_s)[0] is not None]
     rows = [r for r in every if r.role in LEARNT_FROM]
@@ -342,7 +342,7 @@ def batch_half_for(family: str, *, before: str = "", through: str = "",
 def batch_half_of(anchor: published.PublishedResult) -> BatchHalf:
     """K for a projection from a published ``anchor``: the latest round of its family published by the
     anchor's date, the era of the software it ran (its own round included: those results are out)."""
-    return batch_half_for(projection.family_of(anchor.device), through=anchor.as_of)
+    return batch_half_for(step_model.family_of(anchor.device), through=anchor.as_of)
 
 
 @lru_cache(maxsize=4)
@@ -350,7 +350,7 @@ def round_batch_halves(family: str, path: str = str(published.BUNDLED_PUBLISHED)
     """Each round's own K for ``family``, oldest first: how far the per-step cost moved between software
     generations (one fit a round, so a row that barely shrinks its batch cannot pose as a range's end)."""
     dates = sorted({r.as_of for r in published.load_published(path) if r.role in LEARNT_FROM and r.anchor
-                    and projection.family_of(r.device) == family})
+                    and step_model.family_of(r.device) == family})
     fits = dict.fromkeys(batch_half_for(family, through=d, path=path) for d in dates)  # a date without one repeats
     return tuple(k for k in fits if k.round_as_of)
 
@@ -361,7 +361,7 @@ def _past_constants(row: published.PublishedResult, sync_s: float, path: str, k_
     with ``k_known``, a strong-scaling row's own K instead (what a sweep of its software would have measured)."""
     if k_known and (own := implied_constants(row, by_name[row.anchor], catalogue, sync_s)[0]) is not None:
         return Constants(own, sync_s)
-    return Constants(batch_half_for(projection.family_of(row.device), before=row.as_of, path=path).value, sync_s)
+    return Constants(batch_half_for(step_model.family_of(row.device), before=row.as_of, path=path).value, sync_s)
 
 
 @lru_cache(maxsize=4)

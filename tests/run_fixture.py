@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from bench import config as cfg
-from bench.resolve import resolve
+from bench.plan import config as cfg
+from bench.plan.resolve import resolve
 from bench.results import jsonl, rundir
 from bench.results.runfiles import config_json, read_run
 from bench.results import summary as summary_file

@@ -87,7 +87,7 @@ def test_usage_errors_before_tensorflow(tmp_path, argv):
                  id="memory_offbyone"),
 ])
 def test_workers_bounded_by_this_host(workers, fd_limit, memory, fragment):
-    from bench import config as cfg
+    from bench.plan import config as cfg
     from bench.errors import UsageError
 
     config = cfg.RunConfig()

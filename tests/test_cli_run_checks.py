@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.cli import checks, run_checks
 from bench.errors import UsageError
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.cli import run_cluster
 from bench.errors import UsageError
 from bench.results import rundir as results

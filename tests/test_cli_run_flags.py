@@ -5,7 +5,7 @@ import json
 import pytest
 
 from bench import cli
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.cli import run_flags
 from bench.cli.sweep import SWEEP_OWNED
 from bench.errors import UsageError

@@ -376,7 +376,7 @@ def evaluated(dataset, steps) -> list[tuple[bytes, int, float]]:
 @pytest.mark.parametrize("replicas, hosts", [pytest.param(1, 1, id="one_host"), pytest.param(2, 1, id="two_replicas"),
                                              pytest.param(2, 2, id="two_hosts")])
 def test_every_validation_record_counts_once(fifteen_validation_records, replicas, hosts):
-    from bench.resolve import eval_batches
+    from bench.plan.resolve import eval_batches
 
     batch, steps = eval_batches(15, replicas, PER_REPLICA_BATCH, hosts)
     pipeline = pipeline_of(eval_spec(fifteen_validation_records, batch))

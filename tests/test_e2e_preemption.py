@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import config as cfg
-from bench import presets
+from bench.plan import config as cfg
+from bench.plan import presets
 from bench.results import jsonl, rundir
 from bench.results.runfiles import read_run
 from bench.train.run import execute

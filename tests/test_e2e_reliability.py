@@ -372,7 +372,7 @@ def test_nonsense_in_config_json_never_reaches_tensorflow(tmp_path, monkeypatch,
     """A seed or learning rate past what the flags allow is refused in one line, and no run directory is left."""
     import dataclasses  # noqa: PLC0415
 
-    from bench import presets  # noqa: PLC0415
+    from bench.plan import presets  # noqa: PLC0415
     from console import podbench_in_process  # noqa: PLC0415
 
     config = {"run_id": "r", "requested": dataclasses.asdict(presets.from_preset("smoke"))}

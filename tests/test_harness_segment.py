@@ -4,11 +4,11 @@ import os
 
 import pytest
 
-from bench import config as cfg
-from bench import presets
+from bench.plan import config as cfg
+from bench.plan import presets
 from bench.errors import UsageError
 from bench.harness import segment as resume
-from bench.resolve import resolve
+from bench.plan.resolve import resolve
 from bench.results import jsonl, rundir
 from bench.results.runfiles import RunFiles
 

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import config as cfg
-from bench import presets
+from bench.plan import config as cfg
+from bench.plan import presets
 from bench.data.spec import DataCounts
-from bench.resolve import resolve
+from bench.plan.resolve import resolve
 from bench.results.runfiles import RunRecord
 from bench.results.summary import DATA_POSITION_NOT_RESTORED
 from bench.harness.summary import build_summary

@@ -56,15 +56,15 @@ RULES = [
     (("models",), ("bench", "methodology"), "models/ builds models and knows nothing of benchmarks"),
     (("models.resnet_flax", "models.xla_flops"), ("tensorflow", "tf_keras", "official", "models.resnet"),
      "the JAX models run where TensorFlow is not installed"),
-    (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.config", "bench.config_json",
-      "bench.config_jax", "bench.platform_defaults", "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
+    (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.plan", "bench.errors", "bench.humanize",
+      "bench.streams", "bench.data.spec",
       "bench.data.tfrecord", "bench.harness"),
      ("bench.train.run", "bench.train.resume", "bench.train.recipe", "bench.train.strategy", "bench.train.timer",
       "bench.train.callbacks", "bench.train.evaluation", "bench.train.progress", "bench.train.environment",
       "bench.train.peak", "bench.train.local_peaks", "bench.data.pipeline", "bench.data.records",
       "bench.data.record_checks", "bench.data.preprocess", "models.resnet"),
      "these never need a TensorFlow process's modules"),
-    (("bench.results", "bench.cluster", "bench.config", "bench.config_json", "bench.resolve", "bench.presets",
+    (("bench.results", "bench.cluster", "bench.plan",
       "bench.data.spec", "bench.harness", "bench.report.summary_text"),
      ("bench.cli",), "the command line sits on top; nothing below imports it"),
     (("bench.harness",), ("tensorflow", "tf_keras", "official", "jax", "flax", "optax", "orbax", "bench.train",
@@ -104,7 +104,7 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
     """Modules that read-only commands load: TensorFlow may appear only inside a function, never at top level."""
     for name, path in MODULES.items():
         if not in_package(name, "bench.results", "bench.report", "bench.cluster", "bench.cli", "methodology",
-                          "bench.config", "bench.config_json", "bench.resolve", "bench.presets", "bench.harness",
+                          "bench.plan", "bench.harness",
                           "bench.data.spec"):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -115,8 +115,8 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
 
 
 LIGHT_MODULES = sorted(n for n in MODULES if in_package(
-    n, "methodology", "bench.cli", "bench.results", "bench.cluster", "bench.config", "bench.config_json",
-    "bench.config_jax", "bench.platform_defaults", "bench.resolve", "bench.presets", "bench.errors", "bench.humanize", "bench.streams", "bench.data.spec",
+    n, "methodology", "bench.cli", "bench.results", "bench.cluster", "bench.plan", "bench.errors", "bench.humanize",
+    "bench.streams", "bench.data.spec",
     "bench.data.tfrecord", "bench.harness", "bench.report.summary_text")
     and not n.endswith("__main__"))
 
@@ -191,3 +191,57 @@ def test_jax_models_load_no_tensorflow():
     pytest.importorskip("flax")
     loaded = loaded_after("import models.resnet_flax, models.xla_flops")
     assert "jax" in loaded and not {"tensorflow", "tf_keras", "official", "tensorflow_datasets"} & set(loaded)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each module of the three packages -> the modules of theirs it imports anywhere in its source (an
+    import inside a function included: deferring one hides a circle, it does not remove it). A module's
+    own packages are left out: importing ``bench.cli`` from ``bench.cli.run`` is Python's layout, not a circle."""
+    return {name: {i for i in imports_of(name) if i in MODULES and not in_package(name, i)} for name in MODULES}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_circles_are_found():
+    """The finder itself, on a made-up graph: a -> b -> c -> a is one circle, d -> a none."""
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_imports_run_one_way_with_no_circles():
+    assert circles(import_graph()) == []
+
+
+def test_bench_keeps_its_flat_modules_few():
+    """bench/'s top level holds only what every room shares; each concern has a room (ARCHITECTURE.md)."""
+    flat = sorted(p.name for p in (REPO / "bench").glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(flat) <= 8, flat

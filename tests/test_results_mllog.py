@@ -117,8 +117,8 @@ def test_malformed_line_is_an_error():
 
 
 def plan_for(optimizer: str = "momentum", eval_examples: int = 359):
-    from bench import config as cfg
-    from bench.resolve import resolve
+    from bench.plan import config as cfg
+    from bench.plan.resolve import resolve
 
     config = cfg.replace(cfg.RunConfig(), model=dict(image_size=32, depth=10, num_classes=10),
                          data=dict(steps_per_epoch=44),

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from bench import config as cfg
-from bench import presets
-from bench.resolve import resolve
+from bench.plan import config as cfg
+from bench.plan import presets
+from bench.plan.resolve import resolve
 from bench.results import jsonl, mllog, rundir
 from bench.results.runfiles import RunFiles, read_run
 from methodology.throughput import StepRecord

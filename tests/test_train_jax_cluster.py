@@ -38,7 +38,7 @@ def test_without_tf_config_jax_finds_the_cluster():
 
 @pytest.mark.parametrize("worker, scratch", [(None, "refused"), (0, None), (3, "TPU worker 3")])
 def test_a_tpu_vm_slices_workers_under_jax(worker, scratch):
-    from bench import config as cfg  # noqa: PLC0415
+    from bench.plan import config as cfg  # noqa: PLC0415
     from bench.cli import run_cluster  # noqa: PLC0415
 
     config = cfg.replace(cfg.RunConfig(), runtime=dict(framework="jax", strategy="multi_worker"))

@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.harness.block_end import BlockEnd
 from bench.harness.evaluation import Evaluations
 from bench.harness.events import LOSS_TAG, TrainingEvents
@@ -20,7 +20,7 @@ from bench.harness.mlperf import MLPerfSegment
 from bench.harness.progress import Progress
 from bench.harness.steps import StepClock
 from bench.harness.stopping import StopRequest
-from bench.resolve import ResolvedRun, resolve
+from bench.plan.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
 from bench.results.eventfile import EventFileWriter, read_event_log
 from bench.train_jax import loop

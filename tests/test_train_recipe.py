@@ -8,9 +8,9 @@ import tensorflow as tf
 import tf_keras
 from official.modeling.optimization import lars
 
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.data.spec import DataCounts
-from bench.resolve import resolve
+from bench.plan.resolve import resolve
 from bench.train import recipe
 from methodology import schedule as lr
 

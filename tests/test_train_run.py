@@ -9,10 +9,10 @@ import sys
 import pytest
 import tensorflow as tf
 
-from bench import config as cfg
-from bench import presets
+from bench.plan import config as cfg
+from bench.plan import presets
 from bench.errors import UsageError
-from bench.resolve import ResolvedRun
+from bench.plan.resolve import ResolvedRun
 from bench.results import jsonl
 from bench.results import rundir as results
 from bench.results.runfiles import read_run

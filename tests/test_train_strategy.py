@@ -259,9 +259,9 @@ def test_a_grpc_port_that_is_no_tpu_fails_within_the_bound():
 
 @pytest.mark.parametrize("preset, cores", [("tpu-v2-8", 8), ("tpu-v2-32", 32), ("tpu-v2-512", 512)])
 def test_tpu_presets_resolve_to_the_reference_configuration(preset, cores):
-    from bench import config as cfg
-    from bench import presets
-    from bench.resolve import resolve
+    from bench.plan import config as cfg
+    from bench.plan import presets
+    from bench.plan.resolve import resolve
     from methodology import constants, reference
 
     ref = next(c for c in reference.CONFIGS if c.name == f"TPU v2-{cores}")

@@ -17,7 +17,7 @@ import sys
 from collections import deque
 from pathlib import Path
 
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.cli import checks
 from bench.cli.run_flags import RUN_FLAGS
 from bench.cluster import gpus, launch, ports, tf_config

@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.cli import checks
 from bench.errors import UsageError
 from bench.cli.common import text_table

@@ -2,7 +2,7 @@
 
 Flags and their combinations are checked here, before TensorFlow loads (it
 takes seconds to import), so a typo costs the user nothing. Flags left unset
-take the preset's value, then the platform's default (bench/resolve.py).
+take the preset's value, then the platform's default (bench/plan/resolve.py).
 """
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ import stat
 import sys
 from pathlib import Path
 
-from bench import config as cfg
-from bench import presets
+from bench.plan import config as cfg
+from bench.plan import presets
 from bench.cli import checks, run_checks
 from bench.cli.run_flags import RUN_FLAGS, add_run_flags, config_from_args, load_config
 from bench.cli import run_cluster
 from bench.cluster import supervisor, tf_config, tpu_slice
 from bench.cluster.launch import describe_exit
-from bench.config import RunConfig
+from bench.plan.config import RunConfig
 from bench.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, RunFailed, UsageError
 from bench.report.summary_text import format_summary
 from bench.results import rundir, runlock, storage

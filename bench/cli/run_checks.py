@@ -19,7 +19,7 @@ from typing import Mapping
 
 from bench.cli import checks
 from bench.cluster import gpus
-from bench.config import RunConfig
+from bench.plan.config import RunConfig
 from bench.errors import UsageError
 from bench.harness import threads
 
@@ -133,7 +133,7 @@ def check_cluster_addresses(environ: Mapping[str, str]) -> None:
 def check_blocks(config: RunConfig) -> None:
     """The warm-up and the run must end a --steps-per-execution block, where the flags alone fix them.
 
-    The host sees only block ends and epoch ends (bench/resolve.py ``is_logged_step``):
+    The host sees only block ends and epoch ends (bench/plan/resolve.py ``is_logged_step``):
     a warm-up ending inside a block cannot be measured from its end.
     """
     t, epoch = config.train, config.data.steps_per_epoch

@@ -20,7 +20,7 @@ from typing import Mapping, MutableMapping
 from bench.cli.run_flags import load_config
 from bench.cluster import gpus, ports, slurm, tf_config, tpu_slice
 from bench.cluster.tf_config import parse_tf_config
-from bench.config import RunConfig
+from bench.plan.config import RunConfig
 from bench.errors import UsageError
 from bench.results import rundir
 from bench.results.rundir import read_json

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from bench import config as cfg
-from bench import presets
-from bench.config_json import config_from_dict
+from bench.plan import config as cfg
+from bench.plan import presets
+from bench.plan.config_json import config_from_dict
 from bench.cli import checks
 from bench.cli.run_checks import check_run
 from bench.cluster import peers

@@ -12,8 +12,8 @@ import argparse
 import copy
 import sys
 
-from bench import config as cfg
-from bench import presets
+from bench.plan import config as cfg
+from bench.plan import presets
 from bench.cli.run_flags import add_run_flags, config_from_args, load_config, run_argv
 from bench.cluster import sweep
 from bench.results import rundir

@@ -1,13 +1,13 @@
 """What a host's input pipeline must produce, and what the data holds. No TensorFlow.
 
-bench/resolve.py fills these in once, from the config and the data's counts;
+bench/plan/resolve.py fills these in once, from the config and the data's counts;
 bench/data/pipeline.py builds the tf.data pipeline from them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.config import DATA_SOURCES, REAL_DATA_SOURCES
+from bench.plan.config import DATA_SOURCES, REAL_DATA_SOURCES
 
 SPLITS = ("train", "validation")
 # How images travel to the replicas: bytes normalised on the device (GPU), bfloat16 (TPU), float32.

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from bench.cluster import peers
-from bench.config_json import config_from_dict
+from bench.plan.config_json import config_from_dict
 from bench.errors import EXIT_FAILED, EXIT_USAGE, RunFailed, UsageError
 from bench.harness import guard, threads
 from bench.harness.ending import interrupted_early

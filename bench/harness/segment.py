@@ -15,9 +15,9 @@ import os
 import socket
 from pathlib import Path
 
-from bench.config import RunConfig
+from bench.plan.config import RunConfig
 from bench.errors import UsageError
-from bench.resolve import ResolvedRun
+from bench.plan.resolve import ResolvedRun
 from bench.results import jsonl
 from bench.results.rundir import LIFECYCLE_FILE, STEPS_FILE
 from bench.results.runfiles import RunFiles

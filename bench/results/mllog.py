@@ -170,7 +170,7 @@ class MLLogWriter:
 
 
 def log_run_config(log: MLLogWriter, plan, seed: int, momentum: float) -> None:
-    """``init_start`` and the run's settings as MLPerf logs them (``plan``: a bench.resolve.ResolvedRun).
+    """``init_start`` and the run's settings as MLPerf logs them (``plan``: a bench.plan.resolve.ResolvedRun).
 
     Every value is what the run does: the open division (closed_rules_not_met says
     why not closed), status research, no cache cleared, no gradient accumulation,

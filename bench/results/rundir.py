@@ -4,7 +4,7 @@ What a run writes (each file's format is defined in one module):
 
 | file              | format, defined in                         |
 |-------------------|--------------------------------------------|
-| config.json       | the requested and resolved config (bench/config.py, bench/resolve.py) |
+| config.json       | the requested and resolved config (bench/plan/config.py, bench/plan/resolve.py) |
 | environment.json  | versions, host, devices, peaks (bench/train/environment.py) |
 | steps.jsonl       | raw step records (bench/results/jsonl.py)  |
 | evals.jsonl       | raw evaluation records (bench/results/jsonl.py) |

@@ -12,9 +12,9 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.config import RunConfig
-from bench.config_json import config_from_dict
-from bench.resolve import ResolvedRun, resolved_from_dict
+from bench.plan.config import RunConfig
+from bench.plan.config_json import config_from_dict
+from bench.plan.resolve import ResolvedRun, resolved_from_dict
 from bench.results import jsonl, mllog
 from bench.results.eventfile import EventFileWriter
 from bench.results.rundir import CONFIG_FILE, ENVIRONMENT_FILE, EVALS_FILE, EVENTS_DIR, LIFECYCLE_FILE, STEPS_FILE

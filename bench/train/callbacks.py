@@ -13,7 +13,7 @@ from typing import TextIO
 
 import tf_keras
 
-from bench.resolve import ResolvedRun
+from bench.plan.resolve import ResolvedRun
 from bench.results import mllog
 from bench.results.eventfile import EventFileWriter
 from bench.results.runfiles import RunFiles

@@ -11,9 +11,9 @@ import tensorflow as tf
 import tf_keras
 from official.modeling.optimization import lars
 
-from bench.config import ModelConfig
+from bench.plan.config import ModelConfig
 from bench.data import spec
-from bench.resolve import ResolvedRun
+from bench.plan.resolve import ResolvedRun
 from methodology import schedule as lr
 from models.resnet import build_resnet50
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import TYPE_CHECKING
 
-from bench.config import RunConfig
+from bench.plan.config import RunConfig
 from bench.results import jsonl
 from bench.results.rundir import CHECKPOINTS_DIR
 from bench.results.runfiles import RunFiles
@@ -20,23 +19,24 @@ from bench.train.callbacks import Controls
 from bench.harness.block_end import check_same_step
 from bench.train.checkpoints import Checkpointer, agreement, client_io_device
 
-if TYPE_CHECKING:  # annotations only: bench/train/run.py imports this module
-    from bench.train.run import Built, Setup
 
-
-def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, controls: Controls, say,
+def restore(config: RunConfig, strategy, train_steps: int, files: RunFiles, model, controls: Controls, say,
             restoring: bool) -> Controls:
     """The checkpointer, and when resuming its latest checkpoint restored (the fit then starts there).
+
+    Args:
+      strategy: the run's tf.distribute strategy; model: the built Keras model under it.
+      train_steps: the plan's step count (named in what is said).
 
     Under multi_worker the workers agree at every block end on when to stop, with
     or without checkpoints (else each stops at its own next block, and the later
     ones wait in an all-reduce for a peer that has gone), and on the step they restored.
     """
-    agree = agreement(setup.info.strategy)
+    agree = agreement(strategy)
     if not config.checkpoint.every_minutes:
         return dataclasses.replace(controls, agree=agree)
     directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
-    checkpointer = Checkpointer(built.model, setup.info.strategy, directory,
+    checkpointer = Checkpointer(model, strategy, directory,
                                 client_io_device(config.runtime.tpu, directory))
     latest, step, start_s = None, 0, time.perf_counter()
     if restoring:
@@ -47,7 +47,7 @@ def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, cont
     if latest:
         files.lifecycle.event(jsonl.RESTORE, start_s=start_s, end_s=time.perf_counter(), step=step, path=latest,
                               segment=controls.segment)
-        say(f"restored {latest}: continuing after step {step} of {setup.plan.train_steps}")
+        say(f"restored {latest}: continuing after step {step} of {train_steps}")
     elif restoring:
         say(f"no checkpoint in {directory}: starting from step 0 (what earlier segments measured is kept)")
     if agree is not None:

@@ -29,12 +29,12 @@ from typing import TextIO
 
 import tensorflow as tf
 
-from bench.config import RunConfig
+from bench.plan.config import RunConfig
 from bench.data import pipeline
 from bench.cluster import peers
 from bench.data.spec import DataCounts
 from bench.errors import UsageError
-from bench.resolve import ResolvedRun, resolve
+from bench.plan.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
 from bench.results.rundir import ERROR_LOG_FILE, STEPS_FILE
 from bench.results.runfiles import RunFiles, read_run
@@ -107,7 +107,7 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopReq
 
 
 def native_bf16(platform: str) -> bool:
-    """Whether the run's CPU has bfloat16 units (its defaults differ: bench/resolve.py)."""
+    """Whether the run's CPU has bfloat16 units (its defaults differ: bench/plan/resolve.py)."""
     return platform == "cpu" and peaks.cpu_native_bf16(host.cpu_info()["isa_flags"])
 
 
@@ -176,7 +176,8 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, controls: Controls, 
         start_s += probe.probe_s if probe else 0.0  # the probe is not set-up: it is left out of setup_s
         files.write_environment(environment.describe(setup.info, plan.precision, probe=probe, probe_note=note))
         built = build(config, setup, files, controls.segment)
-        controls = restore(config, setup, files, built, controls, say, restoring)
+        controls = restore(config, setup.info.strategy, setup.plan.train_steps, files, built.model, controls, say,
+                           restoring)
         with _data_errors(config, built, say):
             bench_input(built, plan, config.model.num_classes, files, say)
             say(_training_line(config, plan, controls.initial_step))

@@ -13,7 +13,7 @@ one copy is written, by the run's first process, from its own devices; other
 processes write nothing. Every process restores the same checkpoint (a
 multi-host resume needs the directory where every host sees it: a shared file
 system). The directory is a file system's: it is listed and rotated with the file
-system's own calls, so a bucket is refused before the run (bench/config_jax.py).
+system's own calls, so a bucket is refused before the run (bench/plan/config_jax.py).
 """
 from __future__ import annotations
 

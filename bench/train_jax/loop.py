@@ -30,7 +30,7 @@ from bench.harness.mlperf import MLPerfSegment
 from bench.harness.progress import Progress
 from bench.harness.steps import StepClock
 from bench.harness.stopping import Interrupted
-from bench.resolve import ResolvedRun
+from bench.plan.resolve import ResolvedRun
 from bench.train_jax.recipe import TrainState
 from methodology.target import EvalRecord
 

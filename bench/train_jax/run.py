@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from bench.config import RunConfig
+from bench.plan.config import RunConfig
 from bench.data.spec import MEAN_RGB, STDDEV_RGB, DataCounts
 from bench.errors import UsageError
 from bench.harness import host, outcome
@@ -41,7 +41,7 @@ from bench.harness.segment import check_same_plan, mllog_path, start_segment
 from bench.harness.steps import StepClock
 from bench.harness.stopping import StopRequest, graceful, handling_stop_signals, reclaim
 from bench.harness.summary import build_summary
-from bench.resolve import ResolvedRun, resolve
+from bench.plan.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
 from bench.results.rundir import CHECKPOINTS_DIR
 from bench.results.runfiles import RunFiles, read_run

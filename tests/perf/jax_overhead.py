@@ -32,7 +32,7 @@ from pathlib import Path
 
 import jax
 
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.harness.block_end import BlockEnd
 from bench.harness.events import TrainingEvents
 from bench.harness.progress import Progress

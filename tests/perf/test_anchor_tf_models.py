@@ -38,8 +38,8 @@ import statistics
 import tensorflow as tf
 import tf_keras
 
-from bench import config as cfg
-from bench.resolve import resolve
+from bench.plan import config as cfg
+from bench.plan.resolve import resolve
 from bench.harness.host import cpu_info
 from methodology import peaks
 from resnet_fit import compiled_resnet, harness_fit, ratio_summary, timed_fit

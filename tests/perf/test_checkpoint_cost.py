@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import CheckpointConfig
+from bench.plan.config import CheckpointConfig
 from bench.results import jsonl
 from methodology import throughput
 from bench.results.rundir import LIFECYCLE_FILE, STEPS_FILE, SUMMARY_FILE

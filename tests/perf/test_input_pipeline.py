@@ -18,11 +18,11 @@ import statistics
 import numpy as np
 import tensorflow as tf
 
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.data import pipeline as data
 from bench.data import records
 from bench.data.spec import DataCounts, InputSpec
-from bench.resolve import resolve
+from bench.plan.resolve import resolve
 from bench.train.recipe import build_model
 from bench.train.strategy import make_strategy
 from bench.train.timer import StepTimerCallback

@@ -7,7 +7,7 @@ compiled step over the same number of images, one wait for the last loss at the 
 reverses every round; a candidate's speed is its images/sec over the default's in the same round, the
 median over rounds with a seeded bootstrap 95% interval.
 
-Goal: the default (bench/platform_defaults.py, the JAX CPU row) runs at >= 0.97 x the fastest candidate.
+Goal: the default (bench/plan/platform_defaults.py, the JAX CPU row) runs at >= 0.97 x the fastest candidate.
 methodology/RUNNING.md's platform table quotes what this measured.
 
 Knobs (environment): PODBENCH_PERF_JAX_IMAGES (images per candidate and round, default 32),
@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from bench.harness.host import cpu_info
-from bench.platform_defaults import platform_defaults
+from bench.plan.platform_defaults import platform_defaults
 from methodology import peaks
 from jax_overhead import compiled_step
 from resnet_fit import ratio_summary

@@ -8,7 +8,7 @@ order that reverses every round (A B C ... then ... C B A), so slow drift of a s
 machine hits all alike; a candidate's speed is its images/sec over the default's in
 the same round, the median over rounds with a seeded bootstrap 95% interval.
 
-Goal: the default (bench/resolve.py, for this CPU) runs at >= 0.97 x the fastest
+Goal: the default (bench/plan/resolve.py, for this CPU) runs at >= 0.97 x the fastest
 candidate. methodology/RUNNING.md's platform table quotes what this measured.
 
 Knobs (environment): PODBENCH_PERF_IMAGES (images per fit, default 128),
@@ -20,8 +20,8 @@ import json
 import os
 import statistics
 
-from bench import config as cfg
-from bench.resolve import resolve
+from bench.plan import config as cfg
+from bench.plan.resolve import resolve
 from bench.harness.host import cpu_info
 from methodology import peaks
 from resnet_fit import compiled_resnet, ratio_summary, timed_fit

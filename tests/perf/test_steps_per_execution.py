@@ -34,10 +34,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.data.pipeline import make_dataset, make_pipeline
 from bench.data.spec import DataCounts
-from bench.resolve import resolve
+from bench.plan.resolve import resolve
 from bench.results.runfiles import RunFiles
 from bench.train.callbacks import make_callbacks
 from bench.train.recipe import build_model

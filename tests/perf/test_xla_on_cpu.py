@@ -12,10 +12,10 @@ import json
 import os
 import statistics
 
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.data.pipeline import make_dataset, make_pipeline
 from bench.data.spec import DataCounts, InputSpec
-from bench.resolve import resolve
+from bench.plan.resolve import resolve
 from bench.train.recipe import build_model
 from bench.train.strategy import make_strategy
 from bench.train.timer import StepTimerCallback

@@ -1,6 +1,6 @@
 """Platform defaults -> ``ResolvedRun``: everything about what will run, computed once.
 
-``resolve`` takes what the user asked for (bench/config.py), the platform,
+``resolve`` takes what the user asked for (bench/plan/config.py), the platform,
 strategy, replica and host counts the strategy found, and what the data holds,
 and returns one complete, checked ``ResolvedRun``: batches (by precision),
 steps, warm-up, the evaluation's own batch and steps, the learning-rate
@@ -15,9 +15,9 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from bench import config as cfg
+from bench.plan import config as cfg
 from bench.data.spec import DataCounts, InputSpec
-from bench.platform_defaults import PLATFORMS, PlatformDefaults, defaults_of
+from bench.plan.platform_defaults import PLATFORMS, PlatformDefaults, defaults_of
 from methodology import constants, schedule
 
 INPUT_BENCH_MAX_WARMUP = 4  # batches: enough for the input pipeline's buffers to fill

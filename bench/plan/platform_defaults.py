@@ -1,13 +1,13 @@
 """What each platform runs when the user says nothing, under each engine, and why. No TensorFlow.
 
-bench/resolve.py fills these into a run's plan; each figure is a measurement
+bench/plan/resolve.py fills these into a run's plan; each figure is a measurement
 (tests/perf/test_platform_defaults.py, methodology/RUNNING.md) or a cited source.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench import config as cfg
+from bench.plan import config as cfg
 
 PLATFORMS = ("cpu", "gpu", "tpu")
 

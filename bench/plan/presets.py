@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from bench.config import RunConfig, choice, replace
+from bench.plan.config import RunConfig, choice, replace
 from methodology import constants
 
 
@@ -48,7 +48,7 @@ def gate(config: RunConfig) -> RunConfig:
 
 def cpu(config: RunConfig) -> RunConfig:
     """The default on a CPU host, spelled out: 224x224, 4 warm-up + 12 measured steps; batch 8 in
-    float32, or batch 32 in mixed_bfloat16 on a CPU with bfloat16 units (bench/resolve.py).
+    float32, or batch 32 in mixed_bfloat16 on a CPU with bfloat16 units (bench/plan/resolve.py).
 
     `podbench run --preset cpu` took 3 minutes on 2 busy CPU cores with bfloat16 units
     (about a minute alone, estimated from the issue's 14.6 img/s).
@@ -61,7 +61,7 @@ def cpu(config: RunConfig) -> RunConfig:
 # ResNet-50_v1.5_Performance_Comparison_TensorFlow_1.12_GCP.md): one warm-up epoch here,
 # then one measured epoch. 312 is kept because it is the reference's batch, and the
 # reference ran it on those GPUs; it is above the 256 NVIDIA suggests for a 16 GB V100
-# under mixed precision (the GPU default, bench/resolve.py), and podbench's Keras graph is
+# under mixed precision (the GPU default, bench/plan/resolve.py), and podbench's Keras graph is
 # not tf_cnn_benchmarks', so whether 312 fits here is unmeasured: examples/FIRST_HOUR.md ("first hour on
 # real hardware"). If it runs out of memory, --batch-size 256 runs, at a global batch that
 # differs from the reference's.

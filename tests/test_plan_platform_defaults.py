@@ -1,7 +1,7 @@
-"""bench/platform_defaults.py: what each platform runs by default, under each engine."""
+"""bench/plan/platform_defaults.py: what each platform runs by default, under each engine."""
 import pytest
 
-from bench.platform_defaults import platform_defaults
+from bench.plan.platform_defaults import platform_defaults
 
 
 @pytest.mark.parametrize("platform, native_bf16, precision, batch", [

@@ -1,6 +1,6 @@
 """config.json back to a ``RunConfig``: every value's JSON type checked, then each part validated.
 
-Apart from bench/config.py, which says what a config is and how it changes: this
+Apart from bench/plan/config.py, which says what a config is and how it changes: this
 module reads one a run wrote (`podbench run --config RUN_DIR/config.json`,
 the training process's request, ``read_run``), where a value of the wrong
 type (a string for a depth, 1 for a bool) must be refused by name before a
@@ -11,7 +11,7 @@ from __future__ import annotations
 import types
 import typing
 
-from bench.config import PARTS, RunConfig
+from bench.plan.config import PARTS, RunConfig
 
 
 def config_from_dict(requested: dict) -> RunConfig:

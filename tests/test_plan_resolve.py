@@ -1,11 +1,11 @@
-"""bench/resolve.py: platform defaults, lengths, real data, evaluation, the schedule, config.json back."""
+"""bench/plan/resolve.py: platform defaults, lengths, real data, evaluation, the schedule, config.json back."""
 import dataclasses
 
 import pytest
 
-from bench import config as cfg
-from bench import presets
-from bench import resolve as rs
+from bench.plan import config as cfg
+from bench.plan import presets
+from bench.plan import resolve as rs
 from bench.data.spec import DataCounts, InputSpec
 from methodology.throughput import MIN_SPREAD_INTERVALS
 

@@ -1,5 +1,5 @@
 """What a config means under the JAX engine: tf.distribute's settings that mean nothing to JAX are refused
-in one line each, with what JAX does instead. No TensorFlow, no JAX (bench/config.py calls these).
+in one line each, with what JAX does instead. No TensorFlow, no JAX (bench/plan/config.py calls these).
 """
 from __future__ import annotations
 

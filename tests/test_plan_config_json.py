@@ -1,11 +1,11 @@
-"""bench/config_json.py: config.json back to a config, every value checked."""
+"""bench/plan/config_json.py: config.json back to a config, every value checked."""
 import dataclasses
 
 import pytest
 
-from bench import config as cfg
-from bench import presets
-from bench.config_json import config_from_dict
+from bench.plan import config as cfg
+from bench.plan import presets
+from bench.plan.config_json import config_from_dict
 
 
 @pytest.mark.parametrize("name", sorted(presets.PRESETS))

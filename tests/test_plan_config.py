@@ -1,10 +1,10 @@
-"""bench/config.py: validation on creation, whole-config checks, the one override."""
+"""bench/plan/config.py: validation on creation, whole-config checks, the one override."""
 import dataclasses
 
 import pytest
 
-from bench import config as cfg
-from bench import presets
+from bench.plan import config as cfg
+from bench.plan import presets
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
 """What the user asked for: ``RunConfig`` and its parts, frozen dataclasses validated on creation.
 
-``None`` in a field means "the platform's default"; bench/resolve.py fills every
+``None`` in a field means "the platform's default"; bench/plan/resolve.py fills every
 default in once the strategy is known and gives the complete ``ResolvedRun``.
-Presets (bench/presets.py) and flags (bench/cli/run_flags.py) change a config
+Presets (bench/plan/presets.py) and flags (bench/cli/run_flags.py) change a config
 through one function, ``replace``. A run writes its config to config.json, and
-bench/config_json.py reads it back (`podbench run --config RUN_DIR/config.json`).
+bench/plan/config_json.py reads it back (`podbench run --config RUN_DIR/config.json`).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from bench.config_jax import FRAMEWORKS, check_jax_checkpoint, check_jax_runtime, check_jax_train
+from bench.plan.config_jax import FRAMEWORKS, check_jax_checkpoint, check_jax_runtime, check_jax_train
 from methodology import schedule
 
 MODELS = ("resnet50_v1.5",)
@@ -317,7 +317,7 @@ class OutputConfig:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """What the user asked for; bench/resolve.py says what runs."""
+    """What the user asked for; bench/plan/resolve.py says what runs."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)

@@ -1,8 +1,8 @@
-"""bench/presets.py: each preset a function with its command, resolving to the reference's numbers."""
+"""bench/plan/presets.py: each preset a function with its command, resolving to the reference's numbers."""
 import pytest
 
-from bench import presets
-from bench import resolve as rs
+from bench.plan import presets
+from bench.plan import resolve as rs
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
-"""bench/config_jax.py: tf.distribute's settings that mean nothing to JAX, refused in one line each."""
+"""bench/plan/config_jax.py: tf.distribute's settings that mean nothing to JAX, refused in one line each."""
 import pytest
 
-from bench import config as cfg
+from bench.plan import config as cfg
 
 
 @pytest.mark.parametrize("part, fields, fragment", [

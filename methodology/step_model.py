@@ -1,0 +1,160 @@
+"""One step of data-parallel training at N devices, in parts: compute, coordination, communication, update. Pure.
+
+The model the projection (methodology/projection.py) and its validation against
+published results (methodology/validation.py) share; PROJECTION.md explains each part.
+Apart from projection.py, which adds the band (methodology/error_band.py, itself built
+on validation), so that imports run one way: step_model -> validation -> error_band -> projection.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from methodology import all_reduce, interconnect, published, time_to_target as ttt, update
+from methodology.all_reduce import all_reduce_latency_s, all_reduce_s
+from methodology.device_curve import (BATCH_HALF, EXPOSED_FRACTION, DeviceCurve, Rate, _non_negative, _positive_int,
+                                     device_point)
+from methodology.interconnect import Interconnect
+
+# Fitted on published.csv's calibration rows: validation.calibration_fit() recomputes it (and
+# device_curve.BATCH_HALF, the stand-in K), and a test keeps them equal to its result.
+SYNC_S = 0.0119
+
+
+@dataclass(frozen=True)
+class Model:
+    """What every size of one projection shares.
+
+    Attributes:
+      curve: the device curve.
+      fabric: the interconnect (ici or intra_host catalogue row).
+      network: the network between hosts (GPUs beyond one host, TPU pods beyond one), or None.
+      per_device_batch: a device's batch while the global batch is not capped.
+      payload_bytes: gradient bytes a device all-reduces a step.
+      global_batch_max: cap on the global batch, or None.
+      exposed_fraction: share of the all-reduce not hidden behind the backward pass.
+      recipe: methodology/time_to_target.py RECIPES name.
+      sync_s: per-step cost of keeping devices in step, added above one device when the curve lacks it.
+      curve_has_sync: the curve comes from a multi-device figure, which already holds that cost.
+      weight_update_sharding: reduce-scatter + all-gather, the update divided across replicas.
+      update_s: one device's optimizer update a step (what sharding divides), 0 where unknown.
+      measured_at: (devices, per-device batch) of the figure the curve comes from, where a row
+        there is that figure itself and carries no band.
+      curve_optimizer: the optimizer the curve's figure ran ("sgd", "lars"; None: unknown, no change).
+      optimizer: the optimizer the projected runs use (None: the recipe's at each global batch).
+    """
+
+    curve: DeviceCurve
+    fabric: Interconnect
+    network: Interconnect | None
+    per_device_batch: int
+    payload_bytes: int
+    global_batch_max: int | None = None
+    exposed_fraction: float = EXPOSED_FRACTION
+    recipe: str = ttt.DEFAULT_RECIPE
+    sync_s: float = SYNC_S
+    curve_has_sync: bool = False
+    weight_update_sharding: bool = False
+    update_s: float = 0.0
+    measured_at: tuple[int, int] | None = None
+    curve_optimizer: str | None = None
+    optimizer: str | None = None
+
+    def __post_init__(self):
+        _positive_int("per_device_batch", self.per_device_batch)
+        _positive_int("payload_bytes", self.payload_bytes)
+        if self.global_batch_max is not None:
+            _positive_int("global_batch_max", self.global_batch_max)
+        if not (math.isfinite(self.exposed_fraction) and 0 <= self.exposed_fraction <= 1):
+            raise ValueError(f"exposed_fraction must be within [0, 1], got {self.exposed_fraction!r}")
+        if self.recipe not in ttt.RECIPES:
+            raise ValueError(f"recipe {self.recipe!r} is not one of {', '.join(ttt.RECIPES)}")
+        _non_negative("sync_s", self.sync_s)
+        _non_negative("update_s", self.update_s)
+
+    def communication_s(self, devices: int) -> tuple[float, float]:
+        """(bandwidth seconds, latency seconds) of one all-reduce of the gradients over ``devices``."""
+        return (all_reduce_s(self.fabric, devices, self.payload_bytes, self.network),
+                all_reduce_latency_s(self.fabric, devices, self.network))
+
+    def added_sync_s(self, devices: int) -> float:
+        return self.sync_s if devices > 1 and not self.curve_has_sync else 0.0
+
+    def batch_at(self, devices: int) -> int:
+        """The per-device batch at ``devices``: the model's, or less where the global batch is capped.
+
+        Raises:
+          ValueError: the cap leaves less than one image a device.
+        """
+        _positive_int("devices", devices)
+        if self.global_batch_max is None or devices * self.per_device_batch <= self.global_batch_max:
+            return self.per_device_batch
+        if self.global_batch_max < devices:
+            raise ValueError(f"a global batch of at most {self.global_batch_max:,} leaves less than one image "
+                             f"a device on {devices:,} devices")
+        return self.global_batch_max // devices
+
+
+def family_of(device: str) -> str:
+    """The device family a band is kept for: "tpu" or "gpu"."""
+    return "tpu" if device.startswith("tpu") else "gpu"
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """One step at one size, in seconds, and the rate it gives.
+
+    Attributes:
+      per_device_batch: the batch a device runs at that size.
+      rate: the device curve's Rate at that batch (with its extrapolation note).
+      compute_s, sync_s, all_reduce_s, latency_s, exposed_s, update_saved_s, optimizer, optimizer_s,
+        step_s: as SizeProjection.
+      images_per_sec: devices x batch / step_s.
+    """
+
+    per_device_batch: int
+    rate: Rate
+    compute_s: float
+    sync_s: float
+    all_reduce_s: float
+    latency_s: float
+    exposed_s: float
+    update_saved_s: float
+    optimizer: str
+    optimizer_s: float
+    step_s: float
+    images_per_sec: float
+
+
+def step_parts(model: Model, devices: int) -> StepParts:
+    """The step of ``model`` at ``devices``: compute, coordination, communication, sharding's saving.
+
+    Raises:
+      ValueError: a size the fabric cannot join, an unpublished bandwidth, or a cap below 1 a device.
+    """
+    batch = model.batch_at(devices)
+    rate = model.curve.rate_at(batch)
+    compute_s = batch / rate.images_per_sec
+    reduce_s, latency_s = model.communication_s(devices)
+    exposed_s = model.exposed_fraction * (reduce_s + latency_s)
+    saved_s = model.update_s * (1 - 1 / devices) if model.weight_update_sharding else 0.0
+    sync_s = model.added_sync_s(devices)
+    optimizer = model.optimizer or ttt.optimizer_for(model.recipe, devices * batch)
+    optimizer_s = update.optimizer_change_s(model.fabric.device, model.curve_optimizer, optimizer)
+    step_s = compute_s + sync_s + exposed_s + optimizer_s - saved_s
+    return StepParts(batch, rate, compute_s, sync_s, reduce_s, latency_s, exposed_s, saved_s, optimizer,
+                     optimizer_s, step_s, devices * batch / step_s)
+
+
+def curve_from_anchor(anchor: published.PublishedResult, batch_half: float = BATCH_HALF,
+                      catalogue: dict | None = None) -> DeviceCurve:
+    """One device's curve behind a published anchor: the anchor's own modeled communication taken out."""
+    catalogue = catalogue or interconnect.load_interconnects()
+    fabric = (interconnect.tpu_v2_with_stand_in(catalogue) if anchor.interconnect == "tpu-v2"
+              else catalogue[anchor.interconnect])
+    network = catalogue[anchor.network] if anchor.network else None
+    payload = all_reduce.gradient_bytes()
+    comm_s = (all_reduce_s(fabric, anchor.devices, payload, network)
+              + all_reduce_latency_s(fabric, anchor.devices, network))
+    return DeviceCurve((device_point(anchor.images_per_sec, anchor.per_device_batch, anchor.devices, comm_s),),
+                       batch_half)
