@@ -118,3 +118,22 @@ def test_ordinary_tf_config_addresses_pass():
     tf_config = json.dumps({"cluster": {"chief": ["10.0.0.1:2222"], "worker": ["host-b.example:2223", "[::1]:2224"]}})
     run_checks.check_cluster_addresses({"TF_CONFIG": tf_config})
     run_checks.check_cluster_addresses({})
+
+
+@pytest.mark.parametrize("made", [
+    pytest.param(lambda d: (d / "checkpoint").write_text("model_checkpoint_path: 'ckpt-3'"), id="tensorflow_state"),
+    pytest.param(lambda d: (d / "ckpt-3.index").write_bytes(b""), id="tensorflow_index"),
+    pytest.param(lambda d: (d / "ckpt-35").mkdir(), id="jax_checkpoint"),
+    pytest.param(lambda d: (d / "podbench-owner.json").write_text('{"run_id": "r"}'), id="claimed"),
+])
+def test_a_new_runs_checkpoint_dir_holding_either_engines_checkpoints_is_refused(tmp_path, made):
+    made(tmp_path)
+    with pytest.raises(UsageError, match="already holds checkpoints .* a new run would delete them"):
+        run_checks.check_fresh_checkpoint_dir(str(tmp_path))
+
+
+def test_an_empty_or_unrelated_checkpoint_dir_is_a_new_runs(tmp_path):
+    run_checks.check_fresh_checkpoint_dir(str(tmp_path / "missing"))
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "ckpt-9.orbax-checkpoint-tmp-1").mkdir()  # a cut-short write is no checkpoint
+    run_checks.check_fresh_checkpoint_dir(str(tmp_path))

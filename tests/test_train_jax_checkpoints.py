@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import optax
 import pytest
 
-from bench.errors import UsageError
+from bench.errors import RunFailed, UsageError
 from bench.train_jax.checkpoints import Checkpointer
 from bench.train_jax.devices import find_devices
 from bench.train_jax.recipe import TrainState
@@ -27,11 +27,11 @@ def info():
 
 
 def test_a_state_comes_back_whole_on_every_replica(tmp_path, info):
-    saver = Checkpointer(str(tmp_path), info)
+    saver = Checkpointer(str(tmp_path), info, "run-a")
     saver.state = state_at(3, info)
     path = saver.save(3)
     assert path == f"{tmp_path}/ckpt-3" and saver.bytes(path) > 0
-    restored, found, damaged = Checkpointer(str(tmp_path), info).restore_intact(state_at(0, info))
+    restored, found, damaged = Checkpointer(str(tmp_path), info, "run-a").restore_intact(state_at(0, info))
     assert (found, damaged) == (path, [])
     assert int(restored.step) == 3 and float(restored.params["conv"]["kernel"][0, 0]) == 3.0
     count = optax.tree_utils.tree_get_all_with_path(restored.opt_state, "count")[0][1]
@@ -41,7 +41,7 @@ def test_a_state_comes_back_whole_on_every_replica(tmp_path, info):
 
 
 def test_only_the_two_newest_are_kept(tmp_path, info):
-    saver = Checkpointer(str(tmp_path), info)
+    saver = Checkpointer(str(tmp_path), info, "run-a")
     for step in (2, 4, 6):
         saver.state = state_at(step, info)
         saver.save(step)
@@ -49,7 +49,7 @@ def test_only_the_two_newest_are_kept(tmp_path, info):
 
 
 def test_a_damaged_newest_is_passed_over_for_the_one_before(tmp_path, info):
-    saver = Checkpointer(str(tmp_path), info)
+    saver = Checkpointer(str(tmp_path), info, "run-a")
     for step in (2, 4):
         saver.state = state_at(step, info)
         saver.save(step)
@@ -62,7 +62,7 @@ def test_a_damaged_newest_is_passed_over_for_the_one_before(tmp_path, info):
 
 
 def test_another_models_checkpoint_is_refused_in_one_line(tmp_path, info):
-    saver = Checkpointer(str(tmp_path), info)
+    saver = Checkpointer(str(tmp_path), info, "run-a")
     saver.state = state_at(2, info)
     saver.save(2)
     other = state_at(0, info).replace(params={"conv": {"kernel": jnp.zeros((5, 5))}, "bn": {"scale": jnp.ones((3,))}})
@@ -72,4 +72,29 @@ def test_another_models_checkpoint_is_refused_in_one_line(tmp_path, info):
 
 def test_no_checkpoint_is_a_fresh_start_and_a_writers_temporary_name_is_none(tmp_path, info):
     (tmp_path / "ckpt-9.orbax-checkpoint-tmp-12").mkdir()
-    assert Checkpointer(str(tmp_path), info).restore_intact(state_at(0, info)) == (None, None, [])
+    assert Checkpointer(str(tmp_path), info, "run-a").restore_intact(state_at(0, info)) == (None, None, [])
+
+
+def test_a_relative_directory_saves_and_restores_from_the_working_directory(tmp_path, info, monkeypatch):
+    """`podbench run` runs where the user is, with results/runs/... relative: orbax wants absolute paths."""
+    monkeypatch.chdir(tmp_path)
+    saver = Checkpointer("results/runs/r/checkpoints", info, "run-a")
+    saver.state = state_at(5, info)
+    path = saver.save(5)
+    assert path == f"{tmp_path}/results/runs/r/checkpoints/ckpt-5"
+    restored, found, _ = Checkpointer("results/runs/r/checkpoints", info, "run-a").restore_intact(state_at(0, info))
+    assert found == path and int(restored.step) == 5
+
+
+def test_another_runs_directory_is_refused_and_nothing_of_it_is_deleted(tmp_path, info):
+    first = Checkpointer(str(tmp_path), info, "run-a")
+    for step in (35, 38):
+        first.state = state_at(step, info)
+        first.save(step)
+    second = Checkpointer(str(tmp_path), info, "run-b")
+    second.state = state_at(75, info)
+    with pytest.raises(RunFailed, match="holds run run-a's checkpoints .* not this run's \\(run-b\\)"):
+        second.save(75)
+    assert first.found() == [f"{tmp_path}/ckpt-38", f"{tmp_path}/ckpt-35"]
+    with pytest.raises(UsageError, match="run run-a's checkpoints"):
+        second.restore_intact(state_at(0, info))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.harness.checkpoints import checkpoint_number
 from bench.results import jsonl, rundir
 from console import ENV, PODBENCH, REPO, alive, error_lines, podbench
 
@@ -128,32 +129,78 @@ def test_a_flag_with_no_jax_meaning_is_one_line_before_anything_loads(flags, fra
     assert fragment in line
 
 
+def the_run_in(project: Path) -> Path:
+    """The one run directory under a project folder's default output, results/runs/<run_id>, as a relative path."""
+    runs = list((project / "results" / "runs").glob("*")) if (project / "results" / "runs").is_dir() else []
+    return Path("results", "runs", runs[0].name) if len(runs) == 1 else None
+
+
 def test_sigterm_checkpoints_at_the_block_and_resume_continues_at_the_exact_step(tmp_path):
-    out, train_steps = tmp_path / "run", 24
+    """As a user runs it: from a project folder, with the default output (results/runs/<run_id>, a relative
+    path) and a relative --resume. orbax refuses relative paths: a run started so lost its checkpoint once."""
+    project, train_steps = tmp_path / "project", 24
+    project.mkdir()
     flags = (*SMALL, "--steps-per-epoch", 8, "--train-steps", train_steps, "--warmup-steps", 4,
-             "--steps-per-execution", 2, "--output", out)
+             "--steps-per-execution", 2)
     proc = subprocess.Popen([str(PODBENCH), "run", *map(str, flags)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=ENV, cwd=REPO)
-    wait_for(lambda: steps_logged(out) >= 1 + 11 // 2, "the middle of the second epoch")  # step 10 or later
+                            text=True, env=ENV, cwd=project)
+    wait_for(lambda: the_run_in(project) is not None, "the run directory")
+    out = the_run_in(project)
+    wait_for(lambda: steps_logged(project / out) >= 1 + 11 // 2, "the middle of the second epoch")  # step 10 or later
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 143, stderr[-3000:]
     assert "interrupted by SIGTERM" in stdout and not error_lines(stderr)
-    stopped = json.loads((out / rundir.SUMMARY_FILE).read_text())
+    stopped = json.loads((project / out / rundir.SUMMARY_FILE).read_text())
     assert stopped["status"] == "interrupted" and 0 < stopped["steps_completed"] < train_steps
-    events = jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE)
+    events = jsonl.read_lifecycle(project / out / rundir.LIFECYCLE_FILE)
     (checkpoint,) = [e for e in events if e["event"] == "checkpoint"]  # the last one, on the notice
     assert checkpoint["step"] == stopped["steps_completed"] and checkpoint["step"] % 8  # mid-epoch
+    assert (project / out / rundir.CHECKPOINTS_DIR / f"ckpt-{checkpoint['step']}").is_dir()
 
-    resumed = podbench("run", "--resume", out, "--json", timeout=RUN_TIMEOUT_S)
+    resumed = podbench("run", "--resume", out, "--json", timeout=RUN_TIMEOUT_S, cwd=project)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     summary = json.loads(resumed.stdout)
     assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", train_steps, 1)
     assert summary["lost_steps"] == 0 and summary["framework"] == "jax"
-    ends = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "end"]
+    ends = [e for e in jsonl.read_lifecycle(project / out / rundir.LIFECYCLE_FILE) if e["event"] == "end"]
     assert ends[-1]["optimizer_steps"] == train_steps  # the optimizer's own count: exactly the planned updates
-    restore = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "restore"]
-    assert restore[-1]["step"] == checkpoint["step"]
+    restore = [e for e in jsonl.read_lifecycle(project / out / rundir.LIFECYCLE_FILE) if e["event"] == "restore"]
+    assert restore[-1]["step"] == checkpoint["step"] and "failed" not in restore[-1]
+
+
+def test_periodic_checkpoints_under_a_relative_output_resume_to_the_planned_step(tmp_path):
+    """--checkpoint-every under a relative --output and --checkpoint-dir: the periodic saves land; after the
+    whole run is killed with no notice (a VM gone), a resume by the relative path restores the newest and
+    completes; a new run given the same --checkpoint-dir is refused before it could delete them."""
+    project, train_steps = tmp_path / "project", 24
+    project.mkdir()
+    flags = (*SMALL, "--steps-per-epoch", 8, "--train-steps", train_steps, "--warmup-steps", 2,
+             "--checkpoint-every", "0.0001", "--output", "runs/first", "--checkpoint-dir", "ckpts")
+    proc = subprocess.Popen([str(PODBENCH), "run", *map(str, flags)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=ENV, cwd=project, start_new_session=True)
+    wait_for(lambda: steps_logged(project / "runs/first") >= 12, "periodic checkpoints")
+    (child,) = [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+    for group in (proc.pid, child):  # the supervisor, the training process and its guard at once: no last word
+        os.killpg(group, signal.SIGKILL)
+    proc.wait(timeout=60)
+    wait_for(lambda: not alive(child), "the training process's end", 60)
+    before = sorted(p.name for p in (project / "ckpts").iterdir())  # a write cut short may be there too
+    assert len([n for n in before if checkpoint_number(n) >= 0]) == 2 and "podbench-owner.json" in before
+
+    other = podbench("run", *SMALL, "--output", "runs/second", "--checkpoint-dir", "ckpts", cwd=project)
+    assert other.returncode == 2
+    (line,) = error_lines(other.stderr)
+    assert f"--checkpoint-dir {project / 'ckpts'} already holds checkpoints" in line
+    assert sorted(p.name for p in (project / "ckpts").iterdir()) == before
+
+    resumed = podbench("run", "--resume", "runs/first", "--json", timeout=RUN_TIMEOUT_S, cwd=project)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    summary = json.loads(resumed.stdout)
+    assert (summary["status"], summary["steps_completed"]) == ("completed", train_steps)
+    restore = [e for e in jsonl.read_lifecycle(project / "runs/first" / rundir.LIFECYCLE_FILE)
+               if e["event"] == "restore"]
+    assert restore[-1]["step"] >= 10 and "failed" not in restore[-1]
 
 
 def test_a_killed_training_process_still_gets_the_supervisors_summary(tmp_path):

@@ -84,6 +84,7 @@ def number(low: float, high: float, why: str, *, low_open: bool = False,
 
 
 SECONDS = number(0, TIMER_MAX_S, "the longest wait this platform's timers can take", low_open=True)
+MINUTES = number(0, TIMER_MAX_S / 60, "the longest wait this platform's timers can take")
 
 
 # --- memory -------------------------------------------------------------------------------------

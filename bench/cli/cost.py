@@ -27,6 +27,9 @@ IMAGES_PER_SEC = checks.number(
 USD_PER_HOUR = checks.number(
     1e-3, 1e6, "the largest cloud TPU slice, a v5p-12288, costs about $26,000 an hour",
     low_why="a tenth of a cent an hour is below any cloud's price")
+# More than one a second would leave no step between them: already a unit slip.
+PREEMPTIONS_PER_DAY = checks.number(0, 86_400, "one a second; a preemption takes longer than that")
+RESTART_S = checks.number(0, 7 * 86_400, "a week: a restart that long is a unit slip, or no restart")
 GLOBAL_BATCH = checks.count(1, constants.IMAGENET_TRAIN_EXAMPLES, "a step cannot hold more than one epoch of "
                             "ImageNet")
 EPOCHS = checks.number(0, 1_000, "ResNet-50 reaches 76% in 35-90 epochs; 1,000 is already a typo",
@@ -79,23 +82,19 @@ def register(sub) -> None:
 
 def _add_spot_flags(c) -> None:
     spot = c.add_argument_group("what spot really costs (with --preemptible)")
-    spot.add_argument("--preemptions-per-day", type=float, metavar="R",
+    spot.add_argument("--preemptions-per-day", type=PREEMPTIONS_PER_DAY, metavar="R",
                       help="expected preemptions a day: adds each one's restart and lost work to time and "
                            "dollars, and sets the on-demand figures beside them")
-    spot.add_argument("--restart-s", type=float, metavar="S",
+    spot.add_argument("--restart-s", type=RESTART_S, metavar="S",
                       help="seconds from a preemption to training at speed again (default: measured by --run: "
                            f"its restarts, or its start-up; else {DEFAULT_RESTART_S:g}, an assumption)")
-    spot.add_argument("--checkpoint-every", type=float, metavar="MINUTES",
+    spot.add_argument("--checkpoint-every", type=checks.MINUTES, metavar="MINUTES",
                       help="checkpoint interval; a preemption loses half of it on average (default: the run's, "
                            f"else {DEFAULT_CHECKPOINT_MINUTES:g})")
 
 
 def _check_cost_flags(args: argparse.Namespace) -> None:
-    """Numbers in range, and no flag that the others make meaningless."""
-    for flag, value in (("--preemptions-per-day", args.preemptions_per_day), ("--restart-s", args.restart_s),
-                        ("--checkpoint-every", args.checkpoint_every)):
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise UsageError(f"{flag} must be a number >= 0, got {value}")
+    """No flag that the others make meaningless (each number's range is its argparse type's)."""
     spot_flags = [f for f, v in (("--restart-s", args.restart_s), ("--checkpoint-every", args.checkpoint_every))
                   if v is not None]
     if spot_flags and args.preemptions_per_day is None:

@@ -21,7 +21,7 @@ from bench.cli import checks
 from bench.cluster import gpus
 from bench.plan.config import RunConfig
 from bench.errors import UsageError
-from bench.harness import threads
+from bench.harness import checkpoints, threads
 
 
 
@@ -151,15 +151,19 @@ def check_blocks(config: RunConfig) -> None:
 
 
 def check_fresh_checkpoint_dir(path: str) -> None:
-    """A new run's --checkpoint-dir must hold no checkpoints: tf.train.CheckpointManager would
-    adopt them, delete all but its last few, and a later resume would restore them as its own.
+    """A new run's --checkpoint-dir must hold no checkpoints, either engine's: tf.train.CheckpointManager
+    would adopt them, delete all but its last few, and a later resume would restore them as its own;
+    the JAX engine's rotation would delete them.
 
     Raises:
-      UsageError: checkpoints (a ``checkpoint`` state file or ``*.index`` files) are there.
+      UsageError: checkpoints are there (TensorFlow's ``checkpoint`` state file or ``*.index`` files, the
+        JAX engine's ``ckpt-STEP`` directories, or a run's claim on the directory).
     """
     directory = Path(path)
     with contextlib.suppress(OSError):
-        if directory.is_dir() and ((directory / "checkpoint").exists() or any(directory.glob("*.index"))):
+        if directory.is_dir() and ((directory / "checkpoint").exists() or any(directory.glob("*.index"))
+                                   or (directory / checkpoints.OWNER_FILE).exists()
+                                   or any(checkpoints.checkpoint_number(p.name) >= 0 for p in directory.iterdir())):
             raise UsageError(f"--checkpoint-dir {path} already holds checkpoints (another run's, or an earlier "
                              "one's): a new run would delete them; give an empty directory, or resume that run "
                              "(podbench run --resume RUN_DIR)")

@@ -58,7 +58,7 @@ class Flag:
 COUNT, COUNT0 = checks.count(1), checks.count(0)
 IMAGE_SIDE = checks.count(cfg.MIN_IMAGE_SIZE, 65535, "JPEG's largest side; memory bounds it further")
 SEED = checks.count(0, checks.SEED_MAX, "numpy's seed range: tf_keras seeds numpy too")
-MINUTES = checks.number(0, checks.TIMER_MAX_S / 60, "the longest wait this platform's timers can take")
+MINUTES = checks.MINUTES
 # Below 10 GFLOP/s is no device TensorFlow runs on (one AVX core at 1 GHz: 16 FP32 FLOP a cycle);
 # above 10,000 TFLOP/s, 36x a TPU v4 chip's 275 (cloud.google.com/tpu/docs/v4), is a unit slip.
 PEAK_TFLOPS = checks.number(0.01, 10_000, "36x a TPU v4 chip's 275 TFLOP/s: a unit slip?",

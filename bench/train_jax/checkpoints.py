@@ -14,6 +14,10 @@ processes write nothing. Every process restores the same checkpoint (a
 multi-host resume needs the directory where every host sees it: a shared file
 system). The directory is a file system's: it is listed and rotated with the file
 system's own calls, so a bucket is refused before the run (bench/plan/config_jax.py).
+It is made absolute once (orbax refuses a relative path, and `podbench run` runs
+from wherever the user is), and it is the run's own: the first save claims it
+(bench/harness/checkpoints.py ``claim``), so the rotation never deletes another
+run's checkpoints.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ import jax
 import numpy as np
 
 from bench.errors import RunFailed, UsageError
-from bench.harness.checkpoints import MAX_TO_KEEP, checkpoint_number, directory_full
+from bench.harness.checkpoints import MAX_TO_KEEP, check_owner, checkpoint_number, claim, directory_full
 from bench.train_jax.devices import DeviceInfo
 from bench.train_jax.recipe import TrainState
 
@@ -55,14 +59,17 @@ class Checkpointer:
     """Writes and reads a run's checkpoints under ``directory`` (a file system's).
 
     Args:
-      directory: where the run's checkpoints go.
+      directory: where the run's checkpoints go (relative to the working directory, or absolute).
       info: the run's devices (which process writes; where a restored state goes).
+      run_id: the run's id: the directory is this run's, or refused.
     """
 
-    def __init__(self, directory: str, info: DeviceInfo):
-        self.directory = directory.rstrip("/")
+    def __init__(self, directory: str, info: DeviceInfo, run_id: str):
+        self.directory = os.path.abspath(directory)
         self.info = info
+        self.run_id = run_id
         self._orbax = _orbax(info.process_index)
+        self._claimed = False
         self.state: TrainState | None = None  # the newest state; the run sets it after each block
 
     def save(self, step: int) -> str:
@@ -71,6 +78,9 @@ class Checkpointer:
         if not self.info.is_chief:
             return path
         try:
+            if not self._claimed:
+                claim(self.directory, self.run_id)
+                self._claimed = True
             if os.path.exists(path):  # a resumed segment that redoes a step overwrites its own checkpoint
                 shutil.rmtree(path)
             self._orbax.save(path, host_copy(self.state))
@@ -111,8 +121,10 @@ class Checkpointer:
           the directory holds no checkpoint.
 
         Raises:
-          UsageError: checkpoints are there but none restores (damaged, or another model's).
+          UsageError: checkpoints are there but none restores (damaged, or another model's), or they
+            are another run's.
         """
+        check_owner(self.directory, self.run_id, UsageError)
         damaged = []
         target = host_copy(template)
         for path in self.found():

@@ -265,7 +265,7 @@ def restore(config: RunConfig, setup: Setup, files: RunFiles, state, segment: in
     if not config.checkpoint.every_minutes:
         return None, state, 0
     directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
-    checkpointer = Checkpointer(directory, setup.info)
+    checkpointer = Checkpointer(directory, setup.info, files.run_id)
     step = 0
     if restoring:
         start_s = time.perf_counter()
