@@ -30,6 +30,13 @@ def test_a_plan_that_would_measure_differently_is_refused_naming_the_setting():
         resume.check_same_plan(plan, wider)
 
 
+def test_a_nested_setting_is_named_by_its_full_name_with_both_values():
+    plan = _plan(presets.from_preset("smoke"))
+    larger = dataclasses.replace(plan, train_input=dataclasses.replace(plan.train_input, image_size=40))
+    with pytest.raises(UsageError, match=r"train_input.image_size was 32, now 40 \(its config.json was edited"):
+        resume.check_same_plan(plan, larger)
+
+
 def test_each_segment_records_its_number_and_where_its_steps_begin(tmp_path):
     config = presets.from_preset("smoke")
     with RunFiles(tmp_path, "r1", config, _plan(config)) as files:

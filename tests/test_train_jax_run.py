@@ -7,6 +7,7 @@ share (the supervisor, the files, the summary) is tested once, there.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.harness.checkpoints import checkpoint_number
-from bench.results import jsonl, rundir
+from bench.results import jsonl, rundir, runlock
 from console import ENV, PODBENCH, REPO, alive, error_lines, podbench
 
 SMALL = ("--framework", "jax", "--preset", "smoke", "--depth", "10", "--no-peak")
@@ -135,12 +136,18 @@ def the_run_in(project: Path) -> Path:
     return Path("results", "runs", runs[0].name) if len(runs) == 1 else None
 
 
-def test_sigterm_checkpoints_at_the_block_and_resume_continues_at_the_exact_step(tmp_path):
-    """As a user runs it: from a project folder, with the default output (results/runs/<run_id>, a relative
-    path) and a relative --resume. orbax refuses relative paths: a run started so lost its checkpoint once."""
-    project, train_steps = tmp_path / "project", 24
+STOPPED_STEPS = 24
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory):
+    """A JAX run stopped by SIGTERM mid-epoch, as a user starts it: from a project folder, with the default
+    output (results/runs/<run_id>, a relative path). orbax refuses relative paths: a run started so once
+    lost its checkpoint. Returns (a pristine copy of the project folder, the run's relative path, stdout,
+    stderr); each test works on its own copy of the project."""
+    project = tmp_path_factory.mktemp("stopped") / "project"
     project.mkdir()
-    flags = (*SMALL, "--steps-per-epoch", 8, "--train-steps", train_steps, "--warmup-steps", 4,
+    flags = (*SMALL, "--steps-per-epoch", 8, "--train-steps", STOPPED_STEPS, "--warmup-steps", 4,
              "--steps-per-execution", 2)
     proc = subprocess.Popen([str(PODBENCH), "run", *map(str, flags)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=ENV, cwd=project)
@@ -150,23 +157,67 @@ def test_sigterm_checkpoints_at_the_block_and_resume_continues_at_the_exact_step
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 143, stderr[-3000:]
+    return project, out, stdout, stderr
+
+
+def copy_of(stopped, tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    shutil.copytree(stopped[0], project)
+    return project
+
+
+def test_sigterm_checkpoints_at_the_block(stopped_run):
+    project, out, stdout, stderr = stopped_run
     assert "interrupted by SIGTERM" in stdout and not error_lines(stderr)
     stopped = json.loads((project / out / rundir.SUMMARY_FILE).read_text())
-    assert stopped["status"] == "interrupted" and 0 < stopped["steps_completed"] < train_steps
+    assert stopped["status"] == "interrupted" and 0 < stopped["steps_completed"] < STOPPED_STEPS
     events = jsonl.read_lifecycle(project / out / rundir.LIFECYCLE_FILE)
     (checkpoint,) = [e for e in events if e["event"] == "checkpoint"]  # the last one, on the notice
     assert checkpoint["step"] == stopped["steps_completed"] and checkpoint["step"] % 8  # mid-epoch
     assert (project / out / rundir.CHECKPOINTS_DIR / f"ckpt-{checkpoint['step']}").is_dir()
 
+
+def test_resume_by_a_relative_path_continues_at_the_exact_step(stopped_run, tmp_path):
+    project, out = copy_of(stopped_run, tmp_path), stopped_run[1]
+    stopped_at = json.loads((project / out / rundir.SUMMARY_FILE).read_text())["steps_completed"]
     resumed = podbench("run", "--resume", out, "--json", timeout=RUN_TIMEOUT_S, cwd=project)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     summary = json.loads(resumed.stdout)
-    assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", train_steps, 1)
+    assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", STOPPED_STEPS, 1)
     assert summary["lost_steps"] == 0 and summary["framework"] == "jax"
     ends = [e for e in jsonl.read_lifecycle(project / out / rundir.LIFECYCLE_FILE) if e["event"] == "end"]
-    assert ends[-1]["optimizer_steps"] == train_steps  # the optimizer's own count: exactly the planned updates
+    assert ends[-1]["optimizer_steps"] == STOPPED_STEPS  # the optimizer's own count: exactly the planned updates
     restore = [e for e in jsonl.read_lifecycle(project / out / rundir.LIFECYCLE_FILE) if e["event"] == "restore"]
-    assert restore[-1]["step"] == checkpoint["step"] and "failed" not in restore[-1]
+    assert restore[-1]["step"] == stopped_at and "failed" not in restore[-1]
+
+
+def edited(config_path: Path, part: str, key: str, value) -> None:
+    config = json.loads(config_path.read_text())
+    config["requested"][part][key] = value
+    config_path.write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize("flags, edit, fragment", [
+    pytest.param(("--collective-timeout", "5"), None, "--collective-timeout bounds a tf.distribute all-reduce",
+                 id="collective_timeout"),
+    pytest.param((), ("runtime", "framework", "tensorflow"), "config.json says --framework tensorflow, but the run "
+                 "was measured under jax (environment.json)", id="config_edited_to_the_other_engine"),
+    pytest.param((), ("model", "image_size", 40), "train_input.image_size was 32, now 40", id="config_edited_plan"),
+])
+def test_a_refused_resume_is_one_line_exit_2_and_leaves_the_run_as_it_was(stopped_run, tmp_path, flags, edit,
+                                                                         fragment):
+    project, out = copy_of(stopped_run, tmp_path), stopped_run[1]
+    if edit:
+        edited(project / out / rundir.CONFIG_FILE, *edit)
+    before = {p.relative_to(project): p.read_bytes() for p in (project / out).rglob("*")
+              if p.is_file() and p.name != runlock.LOCK_FILE}
+    refused = podbench("run", "--resume", out, *flags, timeout=RUN_TIMEOUT_S, cwd=project)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    (line,) = error_lines(refused.stderr)
+    assert fragment in line, line
+    after = {p.relative_to(project): p.read_bytes() for p in (project / out).rglob("*")
+             if p.is_file() and p.name != runlock.LOCK_FILE}
+    assert after == before  # run.lock aside: every attempt names itself there
 
 
 def test_periodic_checkpoints_under_a_relative_output_resume_to_the_planned_step(tmp_path):
@@ -245,3 +296,40 @@ def test_the_compiled_count_is_left_out_on_gpus_where_it_misses_the_convolutions
     assert _flops_per_image(compiled, SimpleNamespace(platform="cpu", per_replica_batch_size=8)) == 100.0
     assert _flops_per_image(compiled, SimpleNamespace(platform="tpu", per_replica_batch_size=8)) == 100.0
     assert _flops_per_image(compiled, SimpleNamespace(platform="gpu", per_replica_batch_size=8)) is None
+
+
+def blocking_jax(tmp_path: Path) -> dict:
+    """ENV where the JAX engine's packages cannot be found: a meta-path finder refuses them, as on a
+    machine where they were never installed."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class NoJax:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('jax', 'jaxlib', 'flax', 'optax', 'orbax'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NoJax())\n")
+    return {**ENV, "PYTHONPATH": os.pathsep.join([str(REPO), str(site)])}
+
+
+@pytest.mark.parametrize("environ, fragment", [
+    pytest.param({"JAX_PLATFORMS": "tpu"}, "JAX_PLATFORMS=tpu: JAX could not start it here (Unable to initialize "
+                 "backend 'tpu'", id="tpu_platform_without_a_tpu"),
+    pytest.param({"JAX_PLATFORMS": "cuda"}, "JAX_PLATFORMS=cuda: JAX could not start it here", id="cuda_without_gpu"),
+    pytest.param({"XLA_FLAGS": "--xla_not_a_flag=true"}, "XLA_FLAGS holds a flag XLA does not know "
+                 "(--xla_not_a_flag=true)", id="unknown_xla_flag"),
+    pytest.param("no_jax", "--framework jax needs jax, flax, optax, orbax-checkpoint, not installed here: pip "
+                 "install -e '.[jax]'", id="jax_not_installed"),
+])
+def test_the_environment_jax_reads_is_one_line_and_exit_2(tmp_path, environ, fragment):
+    """As a user meets it, from a project folder with the default output: one line, no traceback, no C++
+    abort, nothing left behind (no run directory: nothing ran)."""
+    env = blocking_jax(tmp_path) if environ == "no_jax" else {**ENV, **environ}
+    run = podbench("run", *SMALL, env=env, cwd=tmp_path, timeout=RUN_TIMEOUT_S)
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr and "parse_flags_from_env" not in run.stderr
+    (line,) = error_lines(run.stderr)
+    assert fragment in line, line
+    runs = tmp_path / "results" / "runs"
+    assert not runs.exists() or not any(runs.iterdir())

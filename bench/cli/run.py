@@ -128,6 +128,7 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
         if read_summary(run_dir).status == "completed":
             raise UsageError(f"{run_dir} holds a completed run: nothing to resume")
     config = dataclasses.replace(config, output=dataclasses.replace(config.output, dir=str(run_dir)))
+    check_same_engine(config, run_dir)
     check_resumable(config, run_dir, args.checkpoint_every)
     override = {k: v for k, v in (("results_uri", args.results_uri),) if v is not None}
     parts = {"output": override, "train": {"log_steps": args.log_steps} if args.log_steps else {},
@@ -136,7 +137,30 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
              "measure": {"measure_peak": False} if args.measure_peak is False else {},
              "runtime": {k: v for k, v in (("peer_timeout_s", args.peer_timeout),
                                            ("collective_timeout_s", args.collective_timeout)) if v is not None}}
-    return cfg.replace(config, **{k: v for k, v in parts.items() if v}), run_id, run_dir
+    try:
+        return cfg.replace(config, **{k: v for k, v in parts.items() if v}), run_id, run_dir
+    except ValueError as err:  # a flag the run's engine has no meaning for (--collective-timeout under JAX)
+        raise UsageError(str(err)) from None
+
+
+def check_same_engine(config: RunConfig, run_dir: Path) -> None:
+    """A resume continues under the engine that measured the run, before anything of it is touched.
+
+    The engine that trained is recorded where config.json (which a person may edit) does not say it:
+    environment.json, written by the engine itself, and summary.json.
+
+    Raises:
+      UsageError: config.json names another engine than the one the run's files record.
+    """
+    recorded = None
+    for name in (rundir.ENVIRONMENT_FILE, rundir.SUMMARY_FILE):
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            recorded = recorded or read_json(run_dir / name).get("framework")
+    asked = config.runtime.framework
+    if recorded and recorded != asked:
+        raise UsageError(f"{run_dir}'s config.json says --framework {asked}, but the run was measured under "
+                         f"{recorded} ({rundir.ENVIRONMENT_FILE}): a resume continues the engine whose checkpoints "
+                         f"it holds; set config.json's runtime.framework back to {recorded!r}")
 
 
 def check_resumable(config: RunConfig, run_dir: Path, checkpoint_every: float | None) -> None:

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from bench.cli import checks
+from bench.cli import checks, engine_checks
 from bench.cluster import gpus
 from bench.plan.config import RunConfig
 from bench.errors import UsageError
@@ -38,6 +38,8 @@ def check_run(config: RunConfig, environ: Mapping[str, str] = os.environ,
     Raises:
       UsageError: the first check that fails, in one line.
     """
+    if config.runtime.framework == "jax":
+        engine_checks.check_jax_engine(environ)
     check_sizes(config, memory_bytes)
     check_replicas(config, environ, memory_bytes, gpu_count)
     check_cluster(config, environ)

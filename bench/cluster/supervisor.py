@@ -38,12 +38,14 @@ from pathlib import Path
 
 from bench.cluster import peers
 from bench.cluster.launch import describe_exit, die_with_parent
+from bench.errors import EXIT_USAGE
 from bench.harness.ending import interrupted_early, record_end
 from bench.harness.stopping import HANDLED, SUMMARY_WAIT_S
 from bench.harness.summary import build_summary, end_status
 from bench.results.health import DirWatch, with_fix
 from bench.results.runlock import RunLock
-from bench.results.rundir import CONFIG_FILE, SUMMARY_FILE, os_reason
+from bench.results import jsonl
+from bench.results.rundir import CONFIG_FILE, LIFECYCLE_FILE, SUMMARY_FILE, os_reason
 from bench.results.runfiles import read_run
 from bench.results.summary import Summary, read_summary, release_room, write_summary
 
@@ -67,12 +69,14 @@ class ChildExit:
       stop_signal: the stop signal the supervisor forwarded, if any.
       killed_after_grace: it did not stop within the grace period and was killed.
       dir_problem: the supervisor stopped it because the run directory could no longer take its writes.
+      pid: its process id (whether it started a segment of the run: lifecycle.jsonl's ``start`` names it).
     """
 
     returncode: int
     stop_signal: str | None = None
     killed_after_grace: bool = False
     dir_problem: str | None = None
+    pid: int | None = None
 
 
 def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock: RunLock | None = None) -> ChildExit:
@@ -137,7 +141,7 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
     problem = stop.get("problem") or (watch.problem() if lost else None)
     if watch is not None:
         watch.close()
-    return ChildExit(proc.returncode, stop.get("signal"), killed, problem)
+    return ChildExit(proc.returncode, stop.get("signal"), killed, problem, proc.pid)
 
 
 def child_argv(request: dict) -> list[str]:
@@ -202,6 +206,11 @@ def _finalize(run_dir: Path, child: ChildExit, run_id: str) -> Final:
         if child.stop_signal:  # stopped before the run had a configuration, and killed before it said so
             return Final(interrupted_early(run_dir, run_id, child.stop_signal))
         return Final(None)
+    if child.returncode == EXIT_USAGE and not _started_segment(run_dir, child.pid):
+        # A resume the training process refused before it began (its plan would differ): the run stays
+        # exactly as it was, its summary included.
+        with contextlib.suppress(OSError, ValueError):
+            return Final(read_summary(run_dir))
     record = read_run(run_dir)
     if end_status(record.lifecycle)["status"] == "killed" or child.killed_after_grace:
         _record_end(run_dir, child)
@@ -209,6 +218,15 @@ def _finalize(run_dir: Path, child: ChildExit, run_id: str) -> Final:
     summary = build_summary(record)
     write_summary(run_dir, summary)
     return Final(summary)
+
+
+def _started_segment(run_dir: Path, pid: int | None) -> bool:
+    """Whether the process ``pid`` began a segment of the run (its ``start`` event; unreadable: assume so)."""
+    try:
+        events = jsonl.read_lifecycle(run_dir / LIFECYCLE_FILE)
+    except (OSError, ValueError):
+        return True
+    return pid is None or any(e.get("event") == jsonl.START and e.get("pid") == pid for e in events)
 
 
 def _finalize_lost(run_dir: Path, error: str, run_id: str) -> Final:

@@ -100,9 +100,9 @@ def main(load_execute: Callable[[], Callable], before_load: Callable[[dict], Non
     # Before the framework loads: its pools are sized, and its threads pinned, when it starts.
     # `podbench run` checked the count against this host's CPUs (bench/cli/run_checks.py).
     threads.pin(request["config"].get("runtime", {}).get("cpu_threads"))
-    if before_load is not None:
-        before_load(request)
     try:
+        if before_load is not None:
+            before_load(request)
         with handling_stop_signals(StopRequest()):  # a stop while the framework loads: it ends at once, in words
             execute = load_execute()
     except KeyboardInterrupt as err:
@@ -110,6 +110,11 @@ def main(load_execute: Callable[[], Callable], before_load: Callable[[dict], Non
         with contextlib.suppress(OSError):
             interrupted_early(request["run_dir"], request["run_id"], name)
         return exit_code(name)
+    except UsageError as err:  # the framework is not there to load: nothing ran, an empty directory goes
+        with contextlib.suppress(OSError):
+            Path(request["run_dir"]).rmdir()
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         outcome = execute(config_from_dict(request["config"]), request["run_id"], Path(request["run_dir"]),
                           resume=bool(request["resume"]), restore_checkpoint=request.get("restore"))

@@ -24,12 +24,24 @@ from bench.results.runfiles import RunFiles
 
 
 def check_same_plan(before: ResolvedRun, now: ResolvedRun) -> None:
-    """Raises UsageError naming the first setting a resumed run would change (progress lines aside)."""
+    """Raises UsageError naming the first setting a resumed run would change (progress lines aside), by its
+    full name (``train_input.image_size``), with the two values."""
     old, new = before.to_json(), now.to_json()
     for key in old:
         if key != "log_steps" and old[key] != new.get(key):
-            raise UsageError(f"this machine would run the resumed benchmark differently: {key} was {old[key]}, "
-                             f"now {new.get(key)}; resume it where it has the same devices")
+            name, was, now_ = first_difference(key, old[key], new.get(key))
+            raise UsageError(f"the resumed run would differ from what it measured: {name} was {was!r}, now "
+                             f"{now_!r} (its config.json was edited, or this machine differs: its devices, "
+                             "its data); restore config.json, or resume where the run started")
+
+
+def first_difference(name: str, old, new) -> tuple[str, object, object]:
+    """The first leaf where two JSON values differ: (its dotted name, the old value, the new one)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                return first_difference(f"{name}.{key}", old.get(key), new.get(key))
+    return name, old, new
 
 
 def start_segment(files: RunFiles, run_id: str) -> int:

@@ -10,6 +10,7 @@ hosts itself. The mesh has one axis, ``data``: every device is one replica.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -18,7 +19,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from bench.cluster.tf_config import parse_tf_config
-from bench.errors import UsageError
+from bench.errors import RunFailed, UsageError
 
 DATA_AXIS = "data"
 
@@ -120,9 +121,11 @@ def find_devices(strategy: str, replicas: int | None) -> DeviceInfo:
     """Every device of the run (the first ``replicas`` of one process's, if given) and the mesh over them.
 
     Raises:
-      UsageError: more replicas asked for than this process has devices.
+      UsageError: more replicas asked for than this process has devices, or a platform JAX_PLATFORMS
+        names that JAX cannot start here.
+      RunFailed: JAX could start no backend at all.
     """
-    local = tuple(jax.local_devices())
+    local = start_backend()
     if replicas is not None:
         if replicas > len(local):
             raise UsageError(f"--replicas {replicas}: JAX sees {len(local)} {local[0].platform} device(s) here; "
@@ -137,6 +140,35 @@ def find_devices(strategy: str, replicas: int | None) -> DeviceInfo:
     mesh = Mesh(np.array(devices), (DATA_AXIS,))
     name = "multi_worker" if jax.process_count() > 1 else "data_parallel"
     return DeviceInfo(name, platform, devices, local, jax.process_index(), jax.process_count(), mesh)
+
+
+def start_backend(environ: Mapping[str, str] = os.environ) -> tuple:
+    """This process's devices: JAX's backend started, or one line saying why it could not be.
+
+    JAX says so with a traceback of its own: a RuntimeError naming the platform (``Unable to initialize
+    backend 'tpu'``), or a bare AssertionError where JAX_PLATFORMS names a platform with no plugin here.
+
+    Raises:
+      UsageError: JAX_PLATFORMS names a platform JAX cannot start here.
+      RunFailed: JAX could start no backend (no JAX_PLATFORMS given).
+    """
+    try:
+        return tuple(jax.local_devices())
+    except (RuntimeError, AssertionError) as err:
+        # JAX's own hint ("set JAX_PLATFORMS='' to ...") is this line's fix, said once, below.
+        first = re.sub(r"\s*\(set JAX_PLATFORMS=.*$", "", (str(err).strip().splitlines() or [""])[0])
+        first = _shortened(first or "no backend started", 200)
+        platforms = environ.get("JAX_PLATFORMS", "").strip()
+        if platforms:
+            raise UsageError(f"JAX_PLATFORMS={platforms}: JAX could not start it here ({first}); unset "
+                             "JAX_PLATFORMS to train on the devices JAX finds, or install JAX for that platform "
+                             "('jax[cuda13]' on an NVIDIA GPU, 'jax[tpu]' on a Cloud TPU VM)") from None
+        raise RunFailed(f"JAX could not start a backend ({first}); check the JAX install (README, \"On a GPU VM "
+                        "or a Cloud TPU VM\")") from None
+
+
+def _shortened(text: str, most: int) -> str:
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 def agreement(info: DeviceInfo):

@@ -6,21 +6,35 @@ from __future__ import annotations
 
 import sys
 
+from bench.errors import UsageError
 from bench.harness import child
+from bench.plan.config_jax import INSTALL_JAX
 
 
 def before_jax(request: dict) -> None:
     """--replicas N on a CPU splits it into N devices, which JAX must be told before its CPU backend starts."""
     replicas = request["config"].get("runtime", {}).get("replicas")
     if replicas:
-        import jax  # noqa: PLC0415 (after the CPU pins; its backends start later, at first use)
+        try:
+            import jax  # noqa: PLC0415 (after the CPU pins; its backends start later, at first use)
+        except ImportError:
+            return  # load_execute says what is missing, in one line
 
         jax.config.update("jax_num_cpu_devices", int(replicas))
 
 
 def load_execute():
-    from bench.train_jax.run import execute  # noqa: PLC0415 (JAX, Flax and optax load here)
+    """The engine's ``execute``; JAX, Flax, optax load here.
 
+    Raises:
+      UsageError: one of them is not installed (`podbench run` checks first, bench/cli/engine_checks.py;
+        this is the word for a package that is there but cannot be imported).
+    """
+    try:
+        from bench.train_jax.run import execute  # noqa: PLC0415
+    except ImportError as err:
+        raise UsageError(f"--framework jax could not import {err.name or 'a package'} ({err}): "
+                         f"{INSTALL_JAX}") from None
     return execute
 
 
