@@ -146,3 +146,89 @@ def test_sigterm_stops_every_jax_process_at_one_step_and_the_run_resumes_there(t
     assert sorted(p.name for p in (out / "workers").iterdir()) == ["worker-0.log", "worker-1.log"]
     restores = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "restore"]
     assert restores[-1]["step"] == stopped["steps_completed"]
+
+
+# The watch's bound (bench/train_jax/peers.py: 10 s of silence on two processes) and what follows it: the
+# verdict taken, the summary written, the other processes stopped.
+NAMED_WITHIN_S = 60
+
+
+def training_child(supervisor: int) -> int:
+    (child,) = [int(p) for p in Path(f"/proc/{supervisor}/task/{supervisor}/children").read_text().split()]
+    assert b"bench.train_jax.process" in Path(f"/proc/{child}/cmdline").read_bytes()
+    return child
+
+
+def wait_for_steps(path: Path, proc: subprocess.Popen, lines: int) -> None:
+    import time  # noqa: PLC0415
+
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while not (path.exists() and len(path.read_text().splitlines()) >= lines):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+
+
+def test_a_frozen_jax_worker_under_launch_is_named_within_the_bound(tmp_path):
+    """Worker 1's training process SIGSTOPped mid-run: the chief's line and summary name worker 1, its address,
+    the step in flight and its silence; the launcher blames worker 1, not the chief (which JAX's own
+    heartbeat check would have aborted with SIGABRT, naming nobody, after 100 s); nothing is left behind."""
+    import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    from console import ENV, REPO, alive, error_lines  # noqa: PLC0415
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen([str(PODBENCH), "launch", "--workers", "2", "--", "run", *SMALL, "--steps-per-epoch", "8",
+                             "--train-steps", "4000", "--output", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
+    wait_for_steps(out / rundir.STEPS_FILE, proc, 10)
+    supervisors = sorted(int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split())
+    frozen = training_child(supervisors[1])
+    os.kill(frozen, signal.SIGSTOP)
+    stopped_s = time.monotonic()
+    _, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
+    assert time.monotonic() - stopped_s < NAMED_WITHIN_S
+    assert proc.returncode == 1 and "Traceback" not in stderr and "SIGABRT" not in stderr, stderr[-3000:]
+    chief = [line for line in error_lines(stderr) if not line.startswith("[worker")]
+    named = re.search(r"worker 1 at 127\.0\.0\.1:\d+ stopped answering at step (\d+): no step has completed for "
+                      r"[\d.]+ s, and it sent no heartbeat for ([\d.]+) s", chief[0])
+    assert named and float(named.group(2)) >= 10, chief
+    assert chief[-1].startswith("error: worker 1 at 127.0.0.1:") and "worker 1's log" in chief[-1], chief
+    summary = json.loads((out / rundir.SUMMARY_FILE).read_text())
+    assert summary["status"] == "failed" and f"stopped answering at step {named.group(1)}" in summary["error"]
+    deadline = time.monotonic() + 60
+    while any(alive(p) for p in (frozen, *supervisors)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(p) for p in (frozen, *supervisors))
+
+
+def test_a_killed_jax_process_is_named_by_the_first_as_under_a_scheduler(tmp_path):
+    """Two processes started by hand with TF_CONFIG (as Slurm or Kubernetes starts them: no launcher to
+    blame anyone): worker 1's training process SIGKILLed breaks the chief's all-reduce at once, and the
+    chief's own line names worker 1 (gloo said only "Connection reset by peer")."""
+    import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    from console import ENV, REPO, error_lines, free_port  # noqa: PLC0415
+
+    workers = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+    out = tmp_path / "run"
+    procs = []
+    for index in (0, 1):
+        env = {**ENV, "PODBENCH_RUN_ID": "two-by-hand",
+               "TF_CONFIG": json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
+        procs.append(subprocess.Popen([str(PODBENCH), "run", *SMALL, "--steps-per-epoch", "8", "--train-steps",
+                                       "4000", "--output", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, env=env, cwd=REPO))
+    wait_for_steps(out / rundir.STEPS_FILE, procs[0], 10)
+    os.kill(training_child(procs[1].pid), signal.SIGKILL)
+    _, stderr = procs[0].communicate(timeout=RUN_TIMEOUT_S)
+    procs[1].communicate(timeout=RUN_TIMEOUT_S)
+    assert procs[0].returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+    lines = error_lines(stderr)
+    assert len(lines) == 1, stderr[-3000:]
+    line = lines[0]
+    assert re.search(rf"worker 1 at {re.escape(workers[1])} stopped answering at step \d+: ", line), line
+    summary = json.loads((out / rundir.SUMMARY_FILE).read_text())
+    assert summary["status"] == "failed" and f"worker 1 at {workers[1]} stopped answering" in summary["error"]

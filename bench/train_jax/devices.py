@@ -9,6 +9,7 @@ hosts itself. The mesh has one axis, ``data``: every device is one replica.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from bench.cluster.tf_config import parse_tf_config
 from bench.errors import RunFailed, UsageError
+from bench.train_jax import peers
 
 DATA_AXIS = "data"
 
@@ -98,8 +100,25 @@ class DeviceInfo:
         return tuple(f"{d.platform}:{d.id}" for d in self.devices)
 
 
+def process_names(environ: Mapping[str, str], count: int) -> tuple[tuple[str, int | None], ...]:
+    """Every process of the run as the user knows it, in JAX's process order: (name, TF_CONFIG's worker
+    index, None for the chief). TF_CONFIG's chief (or its worker 0) is process 0; without TF_CONFIG (a
+    Cloud TPU VM slice, where JAX finds the cluster) each is "process N"."""
+    if environ.get("TF_CONFIG"):
+        with contextlib.suppress(UsageError):
+            task = parse_tf_config(environ["TF_CONFIG"])
+            named = ([(f"chief at {task.chief}", None)] if task.chief else []) + [
+                (f"worker {i} at {address}", i) for i, address in enumerate(task.workers)]
+            if len(named) == count:
+                return tuple(named)
+    return tuple((f"process {i}", i) for i in range(count))
+
+
 def join(strategy: str, timeout_s: float | None, environ: Mapping[str, str] = os.environ) -> None:
     """Under multi_worker: joins the cluster (waits, up to ``timeout_s``, for every process to start).
+
+    jax.distributed's heartbeat timeout is set to the peer watch's backstop (bench/train_jax/peers.py),
+    not JAX's 100 s: the watch names a silent process first, and JAX ends the run if the watch could not.
 
     Raises:
       UsageError: no cluster to join, or it did not form in time.
@@ -108,6 +127,8 @@ def join(strategy: str, timeout_s: float | None, environ: Mapping[str, str] = os
         return
     c = coordinator(environ)
     kwargs = {"initialization_timeout": int(timeout_s)} if timeout_s else {}
+    if c.num_processes:
+        kwargs["heartbeat_timeout_seconds"] = peers.timing_for(c.num_processes).jax_heartbeat_s
     try:
         jax.distributed.initialize(c.address, c.num_processes, c.process_id, **kwargs)
     except (RuntimeError, ValueError) as err:  # JAX raises XlaRuntimeError (a RuntimeError) on a timeout
@@ -169,6 +190,15 @@ def start_backend(environ: Mapping[str, str] = os.environ) -> tuple:
 
 def _shortened(text: str, most: int) -> str:
     return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def distributed_client():
+    """jax.distributed's client, whose key-value store the peer watch beats in (None: one process).
+
+    jax.experimental.multihost_utils and orbax reach it at the same place."""
+    from jax._src import distributed  # noqa: PLC0415 (no public name for it)
+
+    return distributed.global_state.client
 
 
 def agreement(info: DeviceInfo):

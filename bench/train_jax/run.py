@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ from bench.results import jsonl, mllog
 from bench.results.rundir import CHECKPOINTS_DIR
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import configuration_of, write_summary
-from bench.train_jax import data, devices, environment, loop, peak, recipe
+from bench.train_jax import data, devices, environment, loop, peak, peers, recipe
 from bench.train_jax.checkpoints import Checkpointer
 from bench.train_jax.devices import DeviceInfo
 from methodology import peaks
@@ -138,6 +139,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
     TensorFlow engine's ``train`` does)."""
     plan, info = setup.plan, setup.info
     ending, built, trained, state = {"status": "completed"}, None, False, None
+    watch = _watch(setup, files)
     try:
         probe, note = peak.measure_run(info, plan.precision, config.measure.measure_peak, say)
         start_s += probe.probe_s if probe else 0.0  # the probe is not set-up: it is left out of setup_s
@@ -162,6 +164,10 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         ending = {"status": "failed", "error": str(err), "usage": True}
     except Exception as err:  # noqa: BLE001 (any failure ends the same way: recorded, summarized, one line)
         ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
+        if watch is not None and peers.broke_collective(err):
+            ending = _peer_ending(watch, ending, files.run_dir, say)
+    if watch is not None:
+        watch.stop()
     if ending["status"] == "interrupted":
         peer = " (another process received it: every process stops)" if request.from_peer else ""
         say(f"interrupted ({ending['signal']}){peer}: summarizing the steps measured so far")
@@ -170,6 +176,31 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
     fields = {k: v for k, v in ending.items() if k != "usage"}
     files.end(skipped_records=_skipped_records(built), optimizer_steps=_optimizer_steps(state), **fields)
     return ending
+
+
+def _watch(setup: Setup, files: RunFiles) -> peers.PeerWatch | None:
+    """Several processes: the watch that names one that stops answering (bench/train_jax/peers.py)."""
+    info = setup.info
+    if info.process_count == 1:
+        return None
+    return peers.start(devices.distributed_client(), info.process_index,
+                       devices.process_names(os.environ, info.process_count),
+                       lambda **fields: files.end(**fields), files.run_dir)
+
+
+def _peer_ending(watch: peers.PeerWatch, ending: dict, run_dir: Path, say) -> dict:
+    """A collective that broke: a peer that died breaks it at once, and the watch names which within its bound
+    (a stop notice meanwhile, such as `podbench launch` ending the others, keeps the collective's own line)."""
+    say(f"a collective with another process failed: waiting up to {watch.timing.silence_s:g} s for the process "
+        "that stopped answering to be named…")
+    try:
+        lost = watch.verdict()
+    except KeyboardInterrupt:
+        return ending
+    if lost is None:
+        return {**ending, "error": f"{ending['error']} (a collective with another process broke, and every process "
+                                   "kept answering: check the other processes' logs)"}
+    return peers.ending_of(lost, run_dir, watch.timing)
 
 
 def describe_failure(err: BaseException, run_dir: Path) -> str:
