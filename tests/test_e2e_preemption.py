@@ -101,22 +101,23 @@ def test_checkpoint_writes_are_left_out_of_the_window(tmp_path):
 def test_mirrored_sigterm_then_resume_through_the_console_script(tmp_path):
     # Blocks of 4 steps: the stop falls inside a block and waits for its end (one step a block, the
     # simpler case, is the in-process test's first case above).
-    out, spe = tmp_path / "run", 4
+    # As a user runs it: from a project folder, a relative --output and --resume.
+    project, out, spe = tmp_path, "runs/mirrored", 4
     flags = (*RUN_FLAGS, "--strategy", "mirrored", "--replicas", "2", "--steps-per-execution", spe,
              "--warmup-steps", 4, "--output", out)
     proc = subprocess.Popen([str(PODBENCH), "run", *map(str, flags)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
-    signal_when(out, lines=1 + 12 // spe, pid=proc.pid)
+                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=project)
+    signal_when(project / out, lines=1 + 12 // spe, pid=proc.pid)
     stdout, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 143, stderr[-3000:]
     assert "interrupted by SIGTERM" in stdout and not error_lines(stderr)
-    resumed = podbench("run", "--resume", out, "--json", timeout=600)
+    resumed = podbench("run", "--resume", out, "--json", timeout=600, cwd=project)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     summary = json.loads(resumed.stdout)
     assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", TRAIN_STEPS, 1)
     assert summary["num_replicas"] == 2 and summary["lost_steps"] == 0
     assert summary["data_position"].startswith("not restored: each resumed segment reads")
-    assert end_events(out)[-1]["optimizer_steps"] == TRAIN_STEPS
+    assert end_events(project / out)[-1]["optimizer_steps"] == TRAIN_STEPS
 
 
 def test_resume_refuses_flags_that_would_change_the_benchmark(tmp_path, capsys):
