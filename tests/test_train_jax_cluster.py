@@ -107,7 +107,7 @@ def test_a_supervisor_sigkilled_while_jax_waits_for_its_cluster_leaves_no_traini
 
 
 def test_sigterm_stops_every_jax_process_at_one_step_and_the_run_resumes_there(tmp_path):
-    """`podbench launch --workers 2` runs JAX workers, and its SIGTERM reaches both processes
+    """`podbench launch --workers 2` runs JAX workers (their update sharded), and its SIGTERM reaches both processes
     (jax.distributed's preemption service would take it: bench/train_jax/run.py takes it back); they agree
     on the step, the first process writes the last checkpoint, every process exits 143; `launch -- run
     --resume` restores it on both and completes the plan as one two-replica run."""
@@ -118,9 +118,11 @@ def test_sigterm_stops_every_jax_process_at_one_step_and_the_run_resumes_there(t
     from bench.results import jsonl  # noqa: PLC0415
 
     out = tmp_path / "run"
+    # Weight-update sharding (the optimizer state split over the two processes): the stop's checkpoint
+    # gathers it, the resume splits it again (a replicated run's stop and resume: tests/test_train_jax_run.py).
     proc = subprocess.Popen([str(PODBENCH), "launch", "--workers", "2", "--", "run", *SMALL, "--steps-per-epoch", "4",
-                             "--train-steps", "40", "--output", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
+                             "--train-steps", "40", "--weight-update", "sharded", "--output", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=REPO)
     steps = out / rundir.STEPS_FILE
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while not (steps.exists() and len(steps.read_text().splitlines()) >= 6):
@@ -142,7 +144,7 @@ def test_sigterm_stops_every_jax_process_at_one_step_and_the_run_resumes_there(t
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     summary = json.loads(resumed.stdout)
     assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", 40, 1)
-    assert (summary["framework"], summary["num_replicas"]) == ("jax", 2)
+    assert (summary["framework"], summary["num_replicas"], summary["weight_update"]) == ("jax", 2, "sharded")
     assert sorted(p.name for p in (out / "workers").iterdir()) == ["worker-0.log", "worker-1.log"]
     restores = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "restore"]
     assert restores[-1]["step"] == stopped["steps_completed"]
@@ -232,3 +234,25 @@ def test_a_killed_jax_process_is_named_by_the_first_as_under_a_scheduler(tmp_pat
     assert re.search(rf"worker 1 at {re.escape(workers[1])} stopped answering at step \d+: ", line), line
     summary = json.loads((out / rundir.SUMMARY_FILE).read_text())
     assert summary["status"] == "failed" and f"worker 1 at {workers[1]} stopped answering" in summary["error"]
+
+
+def test_two_processes_train_the_same_losses_sharded_as_replicated(tmp_path):
+    """`podbench launch --workers 2` in each mode (float32, the same seed and synthetic batch): the losses
+    agree step by step to float32's reduction order (tests/test_train_jax_weight_update.py states it: 100
+    ulps), and the sharded run's summary records one process's optimizer state at half the replicated's."""
+    from bench.results import eventfile  # noqa: PLC0415
+
+    losses, summaries = {}, {}
+    for mode in ("replicated", "sharded"):
+        out = tmp_path / mode
+        done = podbench("launch", "--workers", "2", "--", "run", *SMALL, "--precision", "float32", "--train-steps",
+                        "12", "--steps-per-epoch", "12", "--warmup-steps", "2", "--weight-update", mode, "--output",
+                        out, "--json", timeout=RUN_TIMEOUT_S)
+        assert done.returncode == 0, done.stderr[-3000:]
+        summaries[mode] = json.loads(done.stdout)
+        losses[mode] = [e.value for e in eventfile.read_event_log(str(out / "events"), ("loss",)).scalars["loss"]]
+    assert len(losses["sharded"]) == len(losses["replicated"]) == 12
+    for a, b in zip(losses["replicated"], losses["sharded"]):
+        assert abs(a - b) <= 100 * 1.2e-7 * abs(a), (losses["replicated"], losses["sharded"])
+    replicated, sharded = (summaries[m]["optimizer_state_bytes_per_device"] for m in ("replicated", "sharded"))
+    assert sharded < 0.51 * replicated

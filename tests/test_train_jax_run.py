@@ -290,7 +290,7 @@ def test_the_compiled_count_is_left_out_on_gpus_where_it_misses_the_convolutions
     """XLA:GPU's cost analysis does not count cuDNN's convolutions (0.40 of 24.5 GFLOP an image on an H100)."""
     from types import SimpleNamespace  # noqa: PLC0415
 
-    from bench.train_jax.run import _flops_per_image  # noqa: PLC0415
+    from bench.train_jax.build import _flops_per_image  # noqa: PLC0415
 
     compiled = SimpleNamespace(cost_analysis=lambda: {"flops": 800.0})
     assert _flops_per_image(compiled, SimpleNamespace(platform="cpu", per_replica_batch_size=8)) == 100.0

@@ -102,7 +102,7 @@ def check_outputs(config: RunConfig, resume: bool = False) -> None:
 
 # Flags that do not change the benchmark: a resumed run may take them (the rest come from its config.json).
 RESUME_FLAGS = frozenset({"--results-uri", "--log-steps", "--checkpoint-every", "--grace-period", "--json",
-                          "--no-peak", "--peer-timeout", "--collective-timeout"})
+                          "--no-peak", "--peer-timeout", "--collective-timeout", "--update-probe"})
 
 
 def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
@@ -134,7 +134,8 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
     parts = {"output": override, "train": {"log_steps": args.log_steps} if args.log_steps else {},
              "checkpoint": {k: v for k, v in (("every_minutes", args.checkpoint_every),
                                               ("grace_s", args.grace_period)) if v is not None},
-             "measure": {"measure_peak": False} if args.measure_peak is False else {},
+             "measure": {k: v for k, v in (("measure_peak", False if args.measure_peak is False else None),
+                                            ("measure_update", args.measure_update)) if v is not None},
              "runtime": {k: v for k, v in (("peer_timeout_s", args.peer_timeout),
                                            ("collective_timeout_s", args.collective_timeout)) if v is not None}}
     try:

@@ -121,6 +121,10 @@ RUN_FLAGS: tuple[Flag, ...] = (
     Flag("--framework", "runtime.framework", DISTRIBUTION,
          "the engine: tensorflow (default: Keras under tf.distribute) or jax (Flax, optax, orbax: every device JAX "
          "sees, data-parallel; needs no TensorFlow)", choices=cfg.FRAMEWORKS),
+    Flag("--weight-update", "runtime.weight_update", DISTRIBUTION,
+         "replicated (default: every replica updates every weight after an all-reduce) or sharded (--framework "
+         "jax: weight-update sharding, each replica updates 1/N of the weights with 1/N of the optimizer state)",
+         choices=cfg.WEIGHT_UPDATES),
     Flag("--strategy", "runtime.strategy", DISTRIBUTION,
          "tf.distribute strategy (default auto); under --framework jax: auto or multi_worker", choices=cfg.STRATEGIES),
     Flag("--tpu", "runtime.tpu", DISTRIBUTION, "Cloud TPU name, grpc://HOST:PORT, or local (on a TPU VM)",
@@ -156,6 +160,10 @@ RUN_FLAGS: tuple[Flag, ...] = (
     Flag("--no-peak", "measure.measure_peak", OUTPUT,
          "skip the matmul probe that measures the devices' peak before the warm-up (a few seconds; MFU is then "
          "against the datasheet only)", action="store_false", dest="measure_peak"),
+    Flag("--update-probe", "measure.measure_update", OUTPUT,
+         "--framework jax: after the measured steps, time the step with and without its optimizer update, side by "
+         "side, for the update's share of a step (default on a GPU or TPU; on a CPU the second compile costs more "
+         "than it tells)", action="bool"),
     Flag("--json", None, OUTPUT, "print summary.json on stdout (progress stays on stderr)", action="store_true"),
 )
 

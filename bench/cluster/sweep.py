@@ -11,9 +11,7 @@ load only when the files are written.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import signal
 import subprocess
 import sys

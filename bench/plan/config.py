@@ -12,7 +12,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from bench.plan.config_jax import FRAMEWORKS, check_jax_checkpoint, check_jax_runtime, check_jax_train
+from bench.plan.config_jax import (FRAMEWORKS, WEIGHT_UPDATES, check_jax_checkpoint, check_jax_runtime,
+                                   check_jax_train)
 from methodology import schedule
 
 MODELS = ("resnet50_v1.5",)
@@ -212,6 +213,9 @@ class RuntimeConfig:
         TensorFlow's intra- and inter-op pools get that many threads each (None: all,
         TensorFlow's defaults). Fewer threads pinned make runs on a shared VM agree
         better (the regression gate's preset uses 1: methodology/GATE.md).
+      weight_update: "replicated" (every replica updates every weight after an all-reduce) or
+        "sharded" (weight-update sharding, ZeRO-1: the gradients reduce-scattered, each replica updating
+        its 1/N with its 1/N of the optimizer state, the weights all-gathered; the JAX engine only).
     """
 
     strategy: str = "auto"
@@ -222,9 +226,14 @@ class RuntimeConfig:
     peer_timeout_s: float | None = None
     cpu_threads: int | None = None
     collective_timeout_s: float | None = None
+    weight_update: str = "replicated"
 
     def __post_init__(self):
         choice("framework", self.framework, FRAMEWORKS)
+        choice("weight_update", self.weight_update, WEIGHT_UPDATES)
+        if self.weight_update == "sharded" and self.framework != "jax":
+            raise ValueError("--weight-update sharded is the JAX engine's (tf.distribute replicates the update): "
+                             "add --framework jax")
         choice("strategy", self.strategy, STRATEGIES)
         positive("replicas", self.replicas)
         positive("cpu_threads", self.cpu_threads)
@@ -258,10 +267,15 @@ class MeasureConfig:
         CPU host (None: the table's, or the CPU's nominal one).
       measure_peak: time a dense matmul on the run's devices before the warm-up (seconds), for
         the MFU against what the devices deliver.
+      measure_update: the JAX engine: after the measured steps, time the compiled step with and
+        without its optimizer update, side by side, for the update's share of a step
+        (bench/train_jax/update_probe.py). None: on a GPU or TPU, not on a CPU (where the second
+        compilation of ResNet-50 costs more than the run's measured steps).
     """
 
     peak_tflops: float | None = None
     measure_peak: bool = True
+    measure_update: bool | None = None
 
     def __post_init__(self):
         lo, hi = PEAK_TFLOPS_RANGE
@@ -369,6 +383,9 @@ def check_ready(config: RunConfig) -> RunConfig:
         check_jax_checkpoint(config.checkpoint)
     elif config.runtime.strategy == "multi_worker" and config.train.xla:
         raise ValueError(MULTI_WORKER_XLA)
+    elif config.measure.measure_update:
+        raise ValueError("--update-probe times the JAX engine's compiled step with and without its update: add "
+                         "--framework jax")
     if config.train.evaluates and not config.data.real:
         raise ValueError("evaluation needs a validation split: add --data imagenet or --data tfds with --data-dir "
                          "(`podbench data make` writes one from a folder of images)")

@@ -8,6 +8,9 @@ FRAMEWORKS = ("tensorflow", "jax")
 # Under JAX every device it sees trains data-parallel; several processes (a Slurm step, `podbench
 # launch`, TF_CONFIG) are one run under multi_worker.
 JAX_STRATEGIES = ("auto", "multi_worker")
+# How the optimizer update is spread over the data-parallel replicas (bench/train_jax/weight_update.py):
+# every replica all of it, or each its 1/N (weight-update sharding, ZeRO-1; the JAX engine only).
+WEIGHT_UPDATES = ("replicated", "sharded")
 # How the JAX engine's packages (setup.cfg's jax extra) are installed, said wherever one is missing.
 INSTALL_JAX = ("pip install -e '.[jax]' in the checkout (then 'jax[cuda13]' on an NVIDIA GPU, 'jax[tpu]' on a "
                "Cloud TPU VM: README, \"On a GPU VM or a Cloud TPU VM\")")

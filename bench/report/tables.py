@@ -17,7 +17,6 @@ segment is checked on its own, and its re-traced and redone steps are phase
 """
 from __future__ import annotations
 
-import json
 import re
 import math
 from dataclasses import dataclass

@@ -39,6 +39,8 @@ from methodology.throughput import StepRecord
 # lifecycle.jsonl event names
 START, SETUP, MODEL, INPUT_PIPELINES, INPUT_BENCH, CHECKPOINT, RESTORE, END, CLUSTER = (
     "start", "setup", "model", "input_pipelines", "input_bench", "checkpoint", "restore", "end", "cluster")
+# The JAX engine's step timed with and without its optimizer update, after the measured steps.
+UPDATE_PROBE = "update_probe"
 
 
 class JsonLinesWriter:

@@ -33,18 +33,7 @@ from bench.errors import RunFailed, UsageError
 from bench.harness.checkpoints import MAX_TO_KEEP, check_owner, checkpoint_number, claim, directory_full
 from bench.train_jax.devices import DeviceInfo
 from bench.train_jax.recipe import TrainState
-
-
-def host_copy(state: TrainState) -> Any:
-    """The state as numpy arrays on the host: this process's copy (every replica holds the same)."""
-    return jax.tree_util.tree_map(lambda x: np.asarray(x.addressable_data(0)), state)
-
-
-def on_devices(host: Any, info: DeviceInfo) -> Any:
-    """A host copy, put back on every replica of the run."""
-    sharding = info.replicated()
-    return jax.tree_util.tree_map(lambda x: jax.make_array_from_callback(x.shape, sharding, lambda index: x[index]),
-                                  host)
+from bench.train_jax.weight_update import Layout
 
 
 def _orbax(process: int):
@@ -62,12 +51,15 @@ class Checkpointer:
       directory: where the run's checkpoints go (relative to the working directory, or absolute).
       info: the run's devices (which process writes; where a restored state goes).
       run_id: the run's id: the directory is this run's, or refused.
+      layout: how the state lies on the devices (default: replicated); a checkpoint holds the optimizer
+        state in the weights' own shapes whichever layout wrote it (bench/train_jax/weight_update.py).
     """
 
-    def __init__(self, directory: str, info: DeviceInfo, run_id: str):
+    def __init__(self, directory: str, info: DeviceInfo, run_id: str, layout: Layout | None = None):
         self.directory = os.path.abspath(directory)
         self.info = info
         self.run_id = run_id
+        self.layout = layout or Layout(info)
         self._orbax = _orbax(info.process_index)
         self._claimed = False
         self.state: TrainState | None = None  # the newest state; the run sets it after each block
@@ -75,6 +67,7 @@ class Checkpointer:
     def save(self, step: int) -> str:
         """Writes the state after ``step`` (the first process only); returns its path."""
         path = f"{self.directory}/ckpt-{step}"
+        host = self.layout.to_host(self.state)  # every process: a sharded state is gathered first
         if not self.info.is_chief:
             return path
         try:
@@ -83,7 +76,7 @@ class Checkpointer:
                 self._claimed = True
             if os.path.exists(path):  # a resumed segment that redoes a step overwrites its own checkpoint
                 shutil.rmtree(path)
-            self._orbax.save(path, host_copy(self.state))
+            self._orbax.save(path, host)
             self._orbax.wait_until_finished()
         except OSError as err:
             full = directory_full(self.directory)
@@ -126,12 +119,12 @@ class Checkpointer:
         """
         check_owner(self.directory, self.run_id, UsageError)
         damaged = []
-        target = host_copy(template)
+        target = self.layout.host_template(template)
         for path in self.found():
             try:
                 host = self._orbax.restore(path, target)
                 _check_shapes(host, target)
-                return on_devices(host, self.info), path, damaged
+                return self.layout.to_devices(host, template), path, damaged
             except Exception as err:  # noqa: BLE001 (orbax and tensorstore raise many kinds for a bad checkpoint)
                 lines = str(err).strip().splitlines()
                 damaged.append((path, f"{type(err).__name__}: {lines[0][:160] if lines else ''}"))

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import PartitionSpec
 
+from bench.train_jax import weight_update as weight_update_sharding
 from bench.train_jax.devices import DATA_AXIS, DeviceInfo
 from methodology import schedule as lr
 
@@ -65,14 +66,18 @@ def learning_rate_fn(schedule: lr.Schedule, steps_per_epoch: int) -> Callable[[j
 
 
 def make_optimizer(schedule: lr.Schedule, steps_per_epoch: int, weight_decay: float,
-                   decayed: Any) -> optax.GradientTransformation:
+                   decayed: Any, weight_update: str = "replicated") -> optax.GradientTransformation:
     """Momentum SGD as Keras's (v = 0.9 v - rate g; the rate inside the momentum), or LARS as
-    tf-models-official's (which then carries the weight decay, on ``decayed`` weights only)."""
+    tf-models-official's (which then carries the weight decay, on ``decayed`` weights only).
+
+    Sharded (bench/train_jax/weight_update.py), each replica updates a chunk of every weight: LARS's
+    trust ratio then takes each weight's norms over every replica's chunk."""
     rate = learning_rate_fn(schedule, steps_per_epoch)
     if schedule.optimizer == "lars":
-        return optax.chain(optax.add_decayed_weights(weight_decay, decayed),
-                           optax.masked(optax.scale_by_trust_ratio(trust_coefficient=LARS_TRUST_COEFFICIENT,
-                                                                   eps=0.0), decayed),
+        trust = (weight_update_sharding.scale_by_trust_ratio(LARS_TRUST_COEFFICIENT, DATA_AXIS)
+                 if weight_update == "sharded" else
+                 optax.scale_by_trust_ratio(trust_coefficient=LARS_TRUST_COEFFICIENT, eps=0.0))
+        return optax.chain(optax.add_decayed_weights(weight_decay, decayed), optax.masked(trust, decayed),
                            optax.scale_by_learning_rate(rate), optax.trace(decay=SGD_MOMENTUM))
     return optax.chain(optax.scale_by_learning_rate(rate), optax.trace(decay=SGD_MOMENTUM))
 
@@ -93,7 +98,8 @@ def l2_penalty(params: Any, decayed: Any, weight_decay: float) -> jax.Array:
 
 
 def make_train_step(model, tx: optax.GradientTransformation, info: DeviceInfo, num_classes: int,
-                    label_smoothing: float, loss_decay: float, decayed: Any):
+                    label_smoothing: float, loss_decay: float, decayed: Any, weight_update: str = "replicated",
+                    params_shapes=None, update: bool = True):
     """The jitted step ``(state, images, labels) -> (state, loss)`` over every replica of ``info``.
 
     Inside, each replica sees its own batch: its loss, its gradients and its batch-norm
@@ -101,7 +107,17 @@ def make_train_step(model, tx: optax.GradientTransformation, info: DeviceInfo, n
     statistics are averaged over the replicas, so every replica ends the step with the same state
     (tests/test_train_jax_recipe.py checks it against one replica's step on the mean gradient).
     The old state is donated: its buffers are reused for the new one.
+
+    Args:
+      weight_update: "replicated" (the gradients all-reduced, every replica updates every weight) or
+        "sharded" (reduce-scattered, each replica updates its chunk, the weights all-gathered:
+        bench/train_jax/weight_update.py).
+      params_shapes: the weights' shapes (a sharded state's specs follow them; unused when replicated).
+      update: False leaves the optimizer out (the weights and its state stay as they are) and returns the
+        gradients as the step ends them (their all-reduce or reduce-scatter done): the same step without
+        the update, timed beside the real one for the update's share (bench/train_jax/update_probe.py).
     """
+    sharded_update = weight_update == "sharded"
 
     def replica_step(state: TrainState, images, labels):
         replicas = jax.lax.axis_size(DATA_AXIS)
@@ -113,34 +129,76 @@ def make_train_step(model, tx: optax.GradientTransformation, info: DeviceInfo, n
             # This replica's share of the mean over replicas (the L2 term counted once in all).
             return (loss + l2_penalty(params, decayed, loss_decay)) / replicas, updated["batch_stats"]
 
-        # The weights are the same on every replica, so their gradient is summed over the replicas
-        # (shard_map's transpose of that sameness): with each replica's share, the mean gradient.
-        (share, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-        updates, opt_state = tx.update(grads, state.opt_state, state.params)
-        new = TrainState(step=state.step + 1, params=optax.apply_updates(state.params, updates),
-                         batch_stats=jax.lax.pmean(batch_stats, DATA_AXIS), opt_state=opt_state)
-        return new, jax.lax.psum(share, DATA_AXIS)
+        if sharded_update:
+            # Each replica's own gradient (the weights marked as differing by replica: no implicit sum),
+            # then one reduce-scatter: this replica's chunk of the mean gradient.
+            local = jax.lax.pcast(state.params, DATA_AXIS, to="varying")
+            (share, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(local)
+            grads = jax.tree_util.tree_map(lambda g: weight_update_sharding.reduce_scattered(g, replicas), grads)
+            params = jax.tree_util.tree_map(lambda p: weight_update_sharding.own_chunk(p, replicas), state.params)
+        else:
+            # The weights are the same on every replica, so their gradient is summed over the replicas
+            # (shard_map's transpose of that sameness): with each replica's share, the mean gradient.
+            (share, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+            params = state.params
+        loss = jax.lax.psum(share, DATA_AXIS)
+        if not update:
+            return grads, loss
+        updates, opt_state = tx.update(grads, state.opt_state, params)
+        new_params = optax.apply_updates(params, updates)
+        if sharded_update:
+            new_params = jax.tree_util.tree_map(weight_update_sharding.gathered, new_params, state.params)
+        new = TrainState(step=state.step + 1, params=new_params, batch_stats=jax.lax.pmean(batch_stats, DATA_AXIS),
+                         opt_state=opt_state)
+        return new, loss
 
     data = PartitionSpec(DATA_AXIS)
-    sharded = jax.shard_map(replica_step, mesh=info.mesh, in_specs=(PartitionSpec(), data, data),
-                            out_specs=(PartitionSpec(), PartitionSpec()))
-    return jax.jit(sharded, donate_argnums=(0,))
+    specs = state_specs(tx, params_shapes, weight_update, info.num_replicas)
+    out_specs = (specs, PartitionSpec()) if update else (data if sharded_update else PartitionSpec(), PartitionSpec())
+    step = jax.shard_map(replica_step, mesh=info.mesh, in_specs=(specs, data, data), out_specs=out_specs)
+    return jax.jit(step, donate_argnums=(0,) if update else ())
 
 
-def make_eval_step(model, info: DeviceInfo, num_classes: int):
-    """The jitted evaluation step ``(state, images, labels, weights) -> (top-1 hits, top-5 hits, weight)``,
-    summed over every replica; padding examples weigh 0 and count nowhere."""
-    k = min(5, num_classes)
+def state_specs(tx: optax.GradientTransformation, params, weight_update: str, replicas: int) -> TrainState:
+    """Where each part of the state lives: everything on every replica, but a sharded update's optimizer
+    state, whose per-weight vectors are split over the replicas (bench/train_jax/weight_update.py).
 
-    def replica_eval(state: TrainState, images, labels, weights):
-        logits = model.apply({"params": state.params, "batch_stats": state.batch_stats}, images, train=False)
-        top = jax.lax.top_k(logits, k)[1]
-        hit_1 = (top[:, 0] == labels).astype(jnp.float32)
-        hit_k = jnp.any(top == labels[:, None], axis=1).astype(jnp.float32)
-        sums = jnp.stack([jnp.sum(hit_1 * weights), jnp.sum(hit_k * weights), jnp.sum(weights)])
-        return jax.lax.psum(sums, DATA_AXIS)
+    Args:
+      params: the weights, or their shapes (jax.ShapeDtypeStruct): a sharded state's specs follow them.
+    """
+    whole = PartitionSpec()
+    if weight_update != "sharded":
+        return TrainState(step=whole, params=whole, batch_stats=whole, opt_state=whole)
+    opt_state = jax.eval_shape(lambda p: weight_update_sharding.init_sharded(tx, p, replicas), params)
+    return TrainState(step=whole, params=jax.tree_util.tree_map(lambda _: whole, params), batch_stats=whole,
+                      opt_state=weight_update_sharding.state_specs(opt_state))
 
-    data = PartitionSpec(DATA_AXIS)
-    sharded = jax.shard_map(replica_eval, mesh=info.mesh, in_specs=(PartitionSpec(), data, data, data),
-                            out_specs=PartitionSpec())
-    return jax.jit(sharded)
+
+def initial_state(init_variables, tx: optax.GradientTransformation, info: DeviceInfo,
+                  weight_update: str) -> TrainState:
+    """The initial state made on the run's devices, each part where ``state_specs`` puts it.
+
+    Args:
+      init_variables: () -> the model's initial variables ({"params", "batch_stats"}), traced under jit.
+    """
+    def init():
+        variables = init_variables()
+        params = variables["params"]
+        opt_state = (weight_update_sharding.init_sharded(tx, params, info.num_replicas)
+                     if weight_update == "sharded" else tx.init(params))
+        return TrainState(step=jnp.zeros((), jnp.int32), params=params, batch_stats=variables["batch_stats"],
+                          opt_state=opt_state)
+
+    shapes = jax.eval_shape(init)
+    specs = state_specs(tx, shapes.params, weight_update, info.num_replicas)
+    return jax.jit(init, out_shardings=weight_update_sharding.shardings(info, _full_specs(specs, shapes)))()
+
+
+def _full_specs(specs: TrainState, shapes: TrainState) -> TrainState:
+    """Specs given as prefixes (one PartitionSpec for a whole part) spelled out leaf by leaf."""
+    def spell(spec, tree):
+        if isinstance(spec, PartitionSpec):
+            return jax.tree_util.tree_map(lambda _: spec, tree)
+        return spec
+    return TrainState(*(spell(getattr(specs, f), getattr(shapes, f)) for f in ("step", "params", "batch_stats",
+                                                                               "opt_state")))

@@ -16,20 +16,16 @@ bench/train_jax/data.py, and says so in one line where it is not installed.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 import jax
-import jax.numpy as jnp
 import optax
 
 from bench.plan.config import RunConfig
-from bench.data.spec import MEAN_RGB, STDDEV_RGB, DataCounts
 from bench.errors import UsageError
 from bench.harness import host, outcome
 from bench.harness.block_end import BlockEnd, check_same_step
@@ -47,21 +43,11 @@ from bench.results import jsonl, mllog
 from bench.results.rundir import CHECKPOINTS_DIR
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import configuration_of, write_summary
-from bench.train_jax import data, devices, environment, loop, peak, peers, recipe
+from bench.train_jax import data, devices, environment, loop, peak, peers, recipe, update_probe, weight_update
+from bench.train_jax.build import Built, Setup, build
 from bench.train_jax.checkpoints import Checkpointer
-from bench.train_jax.devices import DeviceInfo
 from methodology import peaks
 from methodology.target import EvalRecord
-from models import resnet_flax, xla_flops
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What runs, before anything is built: the devices, what the data holds, the plan."""
-
-    info: DeviceInfo
-    counts: DataCounts
-    plan: ResolvedRun
 
 
 def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopRequest | None = None) -> Setup:
@@ -124,15 +110,6 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
     return outcome_of(summary, run_dir, end)
 
 
-@dataclass
-class Built:
-    """The model, its state and its compiled steps, and the input."""
-
-    state: recipe.TrainState
-    steps: loop.Steps
-    pipeline: object | None  # real data: bench/data/pipeline.py's Pipeline (its --skip-corrupt counter)
-
-
 def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest, segment: int, start_s: float,
           say, stream: TextIO, restoring: bool) -> dict:
     """Measured peak, environment, model and data, the input benchmark, fit; records how it ended (as the
@@ -146,7 +123,8 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         files.write_environment(environment.describe(info, plan.precision, probe=probe, probe_note=note))
         built = build(config, setup, files, segment, say)
         state = built.state
-        checkpointer, state, initial_step = restore(config, setup, files, state, segment, say, restoring)
+        checkpointer, state, initial_step = restore(config, setup, files, state, built.layout, segment, say,
+                                                    restoring)
         with _data_errors(config, built):
             bench_input(config, setup, files, say)
             say(_training_line(config, plan, initial_step))
@@ -158,6 +136,8 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         request.agreed = True  # fit returned: every process at this step
         if request.requested:
             ending = {"status": "interrupted", "signal": request.signal_name}
+        elif _probes_update(config, plan):
+            probe_update(built, state, files, request, say)
     except KeyboardInterrupt as err:
         ending = {"status": "interrupted", "signal": getattr(err, "signal_name", "SIGINT")}
     except UsageError as err:  # mid-run (bad data): keep what was measured
@@ -176,6 +156,23 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
     fields = {k: v for k, v in ending.items() if k != "usage"}
     files.end(skipped_records=_skipped_records(built), optimizer_steps=_optimizer_steps(state), **fields)
     return ending
+
+
+def _probes_update(config: RunConfig, plan: ResolvedRun) -> bool:
+    """--update-probe as given, else on a GPU or TPU (bench/plan/config.py MeasureConfig)."""
+    asked = config.measure.measure_update
+    return asked if asked is not None else plan.platform != "cpu"
+
+
+def probe_update(built: Built, state, files: RunFiles, request: StopRequest, say) -> None:
+    """The update's share of a step: the step timed with and without it, side by side, after the measured
+    steps (bench/train_jax/update_probe.py); the blocks go to lifecycle.jsonl as they were timed."""
+    say("timing the step with and without its optimizer update (not part of the measured steps)…")
+    compile_start_s = time.perf_counter()
+    without = built.without_update()
+    compile_s = time.perf_counter() - compile_start_s
+    records = update_probe.probe(built.steps.train, without, state, *built.batch, stopping=lambda: request.requested)
+    files.lifecycle.event(jsonl.UPDATE_PROBE, blocks=records, compile_s=compile_s)
 
 
 def _watch(setup: Setup, files: RunFiles) -> peers.PeerWatch | None:
@@ -209,86 +206,8 @@ def describe_failure(err: BaseException, run_dir: Path) -> str:
     return outcome.describe_failure(err, run_dir, " (out of memory: lower --batch-size)" if oom else "")
 
 
-def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -> Built:
-    """The Flax model, its state on every replica, the compiled steps and their FLOPs, and the input.
-
-    A resumed segment reads real training data in a fresh order (seed + segment), as the TensorFlow engine does.
-    """
-    plan, info, m = setup.plan, setup.info, config.model
-    uint8 = plan.train_input.image_dtype == "uint8"
-    model = resnet_flax.build_resnet(m.depth, m.num_classes,
-                                     jnp.bfloat16 if plan.precision == "mixed_bfloat16" else jnp.float32,
-                                     (MEAN_RGB, STDDEV_RGB) if uint8 else None)
-    shapes = resnet_flax.variable_shapes(model, m.image_size, plan.train_input.image_dtype)
-    decayed = resnet_flax.decayed_mask(shapes["params"])
-    tx = recipe.make_optimizer(plan.schedule, plan.steps_per_epoch, m.weight_decay, decayed)
-    state = _initial_state(model, tx, m.image_size, plan, info, config.train.seed)
-    # With LARS the optimizer applies the decay; an L2 loss term as well would decay twice.
-    loss_decay = 0.0 if plan.schedule.optimizer == "lars" else m.weight_decay
-    train_step = recipe.make_train_step(model, tx, info, m.num_classes, plan.label_smoothing, loss_decay, decayed)
-    train_spec = dataclasses.replace(plan.train_input, seed=plan.train_input.seed + segment)
-    pipeline, batches = _train_batches(train_spec, setup)
-    images, labels = next(batches)
-    say("compiling the training step (XLA)…")
-    compile_start_s = time.perf_counter()
-    compiled = train_step.lower(state, images, labels).compile()
-    files.lifecycle.event(jsonl.MODEL, forward_macs_per_image=resnet_flax.forward_macs_per_image(
-        model, m.image_size, plan.train_input.image_dtype), compiled_flops_per_image=_flops_per_image(compiled, plan),
-        compile_s=time.perf_counter() - compile_start_s)
-    evaluate = eval_batches = None
-    if plan.eval_input is not None:
-        evaluate = recipe.make_eval_step(model, info, m.num_classes)
-        eval_batches = lambda: data.real_input(plan.eval_input, setup.counts, info).batches  # noqa: E731
-    files.lifecycle.event(jsonl.INPUT_PIPELINES, count=info.process_count if config.data.real else 1)
-    return Built(state, loop.Steps(compiled, _prepend((images, labels), batches), evaluate, eval_batches), pipeline)
-
-
-def _initial_state(model, tx, image_size: int, plan: ResolvedRun, info: DeviceInfo, seed: int) -> recipe.TrainState:
-    """Initial weights from ``seed``, made on every replica at once (compiled, replicated)."""
-    def init():
-        # rbg: the same distributions, compiled in a fraction of the default generator's time on a CPU.
-        variables = resnet_flax.init_variables(model, image_size, jax.random.key(seed, impl="rbg"),
-                                               plan.train_input.image_dtype)
-        return recipe.TrainState(step=jnp.zeros((), jnp.int32), params=variables["params"],
-                                 batch_stats=variables["batch_stats"], opt_state=tx.init(variables["params"]))
-    return jax.jit(init, out_shardings=info.replicated())()
-
-
-def _flops_per_image(compiled, plan: ResolvedRun) -> float | None:
-    """Training FLOPs an image as XLA counts the compiled step (a replica's program, its own batch); None
-    where the backend counts none, or not the convolutions (a cross-check, never a reason for the run to fail)."""
-    if plan.platform == "gpu":
-        # XLA:GPU runs convolutions as cuDNN custom calls, which its cost analysis leaves out: on an H100
-        # it counted 0.40 GFLOP an image of ResNet-50's 24.5 (results/device/h100). A count without the
-        # convolutions would read as a 60x disagreement with the model's, so none is given.
-        return None
-    try:
-        flops = xla_flops.flops_from_cost_analysis(compiled.cost_analysis())
-    except (NotImplementedError, RuntimeError, ValueError):  # XLA's own errors are RuntimeErrors
-        return None
-    return None if not flops else flops / plan.per_replica_batch_size
-
-
-def _train_batches(spec, setup: Setup):
-    """(the real-data pipeline or None, an iterator of global training batches)."""
-    if spec.source == "synthetic":
-        batch = data.synthetic_batch(spec, setup.info)
-        return None, _forever(batch)
-    real = data.real_input(spec, setup.counts, setup.info)
-    return real.pipeline, real.batches
-
-
-def _forever(batch):
-    while True:
-        yield batch
-
-
-def _prepend(first, rest):
-    yield first
-    yield from rest
-
-
-def restore(config: RunConfig, setup: Setup, files: RunFiles, state, segment: int, say, restoring: bool):
+def restore(config: RunConfig, setup: Setup, files: RunFiles, state, layout: weight_update.Layout, segment: int,
+            say, restoring: bool):
     """(the checkpointer or None, the state to train from, its step): a resumed run's latest intact checkpoint.
 
     Every process restores, and all must be at the same step (bench/harness/block_end.py).
@@ -296,7 +215,7 @@ def restore(config: RunConfig, setup: Setup, files: RunFiles, state, segment: in
     if not config.checkpoint.every_minutes:
         return None, state, 0
     directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
-    checkpointer = Checkpointer(directory, setup.info, files.run_id)
+    checkpointer = Checkpointer(directory, setup.info, files.run_id, layout)
     step = 0
     if restoring:
         start_s = time.perf_counter()

@@ -1,0 +1,136 @@
+"""The JAX engine's run, built: the Flax model, its state on the devices, the compiled steps, the input.
+
+``build`` is bench/train_jax/run.py's second step (after ``prepare``, before the fit):
+the model and its optimizer as the plan says, the initial state made on every replica
+(a sharded update's optimizer state split over them: bench/train_jax/weight_update.py),
+the training step compiled on the first batch, and what the run records of it (its
+FLOPs, the optimizer state's bytes on one device). The step without its update, for the
+update's share (bench/train_jax/update_probe.py), is compiled only when asked for.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from bench.data.spec import MEAN_RGB, STDDEV_RGB, DataCounts
+from bench.plan.config import RunConfig
+from bench.plan.resolve import ResolvedRun
+from bench.results import jsonl
+from bench.results.runfiles import RunFiles
+from bench.train_jax import data, loop, recipe, weight_update
+from bench.train_jax.devices import DeviceInfo
+from models import resnet_flax, xla_flops
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What runs, before anything is built: the devices, what the data holds, the plan."""
+
+    info: DeviceInfo
+    counts: DataCounts
+    plan: ResolvedRun
+
+
+@dataclass
+class Built:
+    """The model, its state and its compiled steps, and the input."""
+
+    state: recipe.TrainState
+    steps: loop.Steps
+    pipeline: object | None  # real data: bench/data/pipeline.py's Pipeline (its --skip-corrupt counter)
+    layout: weight_update.Layout  # how the state lies on the devices, and what a checkpoint holds
+    without_update: Callable[[], object]  # compiles the step without its update (the update probe's other half)
+    batch: tuple  # one global batch (images, labels): the one the step was compiled on
+
+
+def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -> Built:
+    """The Flax model, its state on every replica, the compiled steps and their FLOPs, and the input.
+
+    A resumed segment reads real training data in a fresh order (seed + segment), as the TensorFlow engine does.
+    """
+    plan, info, m = setup.plan, setup.info, config.model
+    uint8 = plan.train_input.image_dtype == "uint8"
+    model = resnet_flax.build_resnet(m.depth, m.num_classes,
+                                     jnp.bfloat16 if plan.precision == "mixed_bfloat16" else jnp.float32,
+                                     (MEAN_RGB, STDDEV_RGB) if uint8 else None)
+    shapes = resnet_flax.variable_shapes(model, m.image_size, plan.train_input.image_dtype)
+    decayed = resnet_flax.decayed_mask(shapes["params"])
+    mode = config.runtime.weight_update
+    tx = recipe.make_optimizer(plan.schedule, plan.steps_per_epoch, m.weight_decay, decayed, mode)
+    state = _initial_state(model, tx, m.image_size, plan, info, config.train.seed, mode)
+    # With LARS the optimizer applies the decay; an L2 loss term as well would decay twice.
+    loss_decay = 0.0 if plan.schedule.optimizer == "lars" else m.weight_decay
+    train_step = recipe.make_train_step(model, tx, info, m.num_classes, plan.label_smoothing, loss_decay, decayed,
+                                        mode, shapes["params"])
+    train_spec = dataclasses.replace(plan.train_input, seed=plan.train_input.seed + segment)
+    pipeline, batches = _train_batches(train_spec, setup)
+    images, labels = next(batches)
+    say("compiling the training step (XLA)…")
+    compile_start_s = time.perf_counter()
+    compiled = train_step.lower(state, images, labels).compile()
+    files.lifecycle.event(jsonl.MODEL, forward_macs_per_image=resnet_flax.forward_macs_per_image(
+        model, m.image_size, plan.train_input.image_dtype), compiled_flops_per_image=_flops_per_image(compiled, plan),
+        compile_s=time.perf_counter() - compile_start_s, weight_update=mode,
+        optimizer_state_bytes_per_device=weight_update.state_bytes_per_device(state.opt_state))
+
+    def without_update():
+        step = recipe.make_train_step(model, tx, info, m.num_classes, plan.label_smoothing, loss_decay, decayed, mode,
+                                      shapes["params"], update=False)
+        return step.lower(state, images, labels).compile()
+
+    evaluate = eval_batches = None
+    if plan.eval_input is not None:
+        evaluate = recipe.make_eval_step(model, info, m.num_classes)
+        eval_batches = lambda: data.real_input(plan.eval_input, setup.counts, info).batches  # noqa: E731
+    files.lifecycle.event(jsonl.INPUT_PIPELINES, count=info.process_count if config.data.real else 1)
+    return Built(state, loop.Steps(compiled, _prepend((images, labels), batches), evaluate, eval_batches), pipeline,
+                 weight_update.Layout(info, tx, mode), without_update, (images, labels))
+
+
+def _initial_state(model, tx, image_size: int, plan: ResolvedRun, info: DeviceInfo, seed: int,
+                   weight_update: str) -> recipe.TrainState:
+    """Initial weights from ``seed``, made on every replica at once (compiled; a sharded update's optimizer
+    state split over the replicas)."""
+    # rbg: the same distributions, compiled in a fraction of the default generator's time on a CPU.
+    return recipe.initial_state(lambda: resnet_flax.init_variables(model, image_size, jax.random.key(seed, impl="rbg"),
+                                                                   plan.train_input.image_dtype),
+                                tx, info, weight_update)
+
+
+def _flops_per_image(compiled, plan: ResolvedRun) -> float | None:
+    """Training FLOPs an image as XLA counts the compiled step (a replica's program, its own batch); None
+    where the backend counts none, or not the convolutions (a cross-check, never a reason for the run to fail)."""
+    if plan.platform == "gpu":
+        # XLA:GPU runs convolutions as cuDNN custom calls, which its cost analysis leaves out: on an H100
+        # it counted 0.40 GFLOP an image of ResNet-50's 24.5 (results/device/h100). A count without the
+        # convolutions would read as a 60x disagreement with the model's, so none is given.
+        return None
+    try:
+        flops = xla_flops.flops_from_cost_analysis(compiled.cost_analysis())
+    except (NotImplementedError, RuntimeError, ValueError):  # XLA's own errors are RuntimeErrors
+        return None
+    return None if not flops else flops / plan.per_replica_batch_size
+
+
+def _train_batches(spec, setup: Setup):
+    """(the real-data pipeline or None, an iterator of global training batches)."""
+    if spec.source == "synthetic":
+        batch = data.synthetic_batch(spec, setup.info)
+        return None, _forever(batch)
+    real = data.real_input(spec, setup.counts, setup.info)
+    return real.pipeline, real.batches
+
+
+def _forever(batch):
+    while True:
+        yield batch
+
+
+def _prepend(first, rest):
+    yield first
+    yield from rest
