@@ -24,9 +24,11 @@ The model, each part a stated assumption (methodology/PROJECTION.md says more):
    (methodology/all_reduce.py): its bandwidth term and its latency, which
    grows with the torus axes or the tree of hosts; ``exposed_fraction`` of it
    is not hidden behind the backward pass (default 1.0: nothing hidden).
-   Weight-update sharding (an option) replaces the all-reduce by a
-   reduce-scatter and an all-gather of the same bytes and divides the
-   optimizer update across replicas; the update's own time is then saved.
+   Weight-update sharding (an option: ``Model.with_weight_update``) replaces
+   the all-reduce by a reduce-scatter and an all-gather of the same bytes
+   (each half of it) and divides the optimizer update across replicas.
+   The update is a part of its own: measured by a run, or estimated from the
+   device's memory bandwidth (methodology/update.py).
 4. **Batch.** Each device keeps its batch (weak scaling) until the global
    batch reaches ``global_batch_max``; above, the per-device batch shrinks
    (strong scaling) and the curve says how much slower a device is there.
@@ -63,10 +65,15 @@ class SizeProjection:
       sync_s: the coordination cost added a step (0 at one device, or where the curve holds it).
       all_reduce_s, latency_s: the all-reduce's bandwidth and latency terms.
       exposed_all_reduce_s: the part of both not hidden.
-      update_saved_s: optimizer-update time weight-update sharding saves a step.
+      update_saved_s: optimizer-update time weight-update sharding saves a step (update_whole_s - update_s).
       optimizer, optimizer_s: the projected runs' optimizer, and what its update costs beyond the
         curve's figure's (LARS against SGD; 0 where either is unknown).
-      step_s: compute_s + sync_s + exposed_all_reduce_s + optimizer_s - update_saved_s.
+      step_s: compute_excl_update_s + sync_s + exposed_all_reduce_s + update_s.
+      weight_update: "replicated" or "sharded".
+      update_whole_s: a device's whole optimizer update a step (0 where unknown).
+      update_s: the update this step holds: whole replicated, divided over every replica sharded.
+      compute_excl_update_s: compute_s less the update the curve's figure held (the step's own
+        compute; the update is its own part).
       images_per_sec, ideal_images_per_sec, scaling_efficiency: the rate, devices x one
         device at the model's batch, and their ratio.
       images_per_sec_low, images_per_sec_high: the band around images_per_sec.
@@ -106,14 +113,39 @@ class SizeProjection:
     cost_usd: float | None
     notes: tuple[str, ...] = field(default_factory=tuple)
     extrapolated: bool = False
+    weight_update: str = "replicated"
+    update_whole_s: float = 0.0
+    update_s: float = 0.0
+    compute_excl_update_s: float = 0.0
 
     @property
     def images_per_sec_per_device(self) -> float:
         return self.images_per_sec / self.devices
 
+    def parts(self) -> dict:
+        """The step's parts in seconds, adding up to step_s: compute, sync, communication (replicated: the
+        all-reduce; sharded: its reduce-scatter and all-gather, each half of the same bytes), latency, update.
+        Communication is the exposed part (exposed_all_reduce_s split by bandwidth and latency)."""
+        share = self.exposed_all_reduce_s / (self.all_reduce_s + self.latency_s) if self.all_reduce_s else 0.0
+        bandwidth_s = share * self.all_reduce_s
+        communication = ({"reduce_scatter_s": bandwidth_s / 2, "all_gather_s": bandwidth_s / 2}
+                         if self.weight_update == "sharded" else {"all_reduce_s": bandwidth_s})
+        return {"compute_s": self.compute_excl_update_s, "sync_s": self.sync_s, **communication,
+                "latency_s": share * self.latency_s, "update_s": self.update_s, "step_s": self.step_s}
+
+    def time_band(self) -> dict | None:
+        """The band on both clocks, in seconds: {clock: (low, high)}. Every part of either clock (epochs,
+        start-up steps, evaluations) runs at the rate, so the time's band is the rate's, inverted."""
+        if self.band is None or self.time is None:
+            return None
+        return {clock: (seconds / self.band.high_factor, seconds / self.band.low_factor)
+                for clock, seconds in (("blog_s", self.time.blog_s), ("mlperf_s", self.time.mlperf_s))}
+
     def to_json(self) -> dict:
+        band = self.time_band()
         return {**asdict(self), "notes": list(self.notes),
-                "images_per_sec_per_device": self.images_per_sec_per_device}
+                "images_per_sec_per_device": self.images_per_sec_per_device, "parts": self.parts(),
+                "time_band": {k: list(v) for k, v in band.items()} if band else None}
 
 
 def _band(model: Model, devices: int) -> Band | None:
@@ -130,14 +162,17 @@ def project_size(model: Model, devices: int, usd_per_hour: float | None = None) 
     batch, rate, images_per_sec = s.per_device_batch, s.rate, s.images_per_sec
     ideal = devices * model.curve.rate_at(model.per_device_batch).images_per_sec
     time = ttt.time_to_target(images_per_sec, devices * batch, model.recipe)
-    measured = model.measured_at == (devices, batch) and not model.weight_update_sharding
+    same_update = not s.update_whole_s or model.update_shards(devices) == model.curve_update_shards
+    measured = model.measured_at == (devices, batch) and same_update
     band = None if measured else _band(model, devices)
     notes = [n for n in (rate.extrapolation,) if n]
     if measured:
         notes.append("the measured figure itself: no band")
     if s.optimizer_s:
         notes.append(f"{s.optimizer} where the curve's figure ran {model.curve_optimizer}: "
-                     f"{s.optimizer_s * 1e3:+.2f} ms a step (update bytes over memory bandwidth)")
+                     f"{s.optimizer_s * 1e3:+.2f} ms a step (its update's bytes, "
+                     f"{update.UPDATE_BYTES_PER_PARAM[s.optimizer]} B a weight against "
+                     f"{update.UPDATE_BYTES_PER_PARAM[model.curve_optimizer]})")
     if batch < model.per_device_batch:
         notes.append(f"global batch capped at {model.global_batch_max:,}: {batch} a device")
     if time.epochs.extrapolated:
@@ -155,7 +190,9 @@ def project_size(model: Model, devices: int, usd_per_hour: float | None = None) 
         time=time if time.blog_s is not None else None, train_hours=hours,
         mlperf_hours=time.mlperf_s / 3600 if time.mlperf_s is not None else None, usd_per_hour=usd_per_hour,
         cost_usd=cost.cost_usd(hours, usd_per_hour) if hours is not None and usd_per_hour else None,
-        notes=tuple(notes), extrapolated=rate.extrapolation is not None or time.epochs.extrapolated)
+        notes=tuple(notes), extrapolated=rate.extrapolation is not None or time.epochs.extrapolated,
+        weight_update=model.weight_update, update_whole_s=s.update_whole_s, update_s=s.update_s,
+        compute_excl_update_s=s.compute_excl_update_s)
 
 
 def project(model: Model, sizes: Sequence[int], usd_per_hour: Mapping[int, float | None] | None = None,
@@ -196,7 +233,8 @@ def project_config(source: DeviceCurve | published.PublishedResult, devices: int
       recipe: time_to_target RECIPES name.
       usd_per_hour: the configuration's hourly price, or None.
       weight_update_sharding: divide the optimizer update across replicas (update time from
-        device_memory.csv; no saving where the device's memory bandwidth is unsourced).
+        device_memory.csv, shown as a part of the step either way; no saving where the device's
+        memory bandwidth is unsourced).
       curve_has_sync: the curve already holds the coordination cost (default: an anchor on
         several devices does, a DeviceCurve does not).
 
@@ -207,10 +245,61 @@ def project_config(source: DeviceCurve | published.PublishedResult, devices: int
     curve = curve_from_anchor(anchor, validation.batch_half_of(anchor).value) if anchor else source
     has_sync = (anchor.devices > 1 if anchor else False) if curve_has_sync is None else curve_has_sync
     batch = per_device_batch or curve.largest_batch
-    update_s = update.update_seconds(anchor.device if anchor else fabric.device, "lars") or 0.0
+    device = anchor.device if anchor else fabric.device
+    whole = update.estimated(device, "lars")
     model = Model(curve, fabric, network, batch, all_reduce.gradient_bytes(), global_batch_max,
                   recipe=recipe, curve_has_sync=has_sync, weight_update_sharding=weight_update_sharding,
-                  update_s=update_s if weight_update_sharding else 0.0,
+                  update_s=whole.seconds if whole else 0.0, update_optimizer=whole.optimizer if whole else None,
+                  replicas_per_device=update.replicas_per_device(device),
                   measured_at=(anchor.devices, anchor.per_device_batch) if anchor else None,
                   curve_optimizer=anchor.recipe if anchor else None)
     return project_size(model, devices, usd_per_hour)
+
+
+@dataclass(frozen=True)
+class PublishedAtSize:
+    """A published result at a projected row's size (same device, devices, batch a device and fabric), against
+    the row's band.
+
+    Attributes:
+      name, framework, source, role, as_of: the published.csv row.
+      images_per_sec: its rate; rate_inside: within the row's images/sec band (None: the row has no band).
+      seconds, clock, epochs, target_top1: its time to its target ("mlperf_s" or "blog_s" clock) and the
+        epochs it took, where published; time_inside: within the row's band on that clock (None: no time, no
+        band, or another target than the row's recipe's).
+    """
+
+    name: str
+    framework: str
+    source: str
+    role: str
+    as_of: str
+    images_per_sec: float | None
+    rate_inside: bool | None
+    seconds: float | None
+    clock: str
+    epochs: float | None
+    time_inside: bool | None
+    target_top1: float | None = None
+
+
+def published_at(row: SizeProjection, device: str, fabric: str, network: str = "",
+                 results: tuple[published.PublishedResult, ...] | None = None) -> tuple[PublishedAtSize, ...]:
+    """The published results (anchors aside: a projection's own input) at ``row``'s size on ``fabric``."""
+    results = results if results is not None else published.load_published()
+    band = row.time_band()
+    found = []
+    for r in results:
+        if (r.role == "anchor" or r.device != device or r.devices != row.devices or r.interconnect != fabric
+                or r.per_device_batch != row.per_device_batch or (r.network or "") != (network or "")):
+            continue
+        clock = "blog_s" if r.clock == "blog" else "mlperf_s"
+        seconds = r.minutes * 60 if r.minutes else None
+        rate_inside = (None if row.band is None or not r.images_per_sec
+                       else row.images_per_sec_low <= r.images_per_sec <= row.images_per_sec_high)
+        same_target = r.target_top1 == ttt.RECIPES[row.recipe].target_top1
+        time_inside = (None if band is None or seconds is None or not same_target
+                       else band[clock][0] <= seconds <= band[clock][1])
+        found.append(PublishedAtSize(r.name, r.framework, r.source, r.role, r.as_of, r.images_per_sec, rate_inside,
+                                     seconds, clock, r.epochs, time_inside, r.target_top1))
+    return tuple(found)

@@ -7,6 +7,7 @@ on validation), so that imports run one way: step_model -> validation -> error_b
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -37,7 +38,13 @@ class Model:
       sync_s: per-step cost of keeping devices in step, added above one device when the curve lacks it.
       curve_has_sync: the curve comes from a multi-device figure, which already holds that cost.
       weight_update_sharding: reduce-scatter + all-gather, the update divided across replicas.
-      update_s: one device's optimizer update a step (what sharding divides), 0 where unknown.
+      update_s: a device's step's whole optimizer update (what a replicated step holds, measured or
+        estimated: update.UpdateTime), 0 where unknown (then no update is shown, none is saved).
+      update_optimizer: the optimizer ``update_s`` is of (None: the optimizer each size runs).
+      replicas_per_device: replicas a device runs (a TPU v2/v3 chip two): sharding divides the update
+        over devices x this.
+      curve_update_shards: the replicas the curve's figure divided its own update over (1: it ran it
+        whole, replicated; a sharded run's R): its step holds update_s / this.
       measured_at: (devices, per-device batch) of the figure the curve comes from, where a row
         there is that figure itself and carries no band.
       curve_optimizer: the optimizer the curve's figure ran ("sgd", "lars"; None: unknown, no change).
@@ -59,6 +66,9 @@ class Model:
     measured_at: tuple[int, int] | None = None
     curve_optimizer: str | None = None
     optimizer: str | None = None
+    update_optimizer: str | None = None
+    replicas_per_device: int = 1
+    curve_update_shards: int = 1
 
     def __post_init__(self):
         _positive_int("per_device_batch", self.per_device_batch)
@@ -71,6 +81,36 @@ class Model:
             raise ValueError(f"recipe {self.recipe!r} is not one of {', '.join(ttt.RECIPES)}")
         _non_negative("sync_s", self.sync_s)
         _non_negative("update_s", self.update_s)
+        _positive_int("replicas_per_device", self.replicas_per_device)
+        _positive_int("curve_update_shards", self.curve_update_shards)
+        if self.update_optimizer is not None and self.update_optimizer not in update.UPDATE_BYTES_PER_PARAM:
+            raise ValueError(f"update_optimizer {self.update_optimizer!r} is not one of "
+                             f"{', '.join(update.UPDATE_BYTES_PER_PARAM)}")
+
+    @property
+    def weight_update(self) -> str:
+        """"sharded" or "replicated" (update.WEIGHT_UPDATES)."""
+        return "sharded" if self.weight_update_sharding else "replicated"
+
+    def with_weight_update(self, mode: str) -> Model:
+        """The same model with the update ``mode`` (update.WEIGHT_UPDATES).
+
+        Raises:
+          ValueError: an unknown mode.
+        """
+        if mode not in update.WEIGHT_UPDATES:
+            raise ValueError(f"weight update {mode!r} is not one of {', '.join(update.WEIGHT_UPDATES)}")
+        return dataclasses.replace(self, weight_update_sharding=mode == "sharded")
+
+    def whole_update_s(self, optimizer: str) -> float:
+        """A device's whole update a step for ``optimizer``: update_s, its bytes scaled where it is of another."""
+        if self.update_optimizer is None:
+            return self.update_s
+        return update.UpdateTime(self.update_s, self.update_optimizer, "").for_optimizer(optimizer)
+
+    def update_shards(self, devices: int) -> int:
+        """Over how many replicas the update is divided at ``devices``: all of them sharded, else 1."""
+        return devices * self.replicas_per_device if self.weight_update_sharding else 1
 
     def communication_s(self, devices: int) -> tuple[float, float]:
         """(bandwidth seconds, latency seconds) of one all-reduce of the gradients over ``devices``."""
@@ -110,6 +150,12 @@ class StepParts:
       compute_s, sync_s, all_reduce_s, latency_s, exposed_s, update_saved_s, optimizer, optimizer_s,
         step_s: as SizeProjection.
       images_per_sec: devices x batch / step_s.
+      update_whole_s: a device's whole update a step for ``optimizer`` (0 where unknown).
+      update_s: the update this step holds: whole (replicated) or divided over every replica (sharded).
+      compute_excl_update_s: the step less sync, communication and update: compute_s less the update
+        the curve's figure held (where no update time is known: compute_s with the optimizer change).
+      optimizer_s: what the projected optimizer's whole update costs beyond the curve's figure's (LARS
+        against SGD): from the update's time scaled by its bytes where known, else memory bandwidth.
     """
 
     per_device_batch: int
@@ -124,10 +170,18 @@ class StepParts:
     optimizer_s: float
     step_s: float
     images_per_sec: float
+    update_whole_s: float = 0.0
+    update_s: float = 0.0
+    compute_excl_update_s: float = 0.0
 
 
 def step_parts(model: Model, devices: int) -> StepParts:
-    """The step of ``model`` at ``devices``: compute, coordination, communication, sharding's saving.
+    """The step of ``model`` at ``devices``: compute, coordination, communication, update.
+
+    The curve's step holds its figure's own update (whole, or 1/R of it where the figure's run was
+    sharded over R replicas); the step here holds the whole update replicated, or 1/(devices x
+    replicas a device) of it sharded. Communication is the same bytes either way (an all-reduce is
+    a reduce-scatter and an all-gather).
 
     Raises:
       ValueError: a size the fabric cannot join, an unpublished bandwidth, or a cap below 1 a device.
@@ -137,13 +191,21 @@ def step_parts(model: Model, devices: int) -> StepParts:
     compute_s = batch / rate.images_per_sec
     reduce_s, latency_s = model.communication_s(devices)
     exposed_s = model.exposed_fraction * (reduce_s + latency_s)
-    saved_s = model.update_s * (1 - 1 / devices) if model.weight_update_sharding else 0.0
     sync_s = model.added_sync_s(devices)
     optimizer = model.optimizer or ttt.optimizer_for(model.recipe, devices * batch)
-    optimizer_s = update.optimizer_change_s(model.fabric.device, model.curve_optimizer, optimizer)
-    step_s = compute_s + sync_s + exposed_s + optimizer_s - saved_s
-    return StepParts(batch, rate, compute_s, sync_s, reduce_s, latency_s, exposed_s, saved_s, optimizer,
-                     optimizer_s, step_s, devices * batch / step_s)
+    if not model.update_s:  # no update time known: the optimizer change alone, from memory bandwidth
+        optimizer_s = update.optimizer_change_s(model.fabric.device, model.curve_optimizer, optimizer)
+        step_s = compute_s + sync_s + exposed_s + optimizer_s
+        return StepParts(batch, rate, compute_s, sync_s, reduce_s, latency_s, exposed_s, 0.0, optimizer, optimizer_s,
+                         step_s, devices * batch / step_s, compute_excl_update_s=compute_s + optimizer_s)
+    whole_s = model.whole_update_s(optimizer)
+    curve_whole_s = model.whole_update_s(model.curve_optimizer or optimizer)  # the figure's own optimizer's
+    held_s = curve_whole_s / model.curve_update_shards  # the update the curve's own step held
+    update_s = whole_s / model.update_shards(devices)
+    # Replicated, the same optimizer, from a replicated figure: update_s - held_s is 0, the curve's step as it was.
+    step_s = compute_s + sync_s + exposed_s + (update_s - held_s)
+    return StepParts(batch, rate, compute_s, sync_s, reduce_s, latency_s, exposed_s, whole_s - update_s, optimizer,
+                     whole_s - curve_whole_s, step_s, devices * batch / step_s, whole_s, update_s, compute_s - held_s)
 
 
 def curve_from_anchor(anchor: published.PublishedResult, batch_half: float = BATCH_HALF,

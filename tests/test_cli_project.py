@@ -337,14 +337,165 @@ def test_projection_doc_shows_what_validate_prints(capsys):
     assert len(shown) == 2 and all(s.strip() and s in out for s in shown)
 
 
+# --- the weight update: replicated and sharded, side by side ----------------------------------------
+
+MULTIPOD = ["--anchor", "mlperf-v0.7-tpu-v3-32", "--interconnect", "tpu-v3-multipod", "--devices",
+            "256,512,1024,2048,4096", "--global-batch-max", "65536", "--recipe", "rcp"]
+
+
 def test_weight_update_sharding_is_shown_and_saves_the_update(capsys):
-    argv = ["--anchor", "mlperf-v0.7-tpu-v3-32", "--interconnect", "tpu-v3-multipod", "--devices", "4096",
-            "--global-batch-max", "65536", "--recipe", "rcp", "--json"]
+    argv = [*MULTIPOD[:4], "--devices", "4096", *MULTIPOD[6:], "--json"]
     _, plain, _ = run_cli(capsys, "project", *argv)
-    _, sharded, _ = run_cli(capsys, "project", *argv, "--weight-update-sharding")
+    _, sharded, _ = run_cli(capsys, "project", *argv, "--weight-update-sharding")  # the older spelling
+    _, named, _ = run_cli(capsys, "project", *argv, "--weight-update", "sharded")
     p, s = strict_json(plain), strict_json(sharded)
     assert s["weight_update_sharding"]["on"] and s["rows"][0]["update_saved_s"] > 0
     assert s["rows"][0]["images_per_sec"] > p["rows"][0]["images_per_sec"]
+    assert s["rows"] == strict_json(named)["rows"] and s["weight_update"]["modes"] == ["sharded"]
+
+
+def test_both_weight_updates_side_by_side_text(capsys):
+    code, out, err = run_cli(capsys, "project", *MULTIPOD, "--weight-update", "both")
+    assert code == 0 and err == ""
+    table = out.split("\n\n")[2].splitlines()
+    for column in ("weight update", "compute", "all-reduce or RS + AG", "latency", "update", "step", "images/s",
+                   "MLPerf clock", "MLPerf band"):
+        assert column in table[0]
+    rows = [line.split() for line in table[1:11]]
+    assert [(r[0], r[5]) for r in rows] == [(str(n), m) for n in (256, 512, 1024, 2048, 4096)
+                                            for m in ("replicated", "sharded")]
+    replicated, sharded = table[9], table[10]
+    assert " 0.31 + 0.31 ms " in sharded and " 0.62 ms " in replicated  # the same bytes, in two halves
+    assert " 1.59 ms " in replicated and " 0.19 us " in sharded  # 1.59 ms over 8,192 replicas
+    assert "update        1.59 ms a step: the whole LARS update on one device, whose 2 replicas each run it" in out
+    assert "estimated from memory bandwidth (device_memory.csv: tpu-v3 900 GB/s" in out
+    note = next(line for line in out.splitlines() if "published at this size: mlperf-v0.7-tpu-v3-8192-jax" in line)
+    assert note.startswith("  4096 devices: ") and "28.3 s on MLPerf's clock in 92 epochs (the recipe's: 84.5)" in note
+    assert "replicated: rate and time inside the band; sharded: rate and time inside the band" in note
+    assert "K = 13.5 was fitted on it, so `--batch-half 23.5`" in note
+
+
+def test_both_weight_updates_json_carry_the_parts(capsys):
+    _, out, _ = run_cli(capsys, "project", *MULTIPOD, "--weight-update", "both", "--json")
+    data = strict_json(out)
+    rows = {(r["devices"], r["weight_update"]): r for r in data["rows"]}
+    assert len(rows) == 10 and data["weight_update"]["modes"] == ["replicated", "sharded"]
+    whole = 2 * 28 * 25_557_032 / 900e9  # two replicas a chip, each the whole LARS update over half of 900 GB/s
+    assert data["weight_update"]["update_s"] == pytest.approx(whole) and not data["weight_update"]["measured"]
+    plain, sharded = rows[4096, "replicated"], rows[4096, "sharded"]
+    assert plain["parts"]["update_s"] == pytest.approx(whole)
+    assert sharded["parts"]["update_s"] == pytest.approx(whole / 8192)
+    assert sharded["parts"]["reduce_scatter_s"] == sharded["parts"]["all_gather_s"] == \
+        pytest.approx(plain["parts"]["all_reduce_s"] / 2)
+    assert plain["parts"]["compute_s"] == sharded["parts"]["compute_s"]
+    for r in (plain, sharded):
+        assert sum(v for k, v in r["parts"].items() if k != "step_s") == pytest.approx(r["step_s"], rel=1e-12)
+    assert sharded["step_s"] == pytest.approx(plain["step_s"] - whole * 8191 / 8192)
+    jax = next(p for p in plain["published"] if p["name"] == "mlperf-v0.7-tpu-v3-8192-jax")
+    low, high = plain["time_band"]["mlperf_s"]
+    assert jax["seconds"] == pytest.approx(28.32) and jax["time_inside"] == (low <= 28.32 <= high)
+    assert jax["band_case"] and jax["in_k_fit"] and jax["k_before"] == pytest.approx(23.5, abs=0.05)
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        pytest.param(["--weight-update-sharding", "--weight-update", "replicated"],
+                     "--weight-update-sharding is the older spelling of --weight-update sharded", id="both_spellings"),
+        pytest.param(["--weight-update", "zero"], "invalid choice", id="unknown_mode"),
+    ],
+)
+def test_a_weight_update_that_cannot_be_is_refused_in_one_line(capsys, argv, fragment):
+    code, out, err = run_cli(capsys, "project", *MULTIPOD, *argv)
+    assert (code, out) == (EXIT_USAGE, "") and fragment in err
+    assert len([line for line in err.splitlines() if line.startswith("error:") or "error:" in line]) == 1
+
+
+def test_validate_refuses_a_weight_update(capsys):
+    code, _, err = run_cli(capsys, "project", "--validate", "--weight-update", "both")
+    assert code == EXIT_USAGE and "drop --weight-update" in err
+
+
+# A run that recorded its weight update (the JAX engine's summary.json fields): 8 A100s, 32 images a GPU.
+A100_RUN = {"platform": "gpu", "device_kind": "NVIDIA A100-SXM4-40GB", "strategy": "mirrored", "replicas": 8,
+            "per_replica_batch": 32}
+
+
+def _run_with_update(root, name, batch: int = 32, **fields):
+    from run_fixture import rewrite_summary
+
+    run = write_run(root, name, **{**A100_RUN, "per_replica_batch": batch})
+    rewrite_summary(run, **fields)
+    return run
+
+
+def test_a_sharded_runs_measured_update_is_a_whole_one_times_its_replicas(capsys, tmp_path):
+    run = _run_with_update(tmp_path, "20261122T130000Z-shard8", weight_update="sharded", update_time_s=0.0005,
+                           update_share=0.01, optimizer_state_bytes_per_device=12_800_000)
+    _, out, _ = run_cli(capsys, "project", "--run", run, "--interconnect", "a100-nvlink", "--network", "ib-hdr-8x200",
+                        "--devices", "8,64", "--weight-update", "both", "--json")
+    data = strict_json(out)
+    w = data["weight_update"]
+    assert w["measured"] and w["update_s"] == pytest.approx(0.004) and w["curve_update_shards"] == 8
+    assert w["optimizer"] == "sgd" and w["optimizer_state_bytes_per_device"] == 12_800_000
+    assert w["update_source"] == (f"measured ({run}, 0.5 ms a step at batch 32, 1.0% of its step; sharded over 8 "
+                                  "replicas, so a whole update is 8 x that: 4 ms)")
+    rows = {(r["devices"], r["weight_update"]): r for r in data["rows"]}
+    measured = read_summary(run).images_per_sec
+    assert rows[8, "sharded"]["images_per_sec"] == pytest.approx(measured)  # as the run ran: its own figure
+    assert "the measured figure itself: no band" in rows[8, "sharded"]["notes"]
+    assert rows[8, "replicated"]["step_s"] == pytest.approx(rows[8, "sharded"]["step_s"] + 0.004 * 7 / 8)
+    assert rows[8, "replicated"]["update_s"] == pytest.approx(0.004) and rows[8, "replicated"]["band"] is not None
+    assert rows[64, "sharded"]["update_s"] == pytest.approx(0.004 / 64)
+
+
+def test_a_measured_update_is_carried_to_lars_by_its_bytes(capsys, tmp_path):
+    """The run trained with momentum SGD (256 images a step); MLPerf's recipe runs LARS: 28/20 of its bytes."""
+    run = _run_with_update(tmp_path, "20261122T130000Z-shard8", weight_update="sharded", update_time_s=0.0005)
+    _, out, _ = run_cli(capsys, "project", "--run", run, "--interconnect", "a100-nvlink", "--devices", "8",
+                        "--weight-update", "sharded", "--recipe", "rcp", "--json")
+    row = strict_json(out)["rows"][0]
+    assert row["optimizer"] == "lars" and row["update_whole_s"] == pytest.approx(0.004 * 28 / 20)
+    # the run's own step held 0.5 ms of SGD update; the same size under LARS holds 0.7 ms
+    assert row["step_s"] == pytest.approx(8 * 32 / read_summary(run).images_per_sec + 0.0002, rel=1e-6)
+
+
+def test_the_text_says_which_update_it_used(capsys, tmp_path):
+    measured = _run_with_update(tmp_path, "20261122T130000Z-repl08", weight_update="replicated", update_time_s=0.001)
+    older = write_run(tmp_path, "20261122T130001Z-older8", **A100_RUN)
+    _, out, _ = run_cli(capsys, "project", "--run", measured, "--interconnect", "a100-nvlink", "--devices", "1,8")
+    assert "update        1 ms a step: the whole SGD update on one device" in out
+    assert f"              measured ({measured}, 1 ms a step at batch 32)" in out
+    assert "a time measured at one per-device batch stands for every batch" in out
+    _, out, _ = run_cli(capsys, "project", "--run", older, "--interconnect", "a100-nvlink", "--devices", "1,8",
+                        "--json")
+    w = strict_json(out)["weight_update"]
+    assert not w["measured"] and w["update_source"].startswith("estimated from memory bandwidth (device_memory.csv: "
+                                                               "a100 1555 GB/s")
+
+
+def test_runs_that_differ_in_weight_update_are_refused(capsys, tmp_path):
+    sharded = _run_with_update(tmp_path, "20261122T130000Z-shard8", weight_update="sharded", update_time_s=0.0005)
+    plain = write_run(tmp_path, "20261122T130001Z-plain8", **{**A100_RUN, "per_replica_batch": 64})
+    code, out, err = run_cli(capsys, "project", "--run", sharded, plain, "--interconnect", "a100-nvlink")
+    assert (code, out) == (EXIT_USAGE, "") and err.count("\n") == 1
+    assert "the runs differ in weight update (replicated and sharded)" in err
+
+
+def test_a_sweeps_measured_updates_give_their_median(capsys, tmp_path):
+    results = []
+    for batch, update_s in ((16, 0.003), (32, 0.001), (64, 0.002)):
+        run = _run_with_update(tmp_path, f"batch-{batch}", batch, weight_update="replicated", update_time_s=update_s)
+        results.append(sweep.SizeResult(batch, 0, read_summary(run), None, run, sweep.BATCH))
+    rows = sweep.sweep_rows(results)
+    sweep.write_files(tmp_path, {"axis": sweep.BATCH, "notes": [], "sizes": rows})
+    _, out, _ = run_cli(capsys, "project", "--run", tmp_path, "--interconnect", "a100-nvlink", "--devices", "8",
+                        "--json")
+    data = strict_json(out)
+    w = data["weight_update"]
+    assert [p["per_device_batch"] for p in data["source"]["points"]] == [16, 32, 64]
+    assert w["update_s"] == pytest.approx(0.002) and w["update_source"].startswith("median of 3: measured (")
+    assert "0.003 ms" not in w["update_source"] and "3 ms a step at batch 16" in w["update_source"]
 
 
 def test_validate_chart(capsys, tmp_path):
@@ -433,3 +584,61 @@ def test_k_known_separates_what_k_costs_from_the_rest(capsys):
     assert sum(not r["missed_before"] for r in known["remain"]) == 2
     doc = " ".join((REPO / "methodology" / "PROJECTION.md").read_text(encoding="utf-8").split())
     assert "The 10 that still miss are older: 8 are times" in doc and "and 2 run their anchor's batch" in doc
+
+
+def test_projection_doc_multipod_section_is_what_project_prints(capsys):
+    """methodology/PROJECTION.md's MLPerf v0.7 multipod section: its excerpt is the command's output, and every
+    figure its prose quotes is recomputed here, so none can drift."""
+    import re
+    import shlex
+
+    from methodology import error_band, interconnect, published
+
+    doc = (REPO / "methodology" / "PROJECTION.md").read_text(encoding="utf-8")
+    section = doc.split("## MLPerf v0.7's TPU v3 multipod, projected")[1].split("\n## ")[0]
+    blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.DOTALL)
+    command = next(body for lang, body in blocks if lang == "sh")
+    argv = shlex.split(command.replace("\\\n", " "))
+    assert argv[:2] == ["podbench", "project"]
+    _, out, _ = run_cli(capsys, *argv[1:])
+    excerpt = next(body for lang, body in blocks if lang == "")
+    assert all(line in out for line in excerpt.splitlines())
+
+    _, text, _ = run_cli(capsys, *argv[1:], "--json")
+    rows = {r["weight_update"]: r for r in strict_json(text)["rows"] if r["devices"] == 4096}
+    _, text, _ = run_cli(capsys, *argv[1:-2], "--json")  # without --batch-half: v0.7's own K
+    own_k = {r["weight_update"]: r for r in strict_json(text)["rows"] if r["devices"] == 4096}
+    prose = " ".join(section.split())
+
+    def seconds_band(r):
+        low, high = r["time_band"]["mlperf_s"]
+        return f"{r['time']['mlperf_s']:.1f} s ({low:.1f}-{high:.1f} s)"
+
+    jax = next(r for r in published.load_published() if r.name == "mlperf-v0.7-tpu-v3-8192-jax")
+    assert f"{jax.images_per_sec:,.0f}" in prose and f"**{jax.minutes * 60:.1f} s**" in prose
+    assert f"{jax.epochs:g} epochs" in prose
+    for mode, r in rows.items():
+        assert f"| projected, {mode} | {r['images_per_sec']:,.0f} ({r['images_per_sec_low']:,.0f}-" \
+            f"{r['images_per_sec_high']:,.0f}) | {seconds_band(r)} |" in prose
+        assert r["time_band"]["mlperf_s"][0] <= jax.minutes * 60 <= r["time_band"]["mlperf_s"][1]
+    assert f"{seconds_band(own_k['replicated'])} / {seconds_band(own_k['sharded'])}" in prose
+    plain, sharded = rows["replicated"], rows["sharded"]
+    assert f"is {jax.images_per_sec / plain['images_per_sec']:.2f}x the replicated projection and " \
+        f"{jax.images_per_sec / sharded['images_per_sec']:.2f}x the sharded one" in prose
+    assert f"the time is {jax.minutes * 60 / plain['time']['mlperf_s']:.2f}x and " \
+        f"{jax.minutes * 60 / sharded['time']['mlperf_s']:.2f}x" in prose
+    assert "(8.4%; at 256 a chip" in prose and round(plain["update_s"] / plain["step_s"], 3) == 0.084
+    assert f"{sharded['images_per_sec'] / plain['images_per_sec'] - 1:.0%} more images/sec" in prose
+    assert f"{plain['time']['mlperf_s'] - sharded['time']['mlperf_s']:.1f} s less on MLPerf's clock" in prose
+    band = error_band.error_band("tpu", 4096)
+    alone = error_band.error_band("tpu", 4096, exclude_study="mlperf-v0.7-google")
+    assert (alone.low_factor, alone.high_factor) == (band.low_factor, band.high_factor)
+    assert f"held: {band.held} of {band.cases} ({band.coverage:.0%})" in prose
+    assert f"claims {alone.coverage:.0%} ({alone.held} of its {alone.cases}" in prose
+    check = next(c for c in validation.cross_validate() if c.name == jax.name)
+    assert f"its ratio there is {check.published / check.predicted:.2f}" in prose
+    by_name = {r.name: r for r in published.load_published()}
+    k_own, _ = validation.implied_constants(jax, by_name[jax.anchor], interconnect.load_interconnects(),
+                                            validation.CALIBRATION.sync_s)
+    assert f"implies K = {k_own:.1f}" in prose
+    assert f"--batch-half {validation.batch_half_for('tpu', before=jax.as_of).value:.1f}" in prose

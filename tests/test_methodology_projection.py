@@ -106,6 +106,75 @@ def test_weight_update_sharding_saves_the_update_on_all_but_one_share():
     assert sharded.step_s == pytest.approx(plain.step_s - 0.002 * 63 / 64)
 
 
+# The step's parts with an update of U = 2 ms a step at 64 chips of 256 (compute 128 ms as the curve holds it).
+U = 0.002
+COMM_64 = 6.062097199e-4 + LATENCY_8X8_S
+
+
+@pytest.mark.parametrize(
+    "changes, update_s, compute_s, step_s, saved_s",
+    [
+        pytest.param({}, U, 0.128 - U, 0.128 + COMM_64, 0.0, id="replicated_the_curve_as_it_was"),
+        pytest.param({"weight_update_sharding": True}, U / 64, 0.128 - U, 0.128 - U + COMM_64 + U / 64,
+                     U * 63 / 64, id="sharded_over_64_chips"),
+        pytest.param({"weight_update_sharding": True, "replicas_per_device": 2}, U / 128, 0.128 - U,
+                     0.128 - U + COMM_64 + U / 128, U * 127 / 128, id="sharded_two_replicas_a_chip"),
+        pytest.param({"curve_update_shards": 8}, U, 0.128 - U / 8, 0.128 - U / 8 + COMM_64 + U, 0.0,
+                     id="replicated_from_a_run_sharded_over_8"),
+        pytest.param({"curve_update_shards": 64, "weight_update_sharding": True}, U / 64, 0.128 - U / 64,
+                     0.128 + COMM_64, U * 63 / 64, id="sharded_as_the_run_was"),
+        pytest.param({"update_optimizer": "sgd", "curve_optimizer": "sgd"}, U * 28 / 20, 0.128 - U,
+                     0.128 + COMM_64 + U * 8 / 20, 0.0, id="lars_from_an_sgd_run_adds_its_bytes"),
+        pytest.param({"update_s": 0.0, "weight_update_sharding": True}, 0.0, 0.128, 0.128 + COMM_64, 0.0,
+                     id="no_update_known_nothing_saved"),
+    ],
+)
+def test_the_steps_parts_by_hand(changes, update_s, compute_s, step_s, saved_s):
+    row = projection.project_size(_model(**{"update_s": U, **changes}), 64)
+    assert row.optimizer == "lars"  # 16,384 images a step: podbench's recipe runs LARS
+    assert row.update_s == pytest.approx(update_s, rel=1e-9)
+    assert row.compute_excl_update_s == pytest.approx(compute_s, rel=1e-9)
+    assert row.step_s == pytest.approx(step_s, rel=1e-9)
+    assert row.update_saved_s == pytest.approx(saved_s, abs=1e-15)
+    assert sum(v for k, v in row.parts().items() if k != "step_s") == pytest.approx(row.step_s, rel=1e-12)
+    assert row.weight_update == ("sharded" if changes.get("weight_update_sharding") else "replicated")
+
+
+def test_an_lars_update_is_carried_to_an_sgd_size_by_its_bytes():
+    # 8 chips of 256: 2,048 images a step, momentum SGD under podbench's recipe: 20/28 of a LARS update.
+    row = projection.project_size(_model(update_s=U, update_optimizer="lars"), 8)
+    assert row.optimizer == "sgd" and row.update_s == pytest.approx(U * 20 / 28)
+    assert row.compute_excl_update_s == pytest.approx(0.128 - U * 20 / 28) and row.optimizer_s == 0.0
+
+
+def test_sharded_communication_is_the_all_reduce_in_two_halves():
+    plain = projection.project_size(_model(update_s=U), 64).parts()
+    sharded = projection.project_size(_model(update_s=U, weight_update_sharding=True), 64).parts()
+    assert "reduce_scatter_s" not in plain and "all_reduce_s" not in sharded
+    assert sharded["reduce_scatter_s"] == sharded["all_gather_s"] == pytest.approx(plain["all_reduce_s"] / 2)
+    assert plain["all_reduce_s"] == pytest.approx(6.062097199e-4) and sharded["latency_s"] == plain["latency_s"]
+
+
+def test_a_weight_update_mode_is_named_or_refused():
+    model = _model(update_s=U)
+    assert model.with_weight_update("sharded").weight_update_sharding
+    assert not model.with_weight_update("sharded").with_weight_update("replicated").weight_update_sharding
+    with pytest.raises(ValueError, match="weight update 'zero'"):
+        model.with_weight_update("zero")
+    with pytest.raises(ValueError, match="curve_update_shards"):
+        _model(curve_update_shards=0)
+
+
+def test_the_time_band_is_the_rate_band_inverted_on_both_clocks():
+    row = projection.project_size(_model(recipe="rcp"), 64)
+    band = row.time_band()
+    assert band["mlperf_s"] == pytest.approx((row.time.mlperf_s / row.band.high_factor,
+                                              row.time.mlperf_s / row.band.low_factor))
+    assert band["blog_s"][0] == pytest.approx(row.time.blog_s * row.images_per_sec / row.images_per_sec_high)
+    assert row.to_json()["time_band"]["mlperf_s"] == list(band["mlperf_s"])
+    assert projection.project_size(_model(), 1).time_band() is not None  # one device has a band too
+
+
 def test_exposed_fraction_scales_the_all_reduce():
     model = _model(fabric=CATALOGUE["v100-nvlink"], exposed_fraction=0.5, global_batch_max=None,
                    curve=DeviceCurve((CurvePoint(256, 1000.0),)))
@@ -157,9 +226,34 @@ def test_project_config_from_measured_points_and_sharding():
     plain = projection.project_config(curve, 64, CATALOGUE["tpu-v3"], recipe="rcp")
     sharded = projection.project_config(curve, 64, CATALOGUE["tpu-v3"], recipe="rcp", weight_update_sharding=True)
     assert plain.per_device_batch == 256 and plain.sync_s == projection.SYNC_S
-    assert sharded.update_saved_s == pytest.approx(28 * 25_557_032 / 900e9 * 63 / 64)
+    # A TPU v3 chip's two replicas each update every weight over half its 900 GB/s: 2 x 28 B x 25,557,032 / 900 GB/s
+    # a step; sharded over 64 chips x 2 replicas, 1/128 of it is left.
+    whole = 2 * 28 * 25_557_032 / 900e9
+    assert (plain.update_whole_s, plain.update_s, plain.update_saved_s) == (pytest.approx(whole),
+                                                                            pytest.approx(whole), 0.0)
+    assert sharded.update_saved_s == pytest.approx(whole * 127 / 128)
+    assert sharded.update_s == pytest.approx(whole / 128)
     with pytest.raises(ValueError, match="name the data-centre network"):
         projection.project_config(curve, 2048, CATALOGUE["tpu-v3"])
+
+
+def test_the_published_results_at_a_projected_size_are_found_and_held_against_its_band():
+    """MLPerf v0.7's TPU v3 multipod, from its round's v3-32 (the anchor, never among them)."""
+    from methodology import published
+
+    v3 = published.by_name("mlperf-v0.7-tpu-v3-32")
+    row = projection.project_config(v3, 4096, CATALOGUE["tpu-v3-multipod"], global_batch_max=65_536, recipe="rcp")
+    found = {f.name: f for f in projection.published_at(row, "tpu-v3", "tpu-v3-multipod")}
+    assert set(found) == {"mlperf-v0.7-tpu-v3-8192", "mlperf-v0.7-tpu-v3-8192-jax"}
+    jax = found["mlperf-v0.7-tpu-v3-8192-jax"]
+    assert (jax.images_per_sec, jax.seconds, jax.clock, jax.epochs) == (4_503_223, pytest.approx(28.32), "mlperf_s", 92)
+    low, high = row.time_band()["mlperf_s"]
+    assert jax.time_inside == (low <= 28.32 <= high)
+    assert jax.rate_inside == (row.images_per_sec_low <= 4_503_223 <= row.images_per_sec_high)
+    assert projection.published_at(row, "tpu-v3", "tpu-v3") == ()  # another fabric: not the same system
+    # At the anchor's own size the row is the figure itself, with no band: v0.5's v3-32 is found, and not judged.
+    (older,) = projection.published_at(projection.project_config(v3, 16, CATALOGUE["tpu-v3"]), "tpu-v3", "tpu-v3")
+    assert older.name == "mlperf-v0.5-tpu-v3-32" and (older.rate_inside, older.time_inside) == (None, None)
 
 
 def test_a_lars_recipe_adds_its_update_bytes_to_an_sgd_figure():

@@ -44,6 +44,12 @@ def test_every_field_has_a_json_type():
     pytest.param({"run_id": "r", "status": "completed", "xla": 1}, "malformed xla", id="int_for_bool"),
     pytest.param({"run_id": "r", "status": "completed", "images_per_sec": [1]}, "malformed images_per_sec",
                  id="list_for_float"),
+    pytest.param({"run_id": "r", "status": "completed", "weight_update": "zero3"}, "weight_update 'zero3'",
+                 id="unknown_weight_update"),
+    pytest.param({"run_id": "r", "status": "completed", "update_time_s": -0.001}, "update_time_s must be",
+                 id="negative_update_time"),
+    pytest.param({"run_id": "r", "status": "completed", "optimizer_state_bytes_per_device": 1.5},
+                 "malformed optimizer_state_bytes_per_device", id="fractional_state_bytes"),
 ])
 def test_a_malformed_summary_is_named(obj, message):
     with pytest.raises(ValueError, match=message):
@@ -54,6 +60,19 @@ def test_ints_are_floats_and_unknown_keys_are_ignored():
     s = schema.summary_from_json({"run_id": "r", "status": "completed", "images_per_sec": 3,
                                   "a_key_from_a_newer_podbench": {"x": 1}})
     assert s.images_per_sec == 3 and not hasattr(s, "a_key_from_a_newer_podbench")
+
+
+def test_the_weight_update_fields_are_read_and_an_older_summary_lacks_them():
+    """The JAX engine's weight update (issue 41): its mode, its measured update, its share and state; a summary
+    written before it has none of them, and loads with each None."""
+    s = schema.summary_from_json({"run_id": "r", "status": "completed", "weight_update": "sharded",
+                                  "update_time_s": 0.0005, "update_share": 0.01,
+                                  "optimizer_state_bytes_per_device": 25_557_032})
+    assert (s.weight_update, s.update_time_s, s.update_share, s.optimizer_state_bytes_per_device) == \
+        ("sharded", 0.0005, 0.01, 25_557_032)
+    old = schema.summary_from_json({"run_id": "r", "status": "completed"})
+    assert (old.weight_update, old.update_time_s, old.update_share, old.optimizer_state_bytes_per_device) == \
+        (None, None, None, None)
 
 
 def test_missing_summary_says_how_to_rebuild_it(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from dataclasses import dataclass
 
 from bench.cli import checks, common, project_charts, project_source, project_text, validate_text
@@ -20,6 +21,7 @@ from methodology import time_to_target as ttt
 from methodology.constants import IMAGENET_TRAIN_EXAMPLES
 
 DEFAULT_DEVICES = "1,8,64,256,1024"
+BOTH = "both"  # --weight-update both: replicated and sharded side by side
 # A step cannot hold more than one epoch of ImageNet: a larger batch is a typo, not a configuration.
 MAX_BATCH = IMAGENET_TRAIN_EXAMPLES
 # --epochs-rule (before recipes) maps onto a recipe: the RCP table, or the blog's fixed 90.
@@ -34,6 +36,8 @@ examples:
       --interconnect tpu-v3 --devices 16,64,256,1024 --global-batch-max 32768 --chart results/charts
   podbench project --anchor dle-tf1-a100-amp --devices 8,64 --network ib-hdr-8x200
   podbench project --anchor mlperf-v0.7-tpu-v4-16 --interconnect tpu-v4 --devices 16,256 --recipe google-tpu
+  podbench project --anchor mlperf-v0.7-tpu-v3-32 --interconnect tpu-v3-multipod --devices 256,1024,4096 \
+      --global-batch-max 65536 --recipe rcp --weight-update both
   podbench project --validate            # the model against published runs, out of sample
 
 The model (methodology/PROJECTION.md): a device's step at its batch from the device curve
@@ -41,9 +45,14 @@ The model (methodology/PROJECTION.md): a device's step at its batch from the dev
 a coordination cost a step when a one-device figure is carried to several devices; one
 all-reduce of every gradient a step (bandwidth and latency) over the interconnect (ring, 2-D/3-D
 torus, NVLink + network between hosts, pods over the data-centre network), --exposed-fraction of
-it not hidden; epochs by --recipe; time on the blog's clock and MLPerf's. Every row carries the
-band of the model's own leave-one-study-out errors. Anchors: methodology/published.csv;
-interconnects: methodology/interconnects.csv (dated and sourced; empty where unpublished).
+it not hidden; the optimizer update, whole on every replica (--weight-update replicated) or
+divided across them after a reduce-scatter, the new weights all-gathered (sharded: the same bytes
+as the all-reduce, shown as its two halves; both: side by side), its time measured by a --run that
+recorded update_time_s, else estimated from memory bandwidth (methodology/device_memory.csv);
+epochs by --recipe; time on the blog's clock and MLPerf's. Every row carries the band of the
+model's own out-of-sample errors, on images/sec and on both clocks. Anchors:
+methodology/published.csv; interconnects: methodology/interconnects.csv (dated and sourced; empty
+where unpublished).
 """
 
 
@@ -101,9 +110,14 @@ def register(sub) -> None:
                    help="K of b/(b+K) below the curve's points, a per-step cost in images (default: fitted on the "
                         "latest published round of the device's family, GPU or TPU, by an --anchor's date; "
                         "`project --validate` prints today's)")
+    p.add_argument("--weight-update", choices=(*update.WEIGHT_UPDATES, BOTH),
+                   help="replicated (default: every replica runs the whole optimizer update after an all-reduce), "
+                        "sharded (gradients reduce-scattered, each replica updates its 1/N of the weights, the new "
+                        "weights all-gathered: the same bytes, the update divided by N), or both side by side; the "
+                        "update's time is what a --run measured (summary.json update_time_s), else estimated from "
+                        "methodology/device_memory.csv")
     p.add_argument("--weight-update-sharding", action="store_true",
-                   help="reduce-scatter + all-gather instead of all-reduce, the optimizer update divided across "
-                        "replicas (its time from methodology/device_memory.csv)")
+                   help="older spelling of --weight-update sharded")
     p.add_argument("--strict", action="store_true", help="refuse sizes that need extrapolation")
     p.add_argument("--prices", metavar="2018|current|FILE.csv", help=common.PRICES_HELP)
     p.add_argument("--usd-per-device-hour", type=float, metavar="X", help="your own price a device, host included")
@@ -120,7 +134,25 @@ def _names(kinds: tuple[str, ...]) -> list[str]:
 
 _PROJECTION_ONLY = ("per_device_batch", "measured_devices", "interconnect", "network", "link_gb_per_s",
                     "network_gb_per_s", "devices", "global_batch_max", "recipe", "epochs_rule", "target",
-                    "all_reduce_dtype", "exposed_fraction", "batch_half", "prices", "usd_per_device_hour")
+                    "all_reduce_dtype", "exposed_fraction", "batch_half", "prices", "usd_per_device_hour",
+                    "weight_update")
+
+
+def weight_updates(args: argparse.Namespace) -> tuple[str, ...]:
+    """The update modes to project: --weight-update (both: replicated, then sharded), or the older
+    --weight-update-sharding; replicated when neither is given.
+
+    Raises:
+      UsageError: the older flag beside a --weight-update that is not sharded.
+    """
+    mode = args.weight_update
+    if args.weight_update_sharding:
+        if mode not in (None, "sharded"):
+            raise UsageError(f"--weight-update-sharding is the older spelling of --weight-update sharded: give "
+                             f"--weight-update {mode} alone")
+        mode = "sharded"
+    mode = mode or "replicated"
+    return update.WEIGHT_UPDATES if mode == BOTH else (mode,)
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -145,6 +177,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise UsageError(f"--measured-devices must be a positive whole number, got {args.measured_devices}")
     if args.recipe and args.epochs_rule:
         raise UsageError("give --recipe or the older --epochs-rule, not both")
+    weight_updates(args)
     if args.images_per_sec is not None and args.per_device_batch is None:
         raise UsageError("--images-per-sec needs --per-device-batch B: the batch that rate was measured at")
     if args.measured_devices is not None and args.images_per_sec is None:
@@ -214,15 +247,35 @@ def build_model(args, source: project_source.Source) -> projection.Model:
         exposed = projection.EXPOSED_FRACTION if args.exposed_fraction is None else args.exposed_fraction
         curve = _curve(args, source, fabric, network, payload, exposed)
         batch = args.per_device_batch or curve.largest_batch
-        device = source.anchor.device if source.anchor else fabric.device
-        update_s = (update.update_seconds(device, "lars") or 0.0) if args.weight_update_sharding else 0.0
+        whole = update_time(source, fabric)
         return projection.Model(curve, fabric, network, batch, payload, args.global_batch_max, exposed,
                                 recipe_of(args), curve_has_sync=source.devices > 1,
-                                weight_update_sharding=args.weight_update_sharding, update_s=update_s,
+                                weight_update_sharding=weight_updates(args)[0] == "sharded",
+                                update_s=whole.seconds if whole else 0.0,
                                 measured_at=_measured_at(source),
-                                curve_optimizer=source.anchor.recipe if source.anchor else None)
+                                curve_optimizer=_curve_optimizer(source),
+                                update_optimizer=whole.optimizer if whole else None,
+                                replicas_per_device=update.replicas_per_device(_device(source, fabric)),
+                                curve_update_shards=source.curve_update_shards)
     except ValueError as err:
         raise UsageError(str(err)) from None
+
+
+def _curve_optimizer(source: project_source.Source) -> str | None:
+    """The optimizer the curve's figure ran: an anchor's recipe, or the runs' where they measured their update."""
+    if source.anchor is not None:
+        return source.anchor.recipe
+    return source.update.optimizer if source.update else None
+
+
+def _device(source: project_source.Source, fabric: interconnect.Interconnect) -> str:
+    return source.anchor.device if source.anchor else fabric.device
+
+
+def update_time(source: project_source.Source, fabric: interconnect.Interconnect) -> update.UpdateTime | None:
+    """The whole optimizer update a step: what the runs measured, else the estimate from the device's memory
+    bandwidth (LARS; scaled by its bytes where a size runs momentum SGD), else None (not modelled)."""
+    return source.update or update.estimated(_device(source, fabric), "lars")
 
 
 def parse_devices(text: str | None) -> tuple[int, ...]:
@@ -290,17 +343,22 @@ def handle(args: argparse.Namespace) -> int:
     sizes = parse_devices(args.devices)
     pricing = hourly_prices(args, source.anchor.device if source.anchor else model.fabric.device, sizes)
     try:
-        rows = projection.project(model, sizes, pricing.usd_per_hour)
+        by_mode = {mode: projection.project(model.with_weight_update(mode), sizes, pricing.usd_per_hour)
+                   for mode in weight_updates(args)}
     except ValueError as err:
         raise UsageError(str(err)) from None
+    rows = [row for n in range(len(sizes)) for row in (rows_[n] for rows_ in by_mode.values())]
     refused = [r for r in rows if r.extrapolated] if args.strict else []
     if refused:
         raise UsageError(f"--strict: {refused[0].devices} devices need extrapolation ({'; '.join(refused[0].notes)});"
                          " measure a point nearer that size, or drop --strict to see the row marked * as "
                          "extrapolated")
-    answer = project_text.projection_answer(args, source, model, rows, pricing)
+    answer = project_text.projection_answer(args, source, model, rows, pricing, update_time(source, model.fabric))
     if args.chart:
         directory = checks.output_dir(args.chart, "--chart DIR", refuse_runs=False)
-        project_charts.write_projection_chart(directory, rows, model.fabric.name, source.anchor)
+        first = next(iter(by_mode))
+        if len(by_mode) > 1:  # the chart draws rates and times, not the step's parts: one line a size
+            print(f"note: the chart draws the {first} rows; the table compares the weight updates", file=sys.stderr)
+        project_charts.write_projection_chart(directory, by_mode[first], model.fabric.name, source.anchor)
     print(rundir.dumps(answer) if args.json else project_text.projection_text(answer))
     return 0

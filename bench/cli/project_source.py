@@ -7,6 +7,12 @@ together; `project` takes the modeled all-reduce at that size out of each
 devices are physical ones: a CPU is one however TensorFlow splits it, a GPU is
 one replica, a TPU's chips come from the slice the run recorded (a TPU v2/v3 chip
 holds two replicas, one a TensorCore).
+
+A run's summary.json may say how it updated its weights and how long its update took
+(``weight_update``, ``update_time_s``, ``update_share``, ``optimizer_state_bytes_per_device``,
+written by the JAX engine; absent in older runs, which were replicated): ``measured_update``
+turns that into a whole update (methodology/update.py ``measured``: a sharded run's
+measured share times its replicas), which `project` then uses instead of the estimate.
 """
 from __future__ import annotations
 
@@ -20,7 +26,7 @@ from bench.cluster.sweep import SWEEP_JSON
 from bench.errors import UsageError
 from bench.results import rundir
 from bench.results.summary import read_summary
-from methodology import hardware, interconnect, projection, published, validation
+from methodology import hardware, interconnect, projection, published, update, validation
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,9 @@ class Source:
       what: one line for the output.
       notes: what the reader must know (image size, platform).
       anchor: the published anchor, when the curve is one (its own fabric is taken out).
+      update: the whole optimizer update the runs measured (methodology/update.py UpdateTime), or None.
+      curve_update_shards: the replicas the runs divided their update over (1: replicated).
+      optimizer_state_bytes: the optimizer state a device of the runs held, where recorded.
     """
 
     points: dict
@@ -40,6 +49,79 @@ class Source:
     what: str
     notes: tuple[str, ...] = ()
     anchor: published.PublishedResult | None = None
+    update: update.UpdateTime | None = None
+    curve_update_shards: int = 1
+    optimizer_state_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class RunUpdate:
+    """What one run recorded of its weight update.
+
+    Attributes:
+      weight_update: "replicated" or "sharded" (a run that does not say was replicated).
+      replicas: its replicas (what a sharded run divided its update over).
+      time: its whole update, where it measured one.
+      optimizer_state_bytes: optimizer_state_bytes_per_device, where recorded.
+    """
+
+    weight_update: str
+    replicas: int
+    time: update.UpdateTime | None
+    optimizer_state_bytes: int | None = None
+
+
+def _run_optimizer(path: Path) -> str | None:
+    """The optimizer a run trained with, from config.json's resolved schedule ("sgd", "lars"), None where
+    unreadable: the update's time is scaled by its bytes to the optimizer a projected size runs."""
+    try:
+        resolved = rundir.read_json(path / rundir.CONFIG_FILE).get("resolved") or {}
+        name = (resolved.get("schedule") or {}).get("optimizer")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return {"momentum": "sgd", "lars": "lars"}.get(name)
+
+
+def run_update(path: Path, s) -> RunUpdate:
+    """A run's weight update from its Summary ``s``: its mode, and its whole update where it measured one.
+
+    A sharded run's update_time_s is its device's 1/R share; the whole is R times it (update.measured).
+    """
+    mode = s.weight_update or "replicated"
+    replicas = int(s.num_replicas or 1)
+    time = None
+    if s.update_time_s is not None:
+        time = update.measured(s.update_time_s, where=str(path), per_device_batch=s.per_replica_batch_size,
+                               weight_update=mode, replicas=replicas, optimizer=_run_optimizer(path),
+                               share=s.update_share)
+    return RunUpdate(mode, replicas, time, s.optimizer_state_bytes_per_device)
+
+
+def measured_update(found: list[RunUpdate]) -> tuple[update.UpdateTime | None, int, int | None]:
+    """(the whole update the runs measured, the replicas their curve's update was divided over, the
+    optimizer state a device held) from every run's RunUpdate.
+
+    Raises:
+      UsageError: runs that differ in weight update (one curve holds one kind of update), or that measured
+        the updates of different optimizers.
+    """
+    if not found:
+        return None, 1, None
+    modes = sorted({r.weight_update for r in found})
+    if len(modes) > 1:
+        raise UsageError(f"the runs differ in weight update ({' and '.join(modes)}): give the points of one, as "
+                         "each point's step holds its own kind of update")
+    shards = {r.replicas if r.weight_update == "sharded" else 1 for r in found}
+    if len(shards) > 1:
+        raise UsageError("the sharded runs divided their update over different numbers of replicas: give the "
+                         "points of one size")
+    times = [r.time for r in found if r.time is not None]
+    try:
+        whole = update.median_of(times) if times else None
+    except ValueError as err:
+        raise UsageError(f"the runs' measured updates cannot be combined: {err}") from None
+    state = [r.optimizer_state_bytes for r in found if r.optimizer_state_bytes is not None]
+    return whole, shards.pop(), max(state) if state else None
 
 
 def physical_devices(where: Path, platform: str | None, device_kind: str | None, replicas: int | None,
@@ -74,6 +156,17 @@ def _per_device_batch(where: Path, global_batch: int | None, per_replica_batch: 
     return total // devices
 
 
+def _sweep_run_update(path: Path, row: dict) -> RunUpdate | None:
+    """A sweep size's run's weight update (its run directory, as sweep.json names it), None where unreadable."""
+    run_dir = Path(row.get("run_dir") or "")
+    if not run_dir.is_dir():
+        run_dir = path / run_dir.name  # a sweep moved, or named relative to where it ran: its sizes are inside it
+    try:
+        return run_update(run_dir, read_summary(run_dir))
+    except (FileNotFoundError, ValueError, OSError):
+        return None
+
+
 def _sweep_points(path: Path) -> tuple[dict, list]:
     try:
         document = rundir.read_json(path / SWEEP_JSON)
@@ -88,7 +181,7 @@ def _sweep_points(path: Path) -> tuple[dict, list]:
         batch = _per_device_batch(path, r.get("global_batch_size"), r.get("per_replica_batch_size"),
                                   r.get("replicas"), devices)
         points[batch] = r["images_per_sec"]
-        described.append({**r, "devices": devices})
+        described.append({**r, "devices": devices, "update": _sweep_run_update(path, r)})
     return points, described
 
 
@@ -103,7 +196,8 @@ def _run_point(path: Path) -> tuple[dict, list]:
     devices = found.devices if found else physical_devices(path, s.platform, s.device_kind, s.num_replicas)
     batch = _per_device_batch(path, s.global_batch_size, s.per_replica_batch_size, s.num_replicas, devices)
     return {batch: s.images_per_sec}, [{"image_size": s.image_size, "platform": s.platform,
-                                        "device_kind": s.device_kind, "devices": devices}]
+                                        "device_kind": s.device_kind, "devices": devices,
+                                        "update": run_update(path, s)}]
 
 
 def batch_half(given: float | None, fabric: interconnect.Interconnect,
@@ -171,9 +265,11 @@ def read_source(args: argparse.Namespace) -> Source:
                      "point; their coordination cost stays in the curve")
     kinds = sorted({r.get("device_kind") or r.get("platform") or "?" for r in rows})
     notes += _what_if(rows, args.interconnect)
+    whole, shards, state = measured_update([r["update"] for r in rows if r.get("update") is not None])
     on = f" on {devices} devices" if devices > 1 else ""
     return Source(points, devices, f"{len(points)} measured point(s){on} from {' '.join(args.run)} "
-                                   f"({', '.join(kinds)})", tuple(notes))
+                                   f"({', '.join(kinds)})", tuple(notes), update=whole, curve_update_shards=shards,
+                  optimizer_state_bytes=state)
 
 
 def _what_if(rows: list, fabric_name: str | None) -> list[str]:

@@ -4,10 +4,11 @@ validation table. Pure: standard library, methodology/ and bench.humanize.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from bench.cli import common, project_source
 from bench.humanize import format_hours, format_rate, format_usd
-from methodology import all_reduce, constants, interconnect, projection, validation
+from methodology import all_reduce, constants, interconnect, projection, update, validation
 from methodology import time_to_target as ttt
 from methodology.prices import Price
 
@@ -30,15 +31,59 @@ def _target(args: argparse.Namespace, recipe: str) -> tuple[str, list[str]]:
     return target, notes
 
 
-def projection_answer(args: argparse.Namespace, source, model: projection.Model, rows, pricing) -> dict:
+def _update_json(model: projection.Model, rows, source, whole: update.UpdateTime | None) -> dict:
+    modes = list(dict.fromkeys(r.weight_update for r in rows))
+    return {"modes": modes, "update_s": whole.seconds if whole else None,
+            "optimizer": whole.optimizer if whole else None, "measured": bool(whole and whole.measured),
+            "update_source": whole.source if whole else (
+                f"not modelled: no measured update_time_s, and {model.fabric.device}'s memory bandwidth is not "
+                "sourced (methodology/device_memory.csv)"),
+            "replicas_per_device": model.replicas_per_device, "curve_update_shards": model.curve_update_shards,
+            "optimizer_state_bytes_per_device": source.optimizer_state_bytes,
+            "batch_note": "the update touches every weight once a step whatever the batch: a time measured at one "
+                          "per-device batch stands for every batch"}
+
+
+def _k_rows(args: argparse.Namespace, model: projection.Model, source) -> tuple[str, ...]:
+    """The published results K was fitted on (none where --batch-half gave it)."""
+    if args.batch_half is not None:
+        return ()
+    if source.anchor is not None:
+        return validation.batch_half_of(source.anchor).rows
+    return validation.batch_half_for(projection.family_of(model.fabric.device)).rows
+
+
+def _published_json(found: projection.PublishedAtSize, k_rows: tuple[str, ...], family: str) -> dict:
+    """A published result at a row's size, and whether it is the projection's own input: a case of the band
+    (a validation or calibration row), a row K was fitted on (then the K of the rounds before it, which
+    --validate predicts it with, is the out-of-sample one)."""
+    out = dataclasses.asdict(found)
+    out["band_case"] = found.role in validation.LEARNT_FROM
+    out["in_k_fit"] = found.name in k_rows
+    out["k_before"] = validation.batch_half_for(family, before=found.as_of).value if out["in_k_fit"] else None
+    return out
+
+
+def _row_json(r, model: projection.Model, source, k_rows: tuple[str, ...]) -> dict:
+    device = source.anchor.device if source.anchor else model.fabric.device
+    found = projection.published_at(r, device, model.fabric.name, model.network.name if model.network else "")
+    family = projection.family_of(device)
+    return dict(r.to_json(), shape=all_reduce.shape(model.fabric, r.devices),
+                published=[_published_json(f, k_rows, family) for f in found])
+
+
+def projection_answer(args: argparse.Namespace, source, model: projection.Model, rows, pricing,
+                      whole: update.UpdateTime | None = None) -> dict:
     """Everything the projection says, as JSON-ready data (the text is drawn from it).
 
     Args:
       args: the parsed flags.
       source: bench.cli.project_source.Source.
-      model: the model used.
-      rows: methodology.projection.SizeProjection, one a size.
+      model: the model used (the first weight update's).
+      rows: methodology.projection.SizeProjection, one a size and weight update (sizes in order, each
+        size's weight updates together).
       pricing: bench.cli.project.Pricing.
+      whole: the whole optimizer update a step (measured or estimated), or None where not modelled.
     """
     target, target_notes = _target(args, model.recipe)
     dtype = args.all_reduce_dtype or "float32"
@@ -61,9 +106,11 @@ def projection_answer(args: argparse.Namespace, source, model: projection.Model,
                        "parameters": all_reduce.RESNET50_TRAINABLE_PARAMS,
                        "exposed_fraction": model.exposed_fraction},
         "global_batch_max": model.global_batch_max,
-        "weight_update_sharding": {"on": model.weight_update_sharding, "update_s": model.update_s},
+        "weight_update": _update_json(model, rows, source, whole),
+        # The older block (--weight-update-sharding), kept for readers of earlier JSON.
+        "weight_update_sharding": {"on": any(r.weight_update == "sharded" for r in rows), "update_s": model.update_s},
         "prices": {"label": pricing.label, "parts": [common.part_json(p) for p in pricing.parts]},
-        "rows": [dict(r.to_json(), shape=all_reduce.shape(model.fabric, r.devices)) for r in rows],
+        "rows": [_row_json(r, model, source, _k_rows(args, model, source)) for r in rows],
         "notes": [*source.notes, *_below_the_points(model, rows), *target_notes, *pricing.notes],
     }
 
@@ -77,6 +124,7 @@ def _below_the_points(model: projection.Model, rows) -> list[str]:
     family = projection.family_of(model.fabric.device)
     rounds = validation.round_batch_halves(family)
     low = min(r.per_device_batch for r in below)
+    below = list({r.devices: r for r in below}.values())  # a size once, whatever its weight updates
     batches = sorted({low, smallest} | {2 ** k for k in range(1, 20) if low < 2 ** k < smallest})
     spread = (f" (fitted round by round, published {family} runs put K between {min(k.value for k in rounds):.1f} "
               f"and {max(k.value for k in rounds):.1f}: {', '.join(f'{k.value:.1f}' for k in rounds)} from "
@@ -89,7 +137,14 @@ def _below_the_points(model: projection.Model, rows) -> list[str]:
 
 
 def _ms(seconds: float) -> str:
+    if 0 < seconds < 5e-6:  # a sharded update over thousands of replicas
+        return f"{seconds * 1e6:.2f} us"
     return f"{seconds * 1e3:,.1f} ms" if seconds >= 0.01 else f"{seconds * 1e3:.2f} ms"
+
+
+def _seconds(seconds: float) -> str:
+    """A time to target: tenths of a second below a minute (MLPerf's multipods ran 11-30 s)."""
+    return f"{seconds:.1f} s" if seconds < 59.95 else format_hours(seconds / 3600)
 
 
 def _header(a: dict) -> list[str]:
@@ -112,7 +167,7 @@ def _header(a: dict) -> list[str]:
         f"coordination  {sync}",
         f"all-reduce    {ar['payload_bytes'] / 1e6:,.1f} MB a step ({ar['parameters']:,} {ar['dtype']} gradients), "
         f"bandwidth + latency, {ar['exposed_fraction']:.0%} not hidden behind the backward pass (--exposed-fraction)",
-        _sharding(a["weight_update_sharding"]),
+        *_update_lines(a["weight_update"]),
         f"batch         {curve['per_device_batch']} a device" + (f"; global batch at most {cap:,}" if cap else
                                                                  "; global batch not capped (--global-batch-max)"),
         f"recipe        {r['name']}: {r['description']} (to {r['target_top1']:.1%}; --recipe)",
@@ -120,13 +175,28 @@ def _header(a: dict) -> list[str]:
         f"prices        {a['prices']['label']}", ""]
 
 
-def _sharding(w: dict) -> str:
-    if not w["on"]:
-        return "sharding      none: every replica runs the whole optimizer update (--weight-update-sharding)"
+_MODES = {"replicated": "replicated: every replica runs the whole update after the all-reduce",
+          "sharded": "sharded: gradients reduce-scattered, each replica updates its 1/N, the new weights "
+                     "all-gathered (the all-reduce's bytes in two halves)"}
+
+
+def _update_lines(w: dict) -> list[str]:
+    modes = "; ".join(_MODES[m] for m in w["modes"]) + " (--weight-update)"
     if not w["update_s"]:
-        return "sharding      on, but the device's memory bandwidth is not sourced: no saving modelled"
-    return (f"sharding      the update ({w['update_s'] * 1e3:.2f} ms, LARS, memory-bound) divided across "
-            "replicas; reduce-scatter + all-gather move the all-reduce's bytes")
+        return [f"update        {w['update_source']}: no update shown, no saving modelled",
+                f"              {modes}"]
+    opt = f" {w['optimizer'].upper()}" if w["optimizer"] else " optimizer"
+    replicas = (f", whose {w['replicas_per_device']} replicas each run it (sharded: divided over every replica)"
+                if w["replicas_per_device"] > 1 else "")
+    held = (f"; the runs' own steps held 1/{w['curve_update_shards']} of it (sharded)"
+            if w["curve_update_shards"] > 1 else "")
+    state = w["optimizer_state_bytes_per_device"]
+    state_text = f"; optimizer state {state / 1e6:,.1f} MB a device in the runs" if state else ""
+    lines = [(f"update        {w['update_s'] * 1e3:.3g} ms a step: the whole{opt} update on one "
+              f"device{replicas}{held}"), f"              {w['update_source']}"]
+    if w["measured"]:
+        lines.append(f"              {w['batch_note']}{state_text}")
+    return lines + [f"              {modes}"]
 
 
 def _band(r: dict) -> str:
@@ -136,29 +206,94 @@ def _band(r: dict) -> str:
 
 
 def _clock(r: dict, key: str) -> str:
-    return "n/a" if r["time"] is None else format_hours(r["time"][key] / 3600)
+    return "n/a" if r["time"] is None else _seconds(r["time"][key])
+
+
+def _communication(r: dict) -> str:
+    """The exposed all-reduce, or (sharded) its reduce-scatter + all-gather, each half of the same bytes."""
+    parts = r["parts"]
+    if "all_reduce_s" in parts:
+        return _ms(parts["all_reduce_s"])
+    return f"{_ms(parts['reduce_scatter_s']).removesuffix(' ms')} + {_ms(parts['all_gather_s'])}"
+
+
+def _time_band(r: dict, clock: str = "mlperf_s") -> str:
+    band = r["time_band"]
+    if band is None:
+        return "n/a"
+    low, high = band[clock]
+    return f"{_seconds(low)}-{_seconds(high)}"
+
+
+def _published_note(found: list[tuple[dict, dict]], k: float, target_top1: float) -> str:
+    """A published result at a size, against each weight update's band there, and how far it is the
+    projection's own input. ``found``: (the row, the published result) for each weight update shown."""
+    p = found[0][1]
+    said = [f"{format_rate(p['images_per_sec'])} images/s"] if p["images_per_sec"] else []
+    if p["seconds"] is not None:
+        clock = "MLPerf's clock" if p["clock"] == "mlperf_s" else "the blog's clock"
+        epochs = f" in {p['epochs']:g} epochs" if p["epochs"] else ""
+        recipe = (f" (the recipe's: {found[0][0]['epochs']:.1f})" if p["epochs"] and found[0][0]["epochs"] else "")
+        target = (f", to {p['target_top1']:.1%} (the recipe's: {target_top1:.1%})"
+                  if p["target_top1"] and p["target_top1"] != target_top1 else "")
+        said.append(f"{_seconds(p['seconds'])} on {clock}{epochs}{recipe}{target}")
+    verdicts = []
+    for r, q in found:
+        flags = {what: flag for what, flag in (("rate", q["rate_inside"]), ("time", q["time_inside"]))
+                 if flag is not None}
+        if not flags:
+            continue
+        where = {True: "inside", False: "outside"}
+        text = (f"{' and '.join(flags)} {where[next(iter(flags.values()))]}" if len(set(flags.values())) == 1
+                else ", ".join(f"{what} {where[flag]}" for what, flag in flags.items()))
+        verdicts.append((f"{r['weight_update']}: " if len(found) > 1 else "") + text + " the band")
+    own = []
+    if p["band_case"]:
+        own.append("its out-of-sample error is one of the band's cases")
+    if p["in_k_fit"]:
+        own.append(f"K = {k:.1f} was fitted on it, so `--batch-half {p['k_before']:.1f}` (the K of the rounds before "
+                   "it, which --validate predicts it with) is the out-of-sample check")
+    text = f"published at this size: {p['name']} ({p['framework']}; {p['source']}): {', '.join(said)}"
+    return text + "".join(f"; {v}" for v in verdicts) + (f" ({'; '.join(own)})" if own else "")
+
+
+def _sizes(sizes: dict[int, list[str]], modes: list[str]) -> str:
+    """"64, 256 devices", or where a note holds for one weight update of several, "4096 devices, sharded"."""
+    said = dict.fromkeys(m for found in sizes.values() for m in found)
+    whole = len(modes) == 1 or all(len(found) == len(modes) for found in sizes.values())
+    text = f"{', '.join(str(n) for n in sizes)} devices"
+    return text if whole else f"{text}, {' and '.join(said)}"
 
 
 def projection_text(a: dict) -> str:
-    """The projection as a person reads it: what it assumes, a row a size, then the notes."""
+    """The projection as a person reads it: what it assumes, a row a size (a size and weight update), then the
+    notes."""
     lines = _header(a)
-    ef = a["all_reduce"]["exposed_fraction"]
-    sharded = any(r["update_saved_s"] for r in a["rows"])
-    header = ("devices", "layout", "batch/dev", "global batch", "compute", "sync", "all-reduce", "latency",
-              *(("update saved",) if sharded else ()), "images/s", "band", "efficiency", "epochs", "blog clock",
-              "MLPerf clock", "USD/h", "cost USD")
+    modes = a["weight_update"]["modes"]
+    both, shown = len(modes) > 1, bool(a["weight_update"]["update_s"])
+    communication = "all-reduce or RS + AG" if both else "RS + AG" if modes == ["sharded"] else "all-reduce"
+    header = ("devices", "layout", "batch/dev", "global batch", *(("weight update",) if both else ()), "compute",
+              "sync", communication, "latency", *(("update",) if shown else ()), "step", "images/s", "band",
+              "efficiency", "epochs", "blog clock", "MLPerf clock", "MLPerf band", "USD/h", "cost USD")
     lines.append(common.text_table(a["rows"], header, lambda r: (
-        r["devices"], r["shape"], r["per_device_batch"], f"{r['global_batch']:,}", _ms(r["compute_s"]),
-        _ms(r["sync_s"]), _ms(ef * r["all_reduce_s"]), _ms(ef * r["latency_s"]),
-        *((_ms(r["update_saved_s"]),) if sharded else ()),
-        format_rate(r["images_per_sec"]) + ("*" if r["extrapolated"] else ""), _band(r),
+        r["devices"], r["shape"], r["per_device_batch"], f"{r['global_batch']:,}",
+        *((r["weight_update"],) if both else ()), _ms(r["parts"]["compute_s"]), _ms(r["sync_s"]),
+        _communication(r), _ms(r["parts"]["latency_s"]), *((_ms(r["update_s"]),) if shown else ()),
+        _ms(r["step_s"]), format_rate(r["images_per_sec"]) + ("*" if r["extrapolated"] else ""), _band(r),
         f"{r['scaling_efficiency']:.1%}", "n/a" if r["epochs"] is None else f"{r['epochs']:.1f}",
-        _clock(r, "blog_s"), _clock(r, "mlperf_s"), format_usd(r["usd_per_hour"]), format_usd(r["cost_usd"]))))
-    by_note: dict[str, list[str]] = {}
+        _clock(r, "blog_s"), _clock(r, "mlperf_s"), _time_band(r), format_usd(r["usd_per_hour"]),
+        format_usd(r["cost_usd"]))))
+    by_note: dict[str, dict[int, list[str]]] = {}
+    found: dict[tuple[int, str], list[tuple[dict, dict]]] = {}
     for r in a["rows"]:
         for n in r["notes"]:
-            by_note.setdefault(n, []).append(str(r["devices"]))
-    notes = [f"{', '.join(sizes)} devices: {n}" for n, sizes in by_note.items()] + a["notes"]
+            by_note.setdefault(n, {}).setdefault(r["devices"], []).append(r["weight_update"])
+        for p in r["published"]:
+            found.setdefault((r["devices"], p["name"]), []).append((r, p))
+    for (devices, _), pairs in found.items():
+        note = _published_note(pairs, a["device_curve"]["batch_half"], a["recipe"]["target_top1"])
+        by_note.setdefault(note, {})[devices] = [r["weight_update"] for r, _ in pairs]
+    notes = [f"{_sizes(sizes, modes)}: {n}" for n, sizes in by_note.items()] + a["notes"]
     if any(r["extrapolated"] for r in a["rows"]):
         lines.append("* extrapolated beyond the measured points or the recipe's epochs (--strict refuses)")
     bands = dict.fromkeys(r["band"]["basis"] for r in a["rows"] if r["band"])

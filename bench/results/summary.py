@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import errno
 import json
+import math
 import os
 import types
 import typing
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.results.rundir import CONFIG_FILE, RESERVE_FILE, SUMMARY_FILE, dumps, os_reason, read_json, write_json
+from methodology.update import WEIGHT_UPDATES
 
 STATUSES = ("completed", "interrupted", "failed", "killed")
 # Keras's fit makes its iterator inside its own data handler, out of a checkpoint's reach,
@@ -69,6 +71,13 @@ class Summary:
         (DATA_POSITION_NOT_RESTORED); None for an uninterrupted run.
       wall_time_to_target_s: time to target including evaluations, restarts and each segment's warm-up.
       results_dir: where the run directory was written.
+      weight_update: how the run updated its weights: "replicated" (every replica the whole update) or
+        "sharded" (gradients reduce-scattered, each replica updates its 1/N, new weights all-gathered);
+        None in runs written before an engine recorded it (they were replicated).
+      update_time_s: seconds of one optimizer update a step on one device, measured by timing the compiled
+        step with and without the update (a sharded run's is its device's 1/N share); None: not measured.
+      update_share: update_time_s / the step's time.
+      optimizer_state_bytes_per_device: bytes of optimizer state one device holds (a sharded run's 1/N).
     """
 
     run_id: str
@@ -137,10 +146,18 @@ class Summary:
     data_position: str | None = None
     wall_time_to_target_s: float | None = None
     results_dir: str | None = None
+    weight_update: str | None = None
+    update_time_s: float | None = None
+    update_share: float | None = None
+    optimizer_state_bytes_per_device: int | None = None
 
     def __post_init__(self):
         if self.status not in STATUSES:
             raise ValueError(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
+        if self.weight_update not in (None, *WEIGHT_UPDATES):
+            raise ValueError(f"weight_update {self.weight_update!r} is not one of {', '.join(WEIGHT_UPDATES)}")
+        if self.update_time_s is not None and not (math.isfinite(self.update_time_s) and self.update_time_s >= 0):
+            raise ValueError(f"update_time_s must be a number of seconds >= 0, got {self.update_time_s!r}")
 
     @property
     def measured(self) -> bool:
