@@ -37,3 +37,20 @@ def test_tensorflow_keeps_its_settings():
 def test_an_unknown_engine_is_named():
     with pytest.raises(ValueError, match="unknown framework 'pytorch'; choose one of: tensorflow, jax"):
         cfg.replace(cfg.RunConfig(), runtime=dict(framework="pytorch"))
+
+
+@pytest.mark.parametrize("parts, fragment", [
+    pytest.param(dict(runtime=dict(weight_update="sharded")), "--weight-update sharded is the JAX engine's",
+                 id="sharded_update"),
+    pytest.param(dict(measure=dict(measure_update=True)), "--update-probe times the JAX engine's", id="update_probe"),
+    pytest.param(dict(runtime=dict(weight_update="halved")), "weight_update", id="unknown_mode"),
+])
+def test_what_only_the_jax_engine_does_is_refused_under_tensorflow(parts, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        cfg.check_ready(cfg.replace(cfg.RunConfig(), **parts))
+
+
+def test_the_jax_engine_shards_its_update_and_probes_it():
+    config = cfg.replace(cfg.RunConfig(), runtime=dict(framework="jax", weight_update="sharded"),
+                         measure=dict(measure_update=True), train=dict(precision="mixed_bfloat16"))
+    assert cfg.check_ready(config).runtime.weight_update == "sharded"

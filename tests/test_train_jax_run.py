@@ -57,9 +57,10 @@ def wait_for(predicate, what: str, timeout_s: float = RUN_TIMEOUT_S):
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
-    """The smoke preset's ResNet-50 under JAX, with the peak probe, through the console script."""
+    """The smoke preset's ResNet-50 under JAX, with the peak probe and the update probe, through the console script."""
     out = tmp_path_factory.mktemp("smoke") / "run"
-    run = podbench("run", "--framework", "jax", "--preset", "smoke", "--output", out, "--json", timeout=RUN_TIMEOUT_S)
+    run = podbench("run", "--framework", "jax", "--preset", "smoke", "--update-probe", "--output", out, "--json",
+                   timeout=RUN_TIMEOUT_S)
     assert run.returncode == 0, run.stderr[-3000:]
     return out, json.loads(run.stdout), run.stderr
 
@@ -100,12 +101,24 @@ def test_the_flops_counted_from_the_compiled_step_agree_with_the_models(smoke_ru
     assert summary["compiled_training_flops_per_image"] == model["compiled_flops_per_image"]
 
 
-def test_runs_with_tensorflow_made_unimportable(tmp_path):
+def test_the_update_probe_times_the_step_with_and_without_its_update(smoke_run):
+    out, summary, stderr = smoke_run
+    (probe,) = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "update_probe"]
+    blocks = probe["blocks"]
+    assert [b["update"] for b in blocks] == [True, False, False, True] * 2 and all(b["seconds"] > 0 for b in blocks)
+    assert summary["weight_update"] == "replicated" and summary["update_time_s"] is not None
+    assert 0 <= summary["update_share"] < 1 and summary["optimizer_state_bytes_per_device"] > 0
+    assert "timing the step with and without its optimizer update" in stderr
+
+
+def test_runs_with_tensorflow_made_unimportable_its_update_sharded(tmp_path):
     out = tmp_path / "run"
-    run = podbench("run", *SMALL, "--output", out, "--json", env=without_tensorflow(tmp_path, BLOCK_TF_FORBIDDEN),
-                   timeout=RUN_TIMEOUT_S)
+    run = podbench("run", *SMALL, "--replicas", "2", "--weight-update", "sharded", "--output", out, "--json",
+                   env=without_tensorflow(tmp_path, BLOCK_TF_FORBIDDEN), timeout=RUN_TIMEOUT_S)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert json.loads(run.stdout)["status"] == "completed"
+    summary = json.loads(run.stdout)
+    assert (summary["status"], summary["weight_update"], summary["num_replicas"]) == ("completed", "sharded", 2)
+    assert summary["update_time_s"] is None  # no probe on a CPU unless asked
 
 
 def test_real_data_without_tensorflow_is_one_line(tmp_path):

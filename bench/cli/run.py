@@ -135,7 +135,7 @@ def resume_target(args: argparse.Namespace) -> tuple[RunConfig, str, Path]:
              "checkpoint": {k: v for k, v in (("every_minutes", args.checkpoint_every),
                                               ("grace_s", args.grace_period)) if v is not None},
              "measure": {k: v for k, v in (("measure_peak", False if args.measure_peak is False else None),
-                                            ("measure_update", args.measure_update)) if v is not None},
+                                            ("measure_update", args.update_probe)) if v is not None},
              "runtime": {k: v for k, v in (("peer_timeout_s", args.peer_timeout),
                                            ("collective_timeout_s", args.collective_timeout)) if v is not None}}
     try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from bench.results import jsonl
 from bench.results.runfiles import RunRecord
 from bench.results.summary import DATA_POSITION_NOT_RESTORED, Summary
-from methodology import mfu, target, throughput
+from methodology import mfu, target, throughput, update_share
 from methodology.segments import Segment, lost_steps, restart_gaps_s, split, windows
 from methodology.target import EvalRecord
 from methodology.throughput import StepRecord
@@ -147,6 +147,7 @@ def build_summary(record: RunRecord) -> Summary:
         data_position=DATA_POSITION_NOT_RESTORED if parts.starts > 1 else None,
         **_input(record, stats.images_per_sec, end),
         **_flops(record, stats.images_per_sec),
+        **_update(record),
         results_dir=str(record.run_dir),
     )
     if plan.eval_every_epochs:
@@ -188,6 +189,18 @@ def _input(record: RunRecord, images_per_sec: float | None, end: dict) -> dict:
         per_host = images_per_sec / max(1, counted["count"] if counted else 1)
         out["input_bound"] = per_host >= INPUT_BOUND_FRACTION * rate.images_per_sec
     return out
+
+
+def _update(record: RunRecord) -> dict:
+    """How the weights were updated, the optimizer state's bytes on one device, and the update's measured
+    seconds and share of a step (the JAX engine's probe: methodology/update_share.py)."""
+    model = last_event(record.lifecycle, jsonl.MODEL) or {}
+    probe = last_event(record.lifecycle, jsonl.UPDATE_PROBE)
+    measured = update_share.update_share(probe["blocks"]) if probe else None
+    return {"weight_update": record.requested.runtime.weight_update,
+            "optimizer_state_bytes_per_device": model.get("optimizer_state_bytes_per_device"),
+            "update_time_s": measured.update_time_s if measured else None,
+            "update_share": measured.share if measured else None}
 
 
 def _flops(record: RunRecord, images_per_sec: float | None) -> dict:

@@ -12,8 +12,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from bench.plan.config_jax import (FRAMEWORKS, WEIGHT_UPDATES, check_jax_checkpoint, check_jax_runtime,
-                                   check_jax_train)
+from bench.plan.config_jax import (FRAMEWORKS, WEIGHT_UPDATES, check_jax_checkpoint, check_jax_only,
+                                   check_jax_runtime, check_jax_train)
 from methodology import schedule
 
 MODELS = ("resnet50_v1.5",)
@@ -213,9 +213,8 @@ class RuntimeConfig:
         TensorFlow's intra- and inter-op pools get that many threads each (None: all,
         TensorFlow's defaults). Fewer threads pinned make runs on a shared VM agree
         better (the regression gate's preset uses 1: methodology/GATE.md).
-      weight_update: "replicated" (every replica updates every weight after an all-reduce) or
-        "sharded" (weight-update sharding, ZeRO-1: the gradients reduce-scattered, each replica updating
-        its 1/N with its 1/N of the optimizer state, the weights all-gathered; the JAX engine only).
+      weight_update: "replicated" (every replica updates every weight) or "sharded" (the JAX engine's
+        weight-update sharding: bench/train_jax/weight_update.py).
     """
 
     strategy: str = "auto"
@@ -231,9 +230,6 @@ class RuntimeConfig:
     def __post_init__(self):
         choice("framework", self.framework, FRAMEWORKS)
         choice("weight_update", self.weight_update, WEIGHT_UPDATES)
-        if self.weight_update == "sharded" and self.framework != "jax":
-            raise ValueError("--weight-update sharded is the JAX engine's (tf.distribute replicates the update): "
-                             "add --framework jax")
         choice("strategy", self.strategy, STRATEGIES)
         positive("replicas", self.replicas)
         positive("cpu_threads", self.cpu_threads)
@@ -267,10 +263,8 @@ class MeasureConfig:
         CPU host (None: the table's, or the CPU's nominal one).
       measure_peak: time a dense matmul on the run's devices before the warm-up (seconds), for
         the MFU against what the devices deliver.
-      measure_update: the JAX engine: after the measured steps, time the compiled step with and
-        without its optimizer update, side by side, for the update's share of a step
-        (bench/train_jax/update_probe.py). None: on a GPU or TPU, not on a CPU (where the second
-        compilation of ResNet-50 costs more than the run's measured steps).
+      measure_update: the JAX engine's update probe (bench/train_jax/update_probe.py). None: on a GPU
+        or TPU, not on a CPU (where a second compilation costs more than the run's measured steps).
     """
 
     peak_tflops: float | None = None
@@ -381,11 +375,10 @@ def check_ready(config: RunConfig) -> RunConfig:
     if config.runtime.framework == "jax":
         check_jax_train(config.train)
         check_jax_checkpoint(config.checkpoint)
-    elif config.runtime.strategy == "multi_worker" and config.train.xla:
-        raise ValueError(MULTI_WORKER_XLA)
-    elif config.measure.measure_update:
-        raise ValueError("--update-probe times the JAX engine's compiled step with and without its update: add "
-                         "--framework jax")
+    else:
+        check_jax_only(config.runtime, config.measure)
+        if config.runtime.strategy == "multi_worker" and config.train.xla:
+            raise ValueError(MULTI_WORKER_XLA)
     if config.train.evaluates and not config.data.real:
         raise ValueError("evaluation needs a validation split: add --data imagenet or --data tfds with --data-dir "
                          "(`podbench data make` writes one from a folder of images)")

@@ -3,6 +3,8 @@ in one line each, with what JAX does instead. No TensorFlow, no JAX (bench/plan/
 """
 from __future__ import annotations
 
+from methodology import update
+
 # The engines: TensorFlow (tf.distribute, bench/train/) and JAX (bench/train_jax/).
 FRAMEWORKS = ("tensorflow", "jax")
 # Under JAX every device it sees trains data-parallel; several processes (a Slurm step, `podbench
@@ -10,7 +12,7 @@ FRAMEWORKS = ("tensorflow", "jax")
 JAX_STRATEGIES = ("auto", "multi_worker")
 # How the optimizer update is spread over the data-parallel replicas (bench/train_jax/weight_update.py):
 # every replica all of it, or each its 1/N (weight-update sharding, ZeRO-1; the JAX engine only).
-WEIGHT_UPDATES = ("replicated", "sharded")
+WEIGHT_UPDATES = update.WEIGHT_UPDATES
 # How the JAX engine's packages (setup.cfg's jax extra) are installed, said wherever one is missing.
 INSTALL_JAX = ("pip install -e '.[jax]' in the checkout (then 'jax[cuda13]' on an NVIDIA GPU, 'jax[tpu]' on a "
                "Cloud TPU VM: README, \"On a GPU VM or a Cloud TPU VM\")")
@@ -59,3 +61,17 @@ def check_jax_train(train) -> None:
     if train.precision == "mixed_float16":
         raise ValueError("--precision mixed_float16 needs loss scaling, which the JAX engine does not do: use "
                          "mixed_bfloat16 (its GPU and TPU default) or float32")
+
+
+def check_jax_only(runtime, measure) -> None:
+    """What only the JAX engine does, asked of the TensorFlow engine: one line each.
+
+    Raises:
+      ValueError: --weight-update sharded (tf.distribute replicates the update) or --update-probe.
+    """
+    if runtime.weight_update == "sharded":
+        raise ValueError("--weight-update sharded is the JAX engine's (tf.distribute replicates the update): add "
+                         "--framework jax")
+    if measure.measure_update:
+        raise ValueError("--update-probe times the JAX engine's compiled step with and without its update: add "
+                         "--framework jax")

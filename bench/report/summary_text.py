@@ -154,6 +154,20 @@ def _compiled_flops(s: Summary) -> str:
             f"{s.training_flops_per_image / 1e9:.2f} G training FLOPs MFU uses")
 
 
+def _update_rows(s: Summary) -> list[tuple[str, str]]:
+    """How the weights were updated (the JAX engine), the optimizer state a device holds, and the update's
+    measured share of a step."""
+    if s.framework != "jax" or s.weight_update is None:
+        return []
+    text = s.weight_update + (f" over {s.num_replicas} replicas" if s.weight_update == "sharded" else "")
+    if s.optimizer_state_bytes_per_device is not None:
+        text += f"; optimizer state {s.optimizer_state_bytes_per_device / 1e6:,.1f} MB a device"
+    if s.update_time_s is not None:
+        text += (f"; the update {s.update_time_s * 1e3:.2f} ms a step, {100 * s.update_share:.1f}% of it (timed with "
+                 "and without it, after the measured steps)")
+    return [("update", text)]
+
+
 def format_summary(s: Summary, earlier: Sequence[Summary] = ()) -> str:
     """The end-of-run table a person reads (pure).
 
@@ -179,6 +193,7 @@ def format_summary(s: Summary, earlier: Sequence[Summary] = ()) -> str:
         *_input_rows(s),
         *_spread_rows(s),
         ("model", f"{_num(macs and macs / 1e9, '.2f')} G multiply-adds/image forward{_compiled_flops(s)}"),
+        *_update_rows(s),
         *_mfu_rows(s),
         *_restart_rows(s),
         *_accuracy_rows(s),

@@ -202,3 +202,24 @@ def _full_specs(specs: TrainState, shapes: TrainState) -> TrainState:
         return spec
     return TrainState(*(spell(getattr(specs, f), getattr(shapes, f)) for f in ("step", "params", "batch_stats",
                                                                                "opt_state")))
+
+
+def make_eval_step(model, info: DeviceInfo, num_classes: int):
+    """The jitted evaluation step ``(state, images, labels, weights) -> (top-1 hits, top-5 hits, weight)``,
+    summed over every replica; padding examples weigh 0 and count nowhere. It reads the weights and the
+    batch-norm statistics only (a sharded optimizer state stays where it is)."""
+    k = min(5, num_classes)
+
+    def replica_eval(params, batch_stats, images, labels, weights):
+        logits = model.apply({"params": params, "batch_stats": batch_stats}, images, train=False)
+        top = jax.lax.top_k(logits, k)[1]
+        hit_1 = (top[:, 0] == labels).astype(jnp.float32)
+        hit_k = jnp.any(top == labels[:, None], axis=1).astype(jnp.float32)
+        sums = jnp.stack([jnp.sum(hit_1 * weights), jnp.sum(hit_k * weights), jnp.sum(weights)])
+        return jax.lax.psum(sums, DATA_AXIS)
+
+    data = PartitionSpec(DATA_AXIS)
+    sharded = jax.shard_map(replica_eval, mesh=info.mesh,
+                            in_specs=(PartitionSpec(), PartitionSpec(), data, data, data), out_specs=PartitionSpec())
+    return jax.jit(lambda state, images, labels, weights: sharded(state.params, state.batch_stats, images, labels,
+                                                                  weights))

@@ -32,8 +32,9 @@ import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from bench.train_jax.devices import DATA_AXIS, DeviceInfo
+from methodology.update import WEIGHT_UPDATES
 
-MODES = ("replicated", "sharded")
+MODES = WEIGHT_UPDATES
 
 
 def chunk_size(size: int, replicas: int) -> int:
