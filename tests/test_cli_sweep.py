@@ -196,9 +196,11 @@ def test_help_lists_the_run_flags_without_tensorflow():
 
 
 def test_a_jax_batch_sweep_is_one_jax_run_a_size_and_feeds_project(tmp_path):
+    """With the update probe: the update's share at each batch in the table, and `project --run` takes the
+    measured update instead of the bandwidth estimate."""
     out = tmp_path / "jax"
     proc = subprocess.run([str(PODBENCH), "sweep", "--framework", "jax", "--batch-sizes", "2,4", "--preset", "smoke",
-                           "--depth", "10", "--no-peak", "--quiet", "--output", str(out)],
+                           "--depth", "10", "--no-peak", "--update-probe", "--quiet", "--output", str(out)],
                           capture_output=True, text=True, env=ENV, cwd=REPO, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     document = json.loads((out / "sweep.json").read_text())
@@ -207,7 +209,10 @@ def test_a_jax_batch_sweep_is_one_jax_run_a_size_and_feeds_project(tmp_path):
         run = json.loads((out / f"batch-{b}" / "summary.json").read_text())
         assert (run["framework"], run["strategy"], run["per_replica_batch_size"]) == ("jax", "data_parallel", b)
         assert run["status"] == "completed" and run["num_replicas"] == 1
+    assert all(row["update_time_s"] is not None and row["weight_update"] == "replicated" for row in document["sizes"])
+    assert "update (ms)" in proc.stdout and "share" in proc.stdout
     project = subprocess.run([str(PODBENCH), "project", "--run", str(out), "--interconnect", "v100-nvlink",
                               "--devices", "1,8", "--json"], capture_output=True, text=True, env=ENV, cwd=REPO,
                              timeout=120)
     assert project.returncode == 0, project.stderr
+    assert json.loads(project.stdout)["weight_update"]["measured"]

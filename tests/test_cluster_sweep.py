@@ -313,6 +313,15 @@ def test_curve_notes_table_and_progress():
     assert sweep.progress_line(1, 2, rows[0], sweep.BATCH) == "[1/2] batch 8: 20.0 images/sec, global batch 8"
 
 
+def test_a_curve_with_the_update_probe_shows_the_updates_time_and_share():
+    rows = sweep.sweep_rows([curve_result(8, rate=20.0), curve_result(16, rate=30.0)])
+    rows[0].update(update_time_s=0.004, update_share=0.01, weight_update="replicated")  # 4 ms of a 0.4 s step
+    table = sweep.format_table(rows, sweep.BATCH).splitlines()
+    assert table[0].split() == ["batch", "images/sec", "step", "p50", "(s)", "update", "(ms)", "share", "status"]
+    assert table[1].split() == ["8", "20.0", "0.4000", "4.000", "1.0%", "completed"]
+    assert table[2].split()[3:5] == ["–", "–"]  # not probed at this size
+
+
 def test_no_size_note_at_224():
     rows = sweep.sweep_rows([curve_result(64, rate=900.0, image_size=224)])
     assert sweep.notes(rows, sweep.BATCH) == []
