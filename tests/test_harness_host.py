@@ -1,4 +1,7 @@
 """bench/harness/host.py: the host's CPU as any run records it."""
+import os
+import subprocess
+
 import pytest
 
 from bench.harness import host
@@ -30,3 +33,43 @@ def test_cpu_info_without_a_nominal_clock_takes_the_current_one(tmp_path):
 def test_cpu_info_of_an_unreadable_file_is_unknown(tmp_path):
     cpu = host.cpu_info(str(tmp_path / "absent"))
     assert cpu["ghz"] is None and cpu["isa_flags"] == []
+
+
+def _tree(root, text="x = 1\n"):
+    for d in host.SOURCE_DIRS:
+        (root / d).mkdir(parents=True, exist_ok=True)
+    (root / "bench" / "a.py").write_text(text)
+    (root / "methodology" / "rows.csv").write_text("a,b\n")
+    (root / "bench" / "notes.txt").write_text("not code")
+
+
+def _git(root, *args):
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t"})
+
+
+def test_the_source_digest_follows_code_and_catalogues_not_other_files(tmp_path):
+    _tree(tmp_path)
+    before = host.source_digest(tmp_path)
+    (tmp_path / "bench" / "notes.txt").write_text("changed")
+    assert host.source_digest(tmp_path) == before
+    (tmp_path / "methodology" / "rows.csv").write_text("a,b\n1,2\n")
+    assert host.source_digest(tmp_path) != before
+
+
+def test_provenance_says_clean_commit_local_changes_or_no_checkout(tmp_path):
+    _tree(tmp_path)
+    unknown = host.provenance(tmp_path)
+    assert unknown["podbench_commit"] is None and unknown["podbench_provenance"].startswith("no git checkout here")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "code")
+    clean = host.provenance(tmp_path)
+    assert clean["podbench_diff_sha256"] is None and clean["podbench_provenance"].endswith("a clean tree")
+    assert clean["podbench_source_sha256"] == unknown["podbench_source_sha256"]  # the same code, either way
+    (tmp_path / "bench" / "a.py").write_text("x = 2\n")
+    changed = host.provenance(tmp_path)
+    assert changed["podbench_commit"] == clean["podbench_commit"] and changed["podbench_diff_sha256"]
+    assert "WITH LOCAL CHANGES" in changed["podbench_provenance"]
+    assert changed["podbench_source_sha256"] != clean["podbench_source_sha256"]

@@ -3,6 +3,7 @@ devices' peaks as environment.json records them (datasheet or nominal, and measu
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import platform as host_platform
@@ -40,6 +41,50 @@ def cpu_info(cpuinfo_path: str = "/proc/cpuinfo") -> dict:
 def _field(text: str, key: str) -> str | None:
     match = re.search(rf"^{re.escape(key)}\s*:\s*(.*)$", text, re.MULTILINE)
     return match.group(1).strip() if match else None
+
+
+# What the code of a run is: every file these hold that the run can import or read (modules, catalogues).
+SOURCE_DIRS = ("bench", "models", "methodology")
+SOURCE_SUFFIXES = (".py", ".csv")
+
+
+def source_digest(root: Path = _REPO) -> str:
+    """SHA-256 of podbench's own code as it is on disk (each file's path and content, in path order).
+
+    It names the code a run ran where git cannot: a copy of a checkout without .git (the device tool's),
+    or a tree with local changes. The same digest from a clean checkout of a commit says the run ran
+    that commit's code (tests/perf/device/provenance.py checks it)."""
+    whole = hashlib.sha256()
+    files = sorted(p for d in SOURCE_DIRS for p in (root / d).rglob("*")
+                   if p.suffix in SOURCE_SUFFIXES and p.is_file() and "__pycache__" not in p.parts)
+    for path in files:
+        whole.update(path.relative_to(root).as_posix().encode() + b"\0")
+        whole.update(hashlib.sha256(path.read_bytes()).digest())
+    return whole.hexdigest()
+
+
+def provenance(root: Path = _REPO) -> dict:
+    """environment.json's account of the code that ran: the commit, whether the tree was clean (and if not,
+    a hash of its diff), the source digest, and one sentence saying which."""
+    sha, diff = None, None
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=True).stdout.strip() or None
+        changes = subprocess.run(["git", "-C", str(root), "diff", "HEAD", "--", *SOURCE_DIRS], capture_output=True,
+                                 timeout=10, check=True).stdout
+        diff = hashlib.sha256(changes).hexdigest() if changes else None
+    except (OSError, subprocess.SubprocessError):
+        sha = None
+    digest = source_digest(root)
+    if sha is None:
+        words = f"no git checkout here: the code is identified by its source digest {digest[:12]} only"
+    elif diff is None:
+        words = f"commit {sha[:12]}, a clean tree"
+    else:
+        words = (f"commit {sha[:12]} WITH LOCAL CHANGES (the diff's sha256 {diff[:12]}): not that commit's code; "
+                 f"source digest {digest[:12]}")
+    return {"podbench_commit": sha, "podbench_diff_sha256": diff, "podbench_source_sha256": digest,
+            "podbench_provenance": words}
 
 
 def git_sha() -> str | None:

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from bench.cluster import tpu_slice
 from bench.harness import host, threads
-from bench.harness.host import cpu_info, git_sha, package_version
+from bench.harness.host import cpu_info, git_sha, package_version, provenance
 from bench.harness.peak_probe import MeasuredPeak
 from bench.train.strategy import StrategyInfo, cluster_task
 from methodology import mfu, peaks
@@ -83,6 +83,7 @@ def describe(info: StrategyInfo, precision: str, cpu: dict | None = None,
         "framework": "tensorflow",
         "framework_version": tf.__version__,
         "podbench_git_sha": git_sha(),
+        **provenance(),
         "python": sys.version.split()[0],
         "tensorflow": tf.__version__,
         "tf_keras": package_version("tf-keras"),

@@ -89,6 +89,7 @@ def describe(info: DeviceInfo, precision: str, cpu: dict | None = None, probe: M
         "optax": host.package_version("optax"),
         "orbax_checkpoint": host.package_version("orbax-checkpoint"),
         "podbench_git_sha": host.git_sha(),
+        **host.provenance(),
         "python": sys.version.split()[0],
         "host": socket.gethostname(),
         "os": platform.platform(),
