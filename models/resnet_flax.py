@@ -90,6 +90,41 @@ class BottleneckBlock(_Block):
         return nn.relu(y + shortcut)
 
 
+PADDINGS = ("same", "symmetric")
+
+
+def conv_padding(padding: str, kernel_size: tuple[int, int], strides: int):
+    """A conv's padding: TensorFlow's "SAME" (a strided conv's odd pixel after: what tfm's Keras layers
+    do), or, "symmetric", a strided conv padded evenly, k - 1 pixels split before and after (the TF1
+    reference's ``fixed_padding``): the same output shapes and parameters, not the same function."""
+    if padding == "same" or strides == 1:
+        return "SAME"
+    return tuple(((k - 1) // 2, k - 1 - (k - 1) // 2) for k in kernel_size)
+
+
+class StemConv(nn.Module):
+    """The stem's 7x7 convolution over images padded with zero channels up to ``channels``.
+
+    Its kernel is the 3-channel one nn.Conv would make (the same parameters, initialised alike); the
+    extra input channels meet zero weights, so it computes the same function. cuDNN's fast convolutions
+    want 4 or 8 input channels: XLA pads only float16 convolutions for it, not bfloat16 ones.
+    """
+    features: int
+    strides: int
+    padding: Any
+    dtype: Any
+    channels: int
+
+    @nn.compact
+    def __call__(self, x):
+        kernel = self.param("kernel", CONV_KERNEL_INIT, (7, 7, 3, self.features), jnp.float32)
+        extra = self.channels - 3
+        x = jnp.pad(x, ((0, 0), (0, 0), (0, 0), (0, extra))).astype(self.dtype)
+        kernel = jnp.pad(kernel, ((0, 0), (0, 0), (0, extra), (0, 0))).astype(self.dtype)
+        return jax.lax.conv_general_dilated(x, kernel, (self.strides, self.strides), self.padding,
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
 class ResNet(nn.Module):
     """ResNet v1.5 of a tf-models-official depth, with models/resnet.py's head.
 
@@ -99,11 +134,16 @@ class ResNet(nn.Module):
       dtype: compute dtype (float32 or bfloat16); parameters stay float32, logits are float32.
       input_mean_std: per-channel (mean, std) for uint8 images, which the model then casts
         and normalises on the device (the Keras model's Lambda); None for float images.
+      stem_channels: 3, or 4 (or 8): the images padded with zero channels before the stem (StemConv: the
+        same function and parameters).
+      padding: "same" (tfm's, the Keras model's) or "symmetric" (conv_padding).
     """
     depth: int = 50
     num_classes: int = 1000
     dtype: Any = jnp.float32
     input_mean_std: tuple | None = None
+    stem_channels: int = 3
+    padding: str = "same"
 
     @nn.compact
     def __call__(self, x, train: bool):
@@ -122,10 +162,20 @@ class ResNet(nn.Module):
         # Flax's 'SAME' pads as TensorFlow's does (the odd pixel after), so every output
         # shape and value matches Keras' padding='same'; for 1x1 convs 'SAME' pads nothing,
         # as Keras' default 'valid' does.
-        conv = partial(nn.Conv, use_bias=False, padding="SAME", dtype=self.dtype, kernel_init=CONV_KERNEL_INIT)
+        padding = self.padding
+
+        def conv(features, kernel_size, strides=1, **kwargs):
+            return nn.Conv(features, kernel_size, strides, use_bias=False, dtype=self.dtype,
+                           padding=conv_padding(padding, kernel_size, strides), kernel_init=CONV_KERNEL_INIT, **kwargs)
+
         norm = partial(nn.BatchNorm, use_running_average=not train, momentum=BATCH_NORM_MOMENTUM,
                        epsilon=BATCH_NORM_EPSILON, dtype=self.dtype)
-        x = nn.relu(norm(name="stem_bn")(conv(64, (7, 7), 2, name="stem_conv")(x)))
+        if self.stem_channels == 3:
+            stem = conv(64, (7, 7), 2, name="stem_conv")
+        else:
+            stem = StemConv(64, 2, conv_padding(padding, (7, 7), 2), self.dtype, self.stem_channels,
+                            name="stem_conv")
+        x = nn.relu(norm(name="stem_bn")(stem(x)))
         x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")  # pads with -inf, as TF's max pool
         block = BottleneckBlock if kind == "bottleneck" else ResidualBlock
         for stage, (filters, size) in enumerate(zip(STAGE_FILTERS, stage_sizes)):
@@ -145,8 +195,11 @@ class ResNet(nn.Module):
         return (x.astype(jnp.float32) - mean) / std
 
 
+STEM_CHANNELS = (3, 4, 8)
+
+
 def build_resnet(depth: int = 50, num_classes: int = 1000, dtype: Any = jnp.float32,
-                 input_mean_std=None) -> ResNet:
+                 input_mean_std=None, stem_channels: int = 3, padding: str = "same") -> ResNet:
     """Checks the arguments as models/resnet.py's build_resnet50 does and returns the module.
 
     Args:
@@ -154,12 +207,13 @@ def build_resnet(depth: int = 50, num_classes: int = 1000, dtype: Any = jnp.floa
       num_classes: width of the classifier, >= 2.
       dtype: compute dtype, float32 or bfloat16.
       input_mean_std: per-channel (mean, std) for uint8 images, or None.
+      stem_channels, padding: as ResNet's (the speed levers a GPU profile may point to).
 
     Returns:
       A ResNet (hashable: the statistics become tuples).
 
     Raises:
-      ValueError: an unknown depth or dtype, or fewer than 2 classes.
+      ValueError: an unknown depth, dtype, stem width or padding, or fewer than 2 classes.
     """
     if depth not in RESNET_SPECS:
         raise ValueError(f"unknown ResNet depth {depth}; choose one of {sorted(RESNET_SPECS)}")
@@ -167,9 +221,12 @@ def build_resnet(depth: int = 50, num_classes: int = 1000, dtype: Any = jnp.floa
         raise ValueError(f"num_classes must be >= 2, got {num_classes}")
     if jnp.dtype(dtype) not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.bfloat16)):
         raise ValueError(f"compute dtype must be float32 or bfloat16, got {jnp.dtype(dtype)}")
+    if stem_channels not in STEM_CHANNELS or padding not in PADDINGS:
+        raise ValueError(f"stem_channels must be one of {STEM_CHANNELS} and padding one of {PADDINGS}, got "
+                         f"{stem_channels}, {padding!r}")
     if input_mean_std is not None:
         input_mean_std = tuple(tuple(float(c) for c in v) for v in input_mean_std)
-    return ResNet(depth, num_classes, dtype, input_mean_std)
+    return ResNet(depth, num_classes, dtype, input_mean_std, stem_channels, padding)
 
 
 def _images(model: ResNet, image_size: int, input_dtype) -> jax.ShapeDtypeStruct:
@@ -239,6 +296,7 @@ def forward_macs_per_image(model: ResNet, image_size: int, input_dtype=None) -> 
     Returns:
       MACs per image; 4,089,184,256 for ResNet-50 v1.5 at 224x224, 1000 classes.
     """
+    model = model.clone(stem_channels=3)  # the network's own work: a padded stem's zero channels are not
     images = _images(model, image_size, input_dtype)
     variables = variable_shapes(model, image_size, images.dtype)
     return _macs(jax.make_jaxpr(partial(model.apply, train=False))(variables, images).jaxpr)

@@ -98,10 +98,16 @@ def runs(digits_data, digits_tf_run, tmp_path_factory):
     assert kill.returncode == 0, kill.stderr[-3000:]
     summaries["kill"] = json.loads(kill.stdout)
 
-    for name in MLPERF_RUNS[1:]:
-        seed = name.removeprefix("seed")
-        run = podbench(*recipe(digits_data, root / name, root / f"{name}.log"), "--seed", seed)
-        assert run.returncode == 0, run.stderr[-3000:]
+    # The four seeds two at a time: a run's start-up (loading TensorFlow) leaves a core idle that the other
+    # uses; only outcomes are asserted here, never a time.
+    seeds = list(MLPERF_RUNS[1:])
+    for pair in (seeds[:2], seeds[2:]):
+        started = [subprocess.Popen([str(PODBENCH), *recipe(digits_data, root / name, root / f"{name}.log"), "--seed",
+                                     name.removeprefix("seed")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True, env=CHILD_ENV, cwd=REPO) for name in pair]
+        for proc in started:
+            _, stderr = proc.communicate(timeout=900)
+            assert proc.returncode == 0, stderr[-3000:]
     (root / "mlperf").mkdir()
     for n, name in enumerate(MLPERF_RUNS):
         shutil.copy(root / f"{name}.log", root / "mlperf" / f"result_{n}.txt")

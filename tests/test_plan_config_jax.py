@@ -2,6 +2,7 @@
 import pytest
 
 from bench.plan import config as cfg
+from bench.plan import ready
 
 
 @pytest.mark.parametrize("part, fields, fragment", [
@@ -18,7 +19,7 @@ def test_what_jax_cannot_mean_is_refused(part, fields, fragment):
     parts = {"runtime": {"framework": "jax"}}
     parts.setdefault(part, {}).update(fields)
     with pytest.raises(ValueError, match=fragment):
-        cfg.check_ready(cfg.replace(cfg.RunConfig(), **parts))
+        ready.check_ready(cfg.replace(cfg.RunConfig(), **parts))
 
 
 @pytest.mark.parametrize("runtime", [dict(), dict(strategy="multi_worker"), dict(replicas=2)],
@@ -26,12 +27,12 @@ def test_what_jax_cannot_mean_is_refused(part, fields, fragment):
 def test_what_jax_means_is_kept(runtime):
     config = cfg.replace(cfg.RunConfig(), runtime=dict(framework="jax", **runtime),
                          train=dict(precision="mixed_bfloat16"))
-    assert cfg.check_ready(config).runtime.framework == "jax"
+    assert ready.check_ready(config).runtime.framework == "jax"
 
 
 def test_tensorflow_keeps_its_settings():
     config = cfg.replace(cfg.RunConfig(), runtime=dict(strategy="mirrored"), train=dict(xla=True))
-    assert cfg.check_ready(config).runtime.framework == "tensorflow"
+    assert ready.check_ready(config).runtime.framework == "tensorflow"
 
 
 def test_an_unknown_engine_is_named():
@@ -44,13 +45,18 @@ def test_an_unknown_engine_is_named():
                  id="sharded_update"),
     pytest.param(dict(measure=dict(measure_update=True)), "--update-probe times the JAX engine's", id="update_probe"),
     pytest.param(dict(runtime=dict(weight_update="halved")), "weight_update", id="unknown_mode"),
+    pytest.param(dict(model=dict(stem_channels=4)), "--stem-channels and --padding change the JAX engine's",
+                 id="stem_channels"),
+    pytest.param(dict(model=dict(padding="symmetric")), "the Keras model is tf-models-official's", id="padding"),
+    pytest.param(dict(model=dict(stem_channels=5)), "unknown stem_channels 5; choose one of: 3, 4, 8",
+                 id="stem_channels_unknown"),
 ])
 def test_what_only_the_jax_engine_does_is_refused_under_tensorflow(parts, fragment):
     with pytest.raises(ValueError, match=fragment):
-        cfg.check_ready(cfg.replace(cfg.RunConfig(), **parts))
+        ready.check_ready(cfg.replace(cfg.RunConfig(), **parts))
 
 
 def test_the_jax_engine_shards_its_update_and_probes_it():
     config = cfg.replace(cfg.RunConfig(), runtime=dict(framework="jax", weight_update="sharded"),
                          measure=dict(measure_update=True), train=dict(precision="mixed_bfloat16"))
-    assert cfg.check_ready(config).runtime.weight_update == "sharded"
+    assert ready.check_ready(config).runtime.weight_update == "sharded"

@@ -259,15 +259,14 @@ def test_a_grpc_port_that_is_no_tpu_fails_within_the_bound():
 
 @pytest.mark.parametrize("preset, cores", [("tpu-v2-8", 8), ("tpu-v2-32", 32), ("tpu-v2-512", 512)])
 def test_tpu_presets_resolve_to_the_reference_configuration(preset, cores):
-    from bench.plan import config as cfg
-    from bench.plan import presets
+    from bench.plan import presets, ready
     from bench.plan.resolve import resolve
     from methodology import constants, reference
 
     ref = next(c for c in reference.CONFIGS if c.name == f"TPU v2-{cores}")
     config = presets.from_preset(preset)
     with pytest.raises(ValueError, match="--tpu"):  # the TPU itself is the user's to name
-        cfg.check_ready(config)
+        ready.check_ready(config)
     r = resolve(config, "tpu", ref.replicas)
     assert (r.num_replicas, r.global_batch_size) == (cores, ref.global_batch_size)
     assert r.per_replica_batch_size * cores == ref.global_batch_size

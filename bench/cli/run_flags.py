@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from bench.plan import config as cfg
-from bench.plan import presets
+from bench.plan import presets, ready
 from bench.plan.config_json import config_from_dict
 from bench.cli import checks
 from bench.cli.run_checks import check_run
@@ -121,6 +121,12 @@ RUN_FLAGS: tuple[Flag, ...] = (
     Flag("--framework", "runtime.framework", DISTRIBUTION,
          "the engine: tensorflow (default: Keras under tf.distribute) or jax (Flax, optax, orbax: every device JAX "
          "sees, data-parallel; needs no TensorFlow)", choices=cfg.FRAMEWORKS),
+    Flag("--stem-channels", "model.stem_channels", DISTRIBUTION,
+         "--framework jax: pad the images to N channels before the stem (4 or 8 suit cuDNN; the same network: "
+         "default 3)", int, "N", choices=cfg.STEM_CHANNELS),
+    Flag("--padding", "model.padding", DISTRIBUTION,
+         "--framework jax: same (default, the Keras model's) or symmetric (strided convs padded evenly, as the "
+         "TF1 reference's fixed_padding: the same shapes and weights, not the same function)", choices=cfg.PADDINGS),
     Flag("--weight-update", "runtime.weight_update", DISTRIBUTION,
          "replicated (default: every replica updates every weight after an all-reduce) or sharded (--framework "
          "jax: weight-update sharding, each replica updates 1/N of the weights with 1/N of the optimizer state)",
@@ -249,7 +255,7 @@ def config_from_args(args: argparse.Namespace) -> cfg.RunConfig:
             train.setdefault("train_steps", None)  # --epochs replaces a preset's steps
         if train.get("train_steps") is not None:
             train.setdefault("epochs", None)  # and the other way round
-        config = cfg.check_ready(cfg.replace(config, **parts))
+        config = ready.check_ready(cfg.replace(config, **parts))
     except ValueError as err:
         raise UsageError(str(err)) from None
     check_run(config)

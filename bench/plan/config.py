@@ -12,8 +12,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from bench.plan.config_jax import (FRAMEWORKS, WEIGHT_UPDATES, check_jax_checkpoint, check_jax_only,
-                                   check_jax_runtime, check_jax_train)
+from bench.plan.config_jax import FRAMEWORKS, PADDINGS, STEM_CHANNELS, WEIGHT_UPDATES, check_jax_runtime
 from methodology import schedule
 
 MODELS = ("resnet50_v1.5",)
@@ -34,8 +33,6 @@ OPTIMIZER_CHOICES = ("auto",) + schedule.OPTIMIZERS
 # One device's peak, in TFLOP/s: the bounds of `--peak-tflops` (bench/cli/run_flags.py
 # PEAK_TFLOPS, with their reasons), also held by a config.json read back.
 PEAK_TFLOPS_RANGE = (0.01, 10_000.0)
-MULTI_WORKER_XLA = ("--xla cannot run under --strategy multi_worker: XLA cannot all-reduce across processes "
-                    "(a known TensorFlow limitation); drop --xla (multi_worker runs without XLA by default)")
 
 
 def positive(name: str, value: int | None) -> None:
@@ -44,10 +41,10 @@ def positive(name: str, value: int | None) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value}")
 
 
-def choice(name: str, value: str | None, choices: tuple[str, ...]) -> None:
+def choice(name: str, value, choices: tuple) -> None:
     """Raises ValueError unless ``value`` is None or one of ``choices``."""
     if value is not None and value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; choose one of: {', '.join(choices)}")
+        raise ValueError(f"unknown {name} {value!r}; choose one of: {', '.join(map(str, choices))}")
 
 
 @dataclass(frozen=True)
@@ -59,6 +56,8 @@ class ModelConfig:
       image_size: square input side in pixels (>= 32; 224 is ImageNet's).
       num_classes: classifier width (1000 for ImageNet).
       weight_decay: L2 factor on kernels, as the reference's 1e-4.
+      stem_channels, padding: the JAX engine's speed levers (models/resnet_flax.py): the images padded to 4
+        channels before the stem (the same network), "symmetric" padding on strided convs (not the same).
     """
 
     name: str = "resnet50_v1.5"
@@ -66,6 +65,8 @@ class ModelConfig:
     image_size: int = 224
     num_classes: int = 1000
     weight_decay: float = 1e-4
+    stem_channels: int = 3
+    padding: str = "same"
 
     def __post_init__(self):
         choice("model", self.name, MODELS)
@@ -77,6 +78,8 @@ class ModelConfig:
             raise ValueError(f"num_classes must be >= 2, got {self.num_classes}")
         if self.weight_decay < 0:
             raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        choice("stem_channels", self.stem_channels, STEM_CHANNELS)
+        choice("padding", self.padding, PADDINGS)
 
 
 @dataclass(frozen=True)
@@ -360,47 +363,3 @@ def replace(config: RunConfig, **parts: dict) -> RunConfig:
             raise ValueError(f"unknown {part} setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         changes[part] = dataclasses.replace(current, **fields)
     return dataclasses.replace(config, **changes)
-
-
-def check_ready(config: RunConfig) -> RunConfig:
-    """Checks that need the whole config, once presets and flags are merged.
-
-    (A preset may choose the TPU strategy; only the user can name the TPU.)
-
-    Raises:
-      ValueError: the config cannot run as it stands.
-    """
-    if config.runtime.strategy == "tpu" and not config.runtime.tpu:
-        raise ValueError("--strategy tpu needs --tpu NAME, grpc://HOST:PORT or local (on a TPU VM)")
-    if config.runtime.framework == "jax":
-        check_jax_train(config.train)
-        check_jax_checkpoint(config.checkpoint)
-    else:
-        check_jax_only(config.runtime, config.measure)
-        if config.runtime.strategy == "multi_worker" and config.train.xla:
-            raise ValueError(MULTI_WORKER_XLA)
-    if config.train.evaluates and not config.data.real:
-        raise ValueError("evaluation needs a validation split: add --data imagenet or --data tfds with --data-dir "
-                         "(`podbench data make` writes one from a folder of images)")
-    known = _lengths_known_without_platform(config)
-    if known is not None and known[0] >= known[1]:
-        warmup, total, unit = known
-        raise ValueError(
-            f"warm-up ({warmup} {unit}{'s' * (warmup != 1)}) must be shorter than the run "
-            f"({total} {unit}{'s' * (total != 1)}): raise --epochs/--train-steps or lower --warmup-steps"
-        )
-    return config
-
-
-def _lengths_known_without_platform(config: RunConfig) -> tuple[int, int, str] | None:
-    """(warm-up, run, unit) when the flags alone fix both, so the check needs no TensorFlow."""
-    t, steps_per_epoch = config.train, config.data.steps_per_epoch
-    if t.warmup_steps is None and t.train_steps is None and t.epochs is not None:
-        return 1, t.epochs, "epoch"  # the default warm-up is one epoch
-    warmup = t.warmup_steps if t.warmup_steps is not None else steps_per_epoch
-    total = t.train_steps
-    if total is None and t.epochs is not None and steps_per_epoch is not None:
-        total = t.epochs * steps_per_epoch
-    if warmup is None or total is None:
-        return None
-    return warmup, total, "step"

@@ -13,6 +13,10 @@ JAX_STRATEGIES = ("auto", "multi_worker")
 # How the optimizer update is spread over the data-parallel replicas (bench/train_jax/weight_update.py):
 # every replica all of it, or each its 1/N (weight-update sharding, ZeRO-1; the JAX engine only).
 WEIGHT_UPDATES = update.WEIGHT_UPDATES
+# The JAX engine's model levers (models/resnet_flax.py STEM_CHANNELS, PADDINGS; the same values): the
+# Keras model is tfm's, 3 channels and "same" padding.
+STEM_CHANNELS = (3, 4, 8)
+PADDINGS = ("same", "symmetric")
 # How the JAX engine's packages (setup.cfg's jax extra) are installed, said wherever one is missing.
 INSTALL_JAX = ("pip install -e '.[jax]' in the checkout (then 'jax[cuda13]' on an NVIDIA GPU, 'jax[tpu]' on a "
                "Cloud TPU VM: README, \"On a GPU VM or a Cloud TPU VM\")")
@@ -63,12 +67,16 @@ def check_jax_train(train) -> None:
                          "mixed_bfloat16 (its GPU and TPU default) or float32")
 
 
-def check_jax_only(runtime, measure) -> None:
+def check_jax_only(runtime, measure, model=None) -> None:
     """What only the JAX engine does, asked of the TensorFlow engine: one line each.
 
     Raises:
-      ValueError: --weight-update sharded (tf.distribute replicates the update) or --update-probe.
+      ValueError: --weight-update sharded (tf.distribute replicates the update), --update-probe, or a model
+        lever (--stem-channels, --padding: the Keras model is tf-models-official's).
     """
+    if model is not None and (model.stem_channels, model.padding) != (3, "same"):
+        raise ValueError("--stem-channels and --padding change the JAX engine's Flax model; the Keras model is "
+                         "tf-models-official's: add --framework jax")
     if runtime.weight_update == "sharded":
         raise ValueError("--weight-update sharded is the JAX engine's (tf.distribute replicates the update): add "
                          "--framework jax")

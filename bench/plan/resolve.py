@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from bench.plan import config as cfg
+from bench.plan.ready import MULTI_WORKER_XLA
 from bench.data.spec import DataCounts, InputSpec
 from bench.plan.platform_defaults import PLATFORMS, PlatformDefaults, defaults_of
 from methodology import constants, schedule
@@ -189,7 +190,7 @@ def check_hardware(config: cfg.RunConfig, platform: str, strategy: str, num_repl
     if platform == "tpu" and t.xla is False:
         raise ValueError("a TPU always compiles the step with XLA: drop --no-xla")
     if strategy == "multi_worker" and t.xla:
-        raise ValueError(cfg.MULTI_WORKER_XLA)
+        raise ValueError(MULTI_WORKER_XLA)
     if platform == "cpu" and t.xla and strategy == "mirrored" and num_replicas > 1:
         # MirroredStrategy keeps merge_call off GPUs, and a jit-compiled step then cannot reach
         # the other replicas' variables (an InvalidArgumentError, seen here; one replica runs).

@@ -57,7 +57,7 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -
     uint8 = plan.train_input.image_dtype == "uint8"
     model = resnet_flax.build_resnet(m.depth, m.num_classes,
                                      jnp.bfloat16 if plan.precision == "mixed_bfloat16" else jnp.float32,
-                                     (MEAN_RGB, STDDEV_RGB) if uint8 else None)
+                                     (MEAN_RGB, STDDEV_RGB) if uint8 else None, m.stem_channels, m.padding)
     shapes = resnet_flax.variable_shapes(model, m.image_size, plan.train_input.image_dtype)
     decayed = resnet_flax.decayed_mask(shapes["params"])
     mode = config.runtime.weight_update
