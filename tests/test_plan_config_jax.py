@@ -43,7 +43,8 @@ def test_an_unknown_engine_is_named():
 @pytest.mark.parametrize("parts, fragment", [
     pytest.param(dict(runtime=dict(weight_update="sharded")), "--weight-update sharded is the JAX engine's",
                  id="sharded_update"),
-    pytest.param(dict(measure=dict(measure_update=True)), "--update-probe times the JAX engine's", id="update_probe"),
+    pytest.param(dict(measure=dict(measure_update=True)), "--update-probe is the JAX engine's", id="update_probe"),
+    pytest.param(dict(measure=dict(profile_step=True)), "--profile-step is the JAX engine's", id="profile_step"),
     pytest.param(dict(runtime=dict(weight_update="halved")), "weight_update", id="unknown_mode"),
     pytest.param(dict(model=dict(stem_channels=4)), "--stem-channels and --padding change the JAX engine's",
                  id="stem_channels"),

@@ -111,14 +111,18 @@ def test_the_update_probe_times_the_step_with_and_without_its_update(smoke_run):
     assert "timing the step with and without its optimizer update" in stderr
 
 
-def test_runs_with_tensorflow_made_unimportable_its_update_sharded(tmp_path):
+def test_runs_with_tensorflow_made_unimportable_its_update_sharded_one_step_profiled(tmp_path):
     out = tmp_path / "run"
-    run = podbench("run", *SMALL, "--replicas", "2", "--weight-update", "sharded", "--output", out, "--json",
-                   env=without_tensorflow(tmp_path, BLOCK_TF_FORBIDDEN), timeout=RUN_TIMEOUT_S)
+    run = podbench("run", *SMALL, "--replicas", "2", "--weight-update", "sharded", "--profile-step", "--output", out,
+                   "--json", env=without_tensorflow(tmp_path, BLOCK_TF_FORBIDDEN), timeout=RUN_TIMEOUT_S)
     assert run.returncode == 0, run.stderr[-3000:]
     summary = json.loads(run.stdout)
     assert (summary["status"], summary["weight_update"], summary["num_replicas"]) == ("completed", "sharded", 2)
     assert summary["update_time_s"] is None  # no probe on a CPU unless asked
+    (profile,) = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "step_profile"]
+    assert profile["events"] > 0 and sum(profile["share"].values()) == pytest.approx(1.0)
+    assert profile["share"]["convolutions and matmuls"] > 0 and profile["share"]["collectives"] > 0
+    assert list((out / "profile").rglob("*.xplane.pb")) and "a step's" in run.stderr
 
 
 def test_real_data_without_tensorflow_is_one_line(tmp_path):

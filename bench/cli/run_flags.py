@@ -170,6 +170,10 @@ RUN_FLAGS: tuple[Flag, ...] = (
          "--framework jax: after the measured steps, time the step with and without its optimizer update, side by "
          "side, for the update's share of a step (default on a GPU or TPU; on a CPU the second compile costs more "
          "than it tells)", action="bool"),
+    Flag("--profile-step", "measure.profile_step", OUTPUT,
+         "--framework jax: after the measured steps, profile a few (jax.profiler; the trace in RUN_DIR/profile) and "
+         "say where a step's time goes: convolutions, batch norm and elementwise, the update, collectives, host",
+         action="store_true", dest="profile_step"),
     Flag("--json", None, OUTPUT, "print summary.json on stdout (progress stays on stderr)", action="store_true"),
 )
 

@@ -268,11 +268,14 @@ class MeasureConfig:
         the MFU against what the devices deliver.
       measure_update: the JAX engine's update probe (bench/train_jax/update_probe.py). None: on a GPU
         or TPU, not on a CPU (where a second compilation costs more than the run's measured steps).
+      profile_step: the JAX engine: profile a few steps after the measured ones, and say where a step's
+        time goes (bench/train_jax/step_profile.py).
     """
 
     peak_tflops: float | None = None
     measure_peak: bool = True
     measure_update: bool | None = None
+    profile_step: bool = False
 
     def __post_init__(self):
         lo, hi = PEAK_TFLOPS_RANGE

@@ -80,6 +80,6 @@ def check_jax_only(runtime, measure, model=None) -> None:
     if runtime.weight_update == "sharded":
         raise ValueError("--weight-update sharded is the JAX engine's (tf.distribute replicates the update): add "
                          "--framework jax")
-    if measure.measure_update:
-        raise ValueError("--update-probe times the JAX engine's compiled step with and without its update: add "
-                         "--framework jax")
+    if measure.measure_update or measure.profile_step:
+        flag = "--update-probe" if measure.measure_update else "--profile-step"
+        raise ValueError(f"{flag} is the JAX engine's (it reads the compiled step): add --framework jax")

@@ -41,6 +41,8 @@ START, SETUP, MODEL, INPUT_PIPELINES, INPUT_BENCH, CHECKPOINT, RESTORE, END, CLU
     "start", "setup", "model", "input_pipelines", "input_bench", "checkpoint", "restore", "end", "cluster")
 # The JAX engine's step timed with and without its optimizer update, after the measured steps.
 UPDATE_PROBE = "update_probe"
+# The JAX engine's profile of a few steps after the measured ones: where a step's time went.
+STEP_PROFILE = "step_profile"
 
 
 class JsonLinesWriter:

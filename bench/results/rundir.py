@@ -40,6 +40,7 @@ LIFECYCLE_FILE = "lifecycle.jsonl"  # start, set-up, model, checkpoints, end
 SUMMARY_FILE = "summary.json"
 EVENTS_DIR = "events"  # TensorBoard event files
 CHECKPOINTS_DIR = "checkpoints"  # the default place for checkpoints
+PROFILE_DIR = "profile"  # the JAX engine's --profile-step trace (TensorBoard's profile plugin, Perfetto)
 ERROR_LOG_FILE = "error.log"  # the traceback of a run that failed unexpectedly
 # Room for summary.json, taken when the run starts: a full disk still gets its summary (results/summary.py).
 RESERVE_FILE = "summary.reserve"

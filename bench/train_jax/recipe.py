@@ -26,6 +26,8 @@ SGD_MOMENTUM = 0.9  # the reference's --optimizer=momentum / --momentum=0.9
 # tf-models-official's LARS (official/modeling/optimization/lars.py): eeta 0.001, classic momentum,
 # no epsilon; it neither decays nor adapts batch norm and biases (the Keras side excludes them by name).
 LARS_TRUST_COEFFICIENT = 0.001
+# The optimizer update's name in the compiled program's metadata (bench/train_jax/step_profile.py reads it).
+UPDATE_SCOPE = "optimizer_update"
 
 
 @flax.struct.dataclass
@@ -144,8 +146,9 @@ def make_train_step(model, tx: optax.GradientTransformation, info: DeviceInfo, n
         loss = jax.lax.psum(share, DATA_AXIS)
         if not update:
             return grads, loss
-        updates, opt_state = tx.update(grads, state.opt_state, params)
-        new_params = optax.apply_updates(params, updates)
+        with jax.named_scope(UPDATE_SCOPE):  # the profile's breakdown finds the update by it
+            updates, opt_state = tx.update(grads, state.opt_state, params)
+            new_params = optax.apply_updates(params, updates)
         if sharded_update:
             new_params = jax.tree_util.tree_map(weight_update_sharding.gathered, new_params, state.params)
         new = TrainState(step=state.step + 1, params=new_params, batch_stats=jax.lax.pmean(batch_stats, DATA_AXIS),

@@ -40,10 +40,11 @@ from bench.harness.stopping import StopRequest, graceful, handling_stop_signals,
 from bench.harness.summary import build_summary
 from bench.plan.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
-from bench.results.rundir import CHECKPOINTS_DIR
+from bench.results.rundir import CHECKPOINTS_DIR, PROFILE_DIR
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import configuration_of, write_summary
-from bench.train_jax import data, devices, environment, loop, peak, peers, recipe, update_probe, weight_update
+from bench.train_jax import (data, devices, environment, loop, peak, peers, recipe, step_profile, update_probe,
+                              weight_update)
 from bench.train_jax.build import Built, Setup, build
 from bench.train_jax.checkpoints import Checkpointer
 from methodology import peaks
@@ -136,8 +137,11 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         request.agreed = True  # fit returned: every process at this step
         if request.requested:
             ending = {"status": "interrupted", "signal": request.signal_name}
-        elif _probes_update(config, plan):
-            probe_update(built, state, files, request, say)
+        else:
+            if _probes_update(config, plan):
+                probe_update(built, state, files, request, say)
+            if config.measure.profile_step and not request.requested:
+                profile_step(built, state, files, say)
     except KeyboardInterrupt as err:
         ending = {"status": "interrupted", "signal": getattr(err, "signal_name", "SIGINT")}
     except UsageError as err:  # mid-run (bad data): keep what was measured
@@ -173,6 +177,17 @@ def probe_update(built: Built, state, files: RunFiles, request: StopRequest, say
     compile_s = time.perf_counter() - compile_start_s
     records = update_probe.probe(built.steps.train, without, state, *built.batch, stopping=lambda: request.requested)
     files.lifecycle.event(jsonl.UPDATE_PROBE, blocks=records, compile_s=compile_s)
+
+
+def profile_step(built: Built, state, files: RunFiles, say) -> None:
+    """A few steps profiled after the measured ones (bench/train_jax/step_profile.py): the trace in
+    RUN_DIR/profile, where the time went in lifecycle.jsonl and in one line."""
+    say(f"profiling {step_profile.STEPS} steps (jax.profiler; not part of the measured steps)…")
+    found = step_profile.profile(built.steps.train, state, *built.batch, str(files.run_dir / PROFILE_DIR),
+                                 recipe.UPDATE_SCOPE)
+    files.lifecycle.event(jsonl.STEP_PROFILE, **found)
+    parts = ", ".join(f"{name} {share:.0%}" for name, share in found["share"].items() if share >= 0.005)
+    say(f"a step's {found['step_s'] * 1e3:.1f} ms: {parts} (trace in {found['trace_dir']})")
 
 
 def _watch(setup: Setup, files: RunFiles) -> peers.PeerWatch | None:
