@@ -107,7 +107,7 @@ def _flops_per_image(compiled, plan: ResolvedRun) -> float | None:
     where the backend counts none, or not the convolutions (a cross-check, never a reason for the run to fail)."""
     if plan.platform == "gpu":
         # XLA:GPU runs convolutions as cuDNN custom calls, which its cost analysis leaves out: on an H100
-        # it counted 0.40 GFLOP an image of ResNet-50's 24.5 (results/device/h100). A count without the
+        # it counted 0.40 GFLOP an image of ResNet-50's 24.5 (results/device/superseded/h100-2026-11-27). A count without the
         # convolutions would read as a 60x disagreement with the model's, so none is given.
         return None
     try:

@@ -41,7 +41,8 @@ from bench.harness.stopping import StopRequest
 from bench.results.rundir import prepare_run_dir
 from bench.results.runfiles import RunFiles
 from bench.train_jax import loop
-from bench.train_jax.run import build, prepare
+from bench.train_jax.build import build
+from bench.train_jax.run import prepare
 
 
 def _config(batch: int, image_size: int, depth: int, precision: str | None, steps_per_execution: int | None,

@@ -1,0 +1,324 @@
+"""The JAX engine's device check on one NVIDIA H100 or H200, run by tests/perf/device/jax_gpu.sh: a list of
+steps in order of what the figures need, each run only where the time left holds what it will cost (its
+cost estimated from what the steps before it measured, not from an H100's times).
+
+    python tests/perf/device/check.py OUT_DIR [--budget-s 470]
+
+Steps (the figures each gives):
+  provenance   the code that runs (commit, a clean tree or its diff's hash, the source digest), the machine,
+               JAX's version (older than the engine's floor: refused in one line), the GPU used (one, unless
+               PODBENCH_DEVICE_GPUS names others)
+  synthetic    the default JAX benchmark at the batch (PODBENCH_DEVICE_BATCH, default 512: the fastest of the
+               H100's curve) on synthetic data, 500 measured steps, its update probe and one step profiled
+  jpegs        podbench data make-synthetic-jpegs: 20,000 ImageNet-shaped JPEGs (about 2 GB) on the device host
+  input        the grain pipeline alone at 1, 2, 4, 8 and all of the host's cores
+  real         the same benchmark on the JPEGs, 500 measured steps: the ratio to synthetic
+  overhead     the harness against a bare jitted loop, ABBA rounds, 500 steps a side or more
+  update       the optimizer update's share of a step at 16, 32, 64 and 128 images (a batch curve, short points)
+  levers       the speed levers side by side with the default: --stem-channels 4, --padding symmetric, batches
+               768 and 1024 (short points)
+
+Every figure is written to OUT_DIR/results.json as soon as its step ends, with the log in OUT_DIR/log.txt and
+every run directory in OUT_DIR/runs.tar.gz at the end: the device tool brings back eight files at most, so the
+runs and the JPEGs are made in a work directory beside it (PODBENCH_DEVICE_WORK, default /tmp/podbench-device).
+XLA's autotuning warnings ("Delay kernel timed out", "autotun") are counted in each step's log.
+
+PODBENCH_DEVICE_DRY=1 runs every step at sizes a CPU finishes in a few minutes (32x32 images, ResNet-10, a
+few steps, 200 JPEGs): the script's own check (tests/test_perf_device_script.py).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO))
+
+MIN_JAX = (0, 10, 2)  # setup.cfg's floor: jax.lax.axis_size and the top-level jax.shard_map
+MEASURED_STEPS = 500  # a headline figure rests on at least this many
+AUTOTUNE_WARNINGS = re.compile(r"Delay kernel timed out|autotun", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """What each step runs: the device's sizes, or a CPU's for the dry run."""
+
+    model: tuple[str, ...]
+    batch: int
+    measured: int
+    warmup: int
+    jpegs: int
+    workers: tuple[int, ...]
+    overhead_steps: int
+    overhead_rounds: int
+    update_batches: str
+    update_steps: int
+    lever_steps: int
+    lever_batches: tuple[int, ...]
+    input_images: int
+
+
+def sizes(dry: bool) -> Sizes:
+    cores = os.cpu_count() or 1
+    workers = tuple(sorted({w for w in (1, 2, 4, 8) if w <= cores} | {cores}))
+    if dry:
+        return Sizes(("--image-size", "32", "--depth", "10"), 4, 8, 4, 200, workers[:2], 4, 2, "2,4", 8, 8, (8,), 64)
+    return Sizes((), int(os.environ.get("PODBENCH_DEVICE_BATCH", "512")), MEASURED_STEPS, 50, 20_000, workers, 250, 4,
+                 "16,32,64,128", 120, 150, (768, 1024), 4096)
+
+
+@dataclass
+class Check:
+    """The run's state: where things go, the budget, what was measured so far."""
+
+    out: Path
+    work: Path
+    budget_s: float
+    dry: bool
+    started: float = field(default_factory=time.monotonic)
+    results: dict = field(default_factory=dict)
+    costs: dict = field(default_factory=dict)  # what steps cost: "compile_s", "step_s" (synthetic, the batch)
+
+    def left_s(self) -> float:
+        return self.budget_s - (time.monotonic() - self.started)
+
+    def say(self, text: str) -> None:
+        line = f"== +{time.monotonic() - self.started:.0f}s {text}"
+        print(line, flush=True)
+        with open(self.out / "log.txt", "a", encoding="utf-8") as log:
+            log.write(line + "\n")
+
+    def save(self) -> None:
+        (self.out / "results.json").write_text(json.dumps(self.results, indent=2, default=str) + "\n")
+
+    def podbench(self, *args: str, timeout_s: float, name: str) -> subprocess.CompletedProcess:
+        """`python -m bench.cli ARGS`, its stderr into the log; the step's autotuning warnings counted."""
+        done = run([sys.executable, "-m", "bench.cli", *args], timeout_s)
+        with open(self.out / "log.txt", "a", encoding="utf-8") as log:
+            log.write(done.stderr)
+        warnings = len(AUTOTUNE_WARNINGS.findall(done.stderr))
+        self.results.setdefault("autotuning_warnings", {})[name] = warnings
+        return done
+
+
+def run(argv: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=max(1.0, timeout_s), cwd=REPO)
+    except subprocess.TimeoutExpired as err:
+        return subprocess.CompletedProcess(argv, 124, err.stdout or "", (err.stderr or "") + "\n[cut short]\n")
+
+
+def summary_of(done: subprocess.CompletedProcess) -> dict | None:
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        return None
+
+
+def lifecycle(run_dir: Path, event: str) -> dict | None:
+    try:
+        lines = (run_dir / "lifecycle.jsonl").read_text().splitlines()
+    except OSError:
+        return None
+    found = [json.loads(line) for line in lines if line.strip()]
+    return next((e for e in reversed(found) if e.get("event") == event), None)
+
+
+def figure(s: dict | None) -> dict:
+    """The figures a step keeps of a run's summary."""
+    if not s:
+        return {"status": "no summary"}
+    keys = ("status", "error", "framework", "device_kind", "per_replica_batch_size", "precision", "images_per_sec",
+            "images_per_sec_uncertainty", "images_per_sec_jitter", "measured_steps", "step_time_s", "mfu",
+            "mfu_measured", "weight_update", "update_time_s", "update_share", "optimizer_state_bytes_per_device",
+            "input_images_per_sec", "input_bound", "results_dir")
+    return {k: s.get(k) for k in keys}
+
+
+# --- the steps ---------------------------------------------------------------------------------------------
+
+def step_provenance(c: Check, z: Sizes) -> None:
+    import jax  # noqa: PLC0415
+
+    version = tuple(int(p) for p in re.findall(r"\d+", jax.__version__)[:3])
+    if version < MIN_JAX:
+        raise SystemExit(f"error: jax {jax.__version__} is older than the JAX engine's floor "
+                         f"{'.'.join(map(str, MIN_JAX))}: install jax>={'.'.join(map(str, MIN_JAX))}")
+    from bench.harness import host  # noqa: PLC0415
+
+    smi = run(["nvidia-smi", "--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader"], 20)
+    c.results["provenance"] = {**host.provenance(), "commit_asked": os.environ.get("PODBENCH_COMMIT"),
+                               "python": sys.version.split()[0], "jax": jax.__version__,
+                               "devices": [str(d) for d in jax.devices()],
+                               "gpus_listed": smi.stdout.strip().splitlines() if smi.returncode == 0 else [],
+                               "gpus_used": os.environ.get("CUDA_VISIBLE_DEVICES", "all"), "dry_run": c.dry}
+
+
+def _length(z: Sizes, measured: int) -> tuple[str, ...]:
+    """A run of ``measured`` steps after the warm-up, in one epoch: the schedule (compiled into the step) the
+    same for every run of one batch, so XLA's cache serves them all."""
+    total = z.warmup + measured
+    return ("--steps-per-epoch", str(total), "--train-steps", str(total), "--warmup-steps", str(z.warmup))
+
+
+def step_synthetic(c: Check, z: Sizes) -> None:
+    start = time.monotonic()
+    run_dir = c.work / "runs" / "synthetic"
+    done = c.podbench("run", "--framework", "jax", "--batch-size", str(z.batch), *_length(z, z.measured), *z.model,
+                      "--update-probe", "--profile-step", "--output", str(run_dir), "--json",
+                      timeout_s=c.left_s() - 10, name="synthetic")
+    s = summary_of(done)
+    c.results["synthetic"] = figure(s)
+    model = lifecycle(run_dir, "model") or {}
+    c.results["synthetic"]["compile_s"] = model.get("compile_s")
+    c.results["profile"] = lifecycle(run_dir, "step_profile")
+    if s and s.get("step_time_s"):
+        c.costs.update(step_s=s["step_time_s"]["median"], compile_s=model.get("compile_s") or 60.0,
+                       run_overhead_s=time.monotonic() - start - (z.warmup + z.measured) * s["step_time_s"]["median"])
+
+
+def step_jpegs(c: Check, z: Sizes) -> None:
+    start = time.monotonic()
+    data = c.work / "jpegs"
+    done = c.podbench("data", "make-synthetic-jpegs", "--out", str(data), "--train-images", str(z.jpegs),
+                      "--validation-images", "0", timeout_s=c.left_s() - 10, name="jpegs")
+    c.results["jpegs"] = {"returncode": done.returncode, "images": z.jpegs, "seconds": time.monotonic() - start,
+                          "bytes": sum(p.stat().st_size for p in data.rglob("*") if p.is_file()) if data.exists() else 0}
+
+
+def step_input(c: Check, z: Sizes) -> None:
+    rates = []
+    for workers in z.workers:
+        done = c.podbench("data", "bench", "--framework", "jax", "--data-dir", str(c.work / "jpegs"), "--workers",
+                          str(workers), "--batches", str(max(2, z.input_images // z.batch)), "--batch-size",
+                          str(z.batch), "--json", timeout_s=min(120.0, c.left_s() - 10), name=f"input-{workers}")
+        found = summary_of(done) or {}
+        rates.append({"workers": workers, "images_per_sec": found.get("images_per_sec"),
+                      "returncode": done.returncode})
+        c.results["input"] = rates
+        c.save()
+
+
+def step_real(c: Check, z: Sizes) -> None:
+    run_dir = c.work / "runs" / "jpegs"
+    done = c.podbench("run", "--framework", "jax", "--data", "imagenet", "--data-dir", str(c.work / "jpegs"),
+                      "--batch-size", str(z.batch), *_length(z, z.measured), *z.model, "--no-peak", "--output",
+                      str(run_dir), "--json", timeout_s=c.left_s() - 10, name="real")
+    c.results["real"] = figure(summary_of(done))
+    synthetic = c.results.get("synthetic", {}).get("images_per_sec")
+    real = c.results["real"].get("images_per_sec")
+    c.results["real"]["ratio_to_synthetic"] = real / synthetic if real and synthetic else None
+
+
+def step_overhead(c: Check, z: Sizes) -> None:
+    report = c.work / "runs" / "overhead.json"
+    length = _length(z, z.measured)
+    argv = [sys.executable, "tests/perf/jax_overhead.py", "--batch-size", str(z.batch), "--steps",
+            str(z.overhead_steps), "--rounds", str(z.overhead_rounds), length[0], length[1], length[2], length[3],
+            *z.model, "--out", str(report)]
+    done = run(argv, c.left_s() - 10)
+    with open(c.out / "log.txt", "a", encoding="utf-8") as log:
+        log.write(done.stderr)
+    c.results["overhead"] = json.loads(report.read_text()) if report.exists() else {"returncode": done.returncode}
+
+
+def step_update(c: Check, z: Sizes) -> None:
+    sweep_dir = c.work / "runs" / "update-sweep"
+    done = c.podbench("sweep", "--framework", "jax", "--batch-sizes", z.update_batches,
+                      *_length(z, z.update_steps), *z.model, "--update-probe", "--no-peak", "--quiet", "--output",
+                      str(sweep_dir), "--json", timeout_s=c.left_s() - 10, name="update")
+    document = summary_of(done) or {}
+    c.results["update"] = [{k: row.get(k) for k in ("per_replica_batch_size", "images_per_sec", "update_time_s",
+                                                     "update_share", "measured_steps", "status")}
+                           for row in document.get("sizes", [])]
+    c.results["update_note"] = f"short points: {z.update_steps} measured steps a batch"
+
+
+def step_levers(c: Check, z: Sizes) -> None:
+    """The speed levers beside the default, each a short run (say so), the default among them again."""
+    levers = [("default", ()), ("stem4", ("--stem-channels", "4")), ("symmetric", ("--padding", "symmetric"))]
+    levers += [(f"batch-{b}", ("--batch-size", str(b))) for b in z.lever_batches]
+    rows = []
+    for name, flags in levers:
+        per_step = c.costs.get("step_s", 1.0) * (int(flags[1]) / z.batch if flags[:1] == ("--batch-size",) else 1)
+        cost = c.costs.get("compile_s", 60.0) + (z.warmup + z.lever_steps) * per_step + 15
+        if cost > c.left_s() - 10:
+            rows.append({"lever": name, "skipped": f"{c.left_s():.0f} s left, it would take about {cost:.0f}"})
+            continue
+        batch = ("--batch-size", str(z.batch)) if flags[:1] != ("--batch-size",) else ()
+        done = c.podbench("run", "--framework", "jax", *batch, *flags, *_length(z, z.lever_steps), *z.model,
+                          "--no-peak", "--output", str(c.work / "runs" / f"lever-{name}"), "--json",
+                          timeout_s=c.left_s() - 10, name=f"lever-{name}")
+        rows.append({"lever": name, **figure(summary_of(done))})
+        c.results["levers"] = rows
+        c.save()
+    c.results["levers"] = rows
+    c.results["levers_note"] = f"short points: {z.lever_steps} measured steps each, the default run again among them"
+
+
+STEPS = (("synthetic", step_synthetic), ("jpegs", step_jpegs), ("input", step_input), ("real", step_real),
+         ("overhead", step_overhead), ("update", step_update), ("levers", step_levers))
+
+
+def cost_of(name: str, c: Check, z: Sizes) -> float:
+    """What a step will take, from what the synthetic run measured (its step and compile times)."""
+    step_s, compile_s = c.costs.get("step_s"), c.costs.get("compile_s", 60.0)
+    if step_s is None:
+        return 0.0  # nothing measured yet: the synthetic run itself, or a dry run's CPU
+    overhead_s = c.costs.get("run_overhead_s", 30.0)
+    return {"jpegs": 30.0 + z.jpegs / 2000, "input": 15.0 * len(z.workers),
+            "real": overhead_s + (z.warmup + z.measured) * step_s * 1.1,
+            "overhead": 20.0 + compile_s * 0.2 + 2 * z.overhead_rounds * z.overhead_steps * step_s,
+            "update": 4 * (2 * compile_s + overhead_s * 0.5 + (z.warmup + z.update_steps) * step_s * 0.3),
+            "levers": 0.0}.get(name, 0.0)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("out")
+    p.add_argument("--budget-s", type=float, default=470.0, help="the whole check's (the device tool allows 600)")
+    p.add_argument("--steps", default=",".join(name for name, _ in STEPS), help="which steps, in order")
+    args = p.parse_args(argv)
+    dry = os.environ.get("PODBENCH_DEVICE_DRY") == "1"
+    out = Path(args.out).resolve()
+    work = Path(os.environ.get("PODBENCH_DEVICE_WORK", "/tmp/podbench-device")).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    (work / "runs").mkdir(parents=True, exist_ok=True)
+    c, z = Check(out, work, args.budget_s, dry), sizes(dry)
+    c.say(f"provenance ({'a dry run on this CPU' if dry else 'the device'})")
+    step_provenance(c, z)
+    c.save()
+    chosen = args.steps.split(",")
+    for name, step in STEPS:
+        if name not in chosen:
+            continue
+        cost = cost_of(name, c, z)
+        if cost > c.left_s():
+            c.say(f"{name}: skipped ({c.left_s():.0f} s left, it would take about {cost:.0f})")
+            c.results.setdefault("skipped", []).append(name)
+            continue
+        c.say(f"{name} (about {cost:.0f} s of {c.left_s():.0f} left)")
+        try:
+            step(c, z)
+        except Exception as err:  # noqa: BLE001 (a step that fails leaves the others theirs)
+            c.results.setdefault("failed", {})[name] = f"{type(err).__name__}: {err}"
+            c.say(f"{name}: failed ({type(err).__name__}: {err})")
+        c.save()
+    with tarfile.open(out / "runs.tar.gz", "w:gz") as tar:
+        tar.add(work / "runs", arcname="runs")
+    c.say("done")
+    print(json.dumps({k: c.results.get(k) for k in ("synthetic", "real", "overhead", "update")}, indent=1,
+                     default=str)[-6000:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
