@@ -31,7 +31,16 @@ def tensorflow_example(features: dict) -> tf.train.Example:
 
 
 def test_serialized_bytes_are_tensorflows():
-    assert serialize_example(FEATURES) == tensorflow_example(FEATURES).SerializeToString()
+    assert serialize_example(FEATURES) == tensorflow_example(FEATURES).SerializeToString(deterministic=True)
+
+
+def test_the_bytes_are_the_same_in_every_process():
+    """protobuf's default order of a map follows a hash seeded per process; ours is the keys' order."""
+    code = ("import sys\nfrom bench.data.example import serialize_example\n"
+            f"sys.stdout.write(serialize_example({FEATURES!r}).hex())\n")
+    outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV,
+                              cwd=REPO, check=True).stdout for _ in range(3)}
+    assert outputs == {serialize_example(FEATURES).hex()}
 
 
 def test_tensorflow_reads_what_is_written():
@@ -64,13 +73,14 @@ def test_a_feature_of_no_kind_and_an_empty_list():
 
 
 def test_records_encode_example_is_what_tensorflow_wrote_before():
-    """records.encode_example kept its signature and its bytes (it built a tf.train.Example until now)."""
+    """records.encode_example kept its signature and its record (it built a tf.train.Example until now)."""
     jpeg = b"\xff\xd8\xff" + bytes(range(256)) + b"\xff\xd9"
     ours = records.encode_example(jpeg, 7, height=33, width=57, filename="x.JPEG", synset="n01440764")
     theirs = tensorflow_example({records.ENCODED_KEY: jpeg, records.LABEL_KEY: 7, records.HEIGHT_KEY: 33,
                                  records.WIDTH_KEY: 57, records.FORMAT_KEY: b"JPEG", records.FILENAME_KEY: b"x.JPEG",
                                  records.SYNSET_KEY: b"n01440764"})
-    assert ours == theirs.SerializeToString()
+    assert tf.train.Example.FromString(ours) == theirs
+    assert ours == theirs.SerializeToString(deterministic=True)
 
 
 @pytest.mark.parametrize("payload", [pytest.param(b"\xff\xd8\xff\xe0garbage", id="a_jpeg"),

@@ -123,23 +123,50 @@ def test_two_processes_read_disjoint_shares_covering_the_split(data_dir, split, 
     assert not set(shares[0]) & set(shares[1]) and set(shares[0]) | set(shares[1]) == set(crops)
 
 
+RESUME = """
+import hashlib, json, sys
+from bench.data.grain_input import GrainInput, count_examples
+from bench.data.spec import InputSpec
+
+def digests(source, n):
+    batches = source.batches()
+    return [hashlib.sha256(b"".join(a.tobytes() for a in next(batches))).hexdigest() for _ in range(n)]
+
+def main(data_dir, workers):
+    spec = InputSpec("imagenet", 32, 5, 8, data_dir=data_dir, image_dtype="uint8", seed=5)
+    counts = count_examples("imagenet", data_dir, 5)
+    with GrainInput(spec, counts, worker_count=workers) as source:
+        digests(source, 13)
+        state = json.loads(json.dumps(source.get_state()))
+        expected = digests(source, 5)
+    with GrainInput(spec, counts, worker_count=workers) as resumed:
+        resumed.set_state(state)
+        got = digests(resumed, 5)
+    with GrainInput(spec, counts, worker_count=workers) as fresh:
+        from_the_start = digests(fresh, 5)
+    return {"expected": expected, "got": got, "from_the_start": from_the_start}
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1], int(sys.argv[2]))))
+"""
+
+
+def in_a_process(code: str, *args) -> subprocess.CompletedProcess:
+    """``code`` run as a script of its own: grain's worker processes bring Python's resource tracker, which
+    lives as long as its parent (here that script, not the test session, which allows no process left behind)."""
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=300,
+                          env=ENV, cwd=REPO)
+
+
 @pytest.mark.parametrize("workers", [pytest.param(0, id="in_process"), pytest.param(2, id="two_workers")])
 def test_a_restored_state_continues_exactly_where_it_stopped(data_dir, workers):
     """N batches, the state (through JSON), M more; a fresh input restored from the state gives the same M.
     Past an epoch's end (120 records, 8 a batch), so the reshuffle is resumed too."""
-    spec = spec_of(data_dir, seed=5)
-    with input_of(spec, worker_count=workers) as source:
-        take(source, 13)
-        state = json.loads(json.dumps(source.get_state()))
-        expected = take(source, 5)
-    with input_of(spec, worker_count=workers) as resumed:
-        resumed.set_state(state)
-        got = take(resumed, 5)
-    with input_of(spec, worker_count=workers) as fresh:
-        from_the_start = take(fresh, 5)
-    for (images, labels), (images_again, labels_again) in zip(expected, got):
-        assert np.array_equal(images, images_again) and np.array_equal(labels, labels_again)
-    assert not np.array_equal(expected[0][0], from_the_start[0][0])  # the test can tell a restore from none
+    done = in_a_process(RESUME, data_dir, workers)
+    assert done.returncode == 0 and not done.stderr, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["got"] == result["expected"]
+    assert result["from_the_start"][0] != result["expected"][0]  # the test can tell a restore from none
 
 
 @pytest.mark.parametrize("change, name", [pytest.param(dict(worker_count=1), "worker_count", id="workers"),
@@ -225,11 +252,28 @@ def test_a_bad_record_is_named_with_shard_record_byte_and_fix(tmp_path, kind):
     assert "\n" not in line
 
 
-def test_a_bad_record_found_in_a_worker_process_is_the_same_line(tmp_path):
-    data_dir, bad_file, bad_index = write_bad_record_dir(tmp_path, kind="label_out_of_range", num_classes=NUM_CLASSES)
-    with input_of(eval_spec(data_dir, 1, eval_padding=False), worker_count=2) as source:
-        with pytest.raises(UsageError, match=f"{bad_file}, record {bad_index} \\(byte "):
+BAD_IN_A_WORKER = """
+import sys
+from bench.data.grain_input import GrainInput, count_examples
+from bench.data.spec import InputSpec
+from bench.errors import UsageError
+
+if __name__ == "__main__":
+    spec = InputSpec("imagenet", 32, 5, 1, data_dir=sys.argv[1], split="validation")
+    try:
+        with GrainInput(spec, count_examples("imagenet", sys.argv[1], 5, ("validation",)), worker_count=2) as source:
             list(source.batches())
+    except UsageError as err:
+        print(err)
+"""
+
+
+def test_a_bad_record_found_in_a_worker_process_is_the_same_line(tmp_path):
+    """Found in one of grain's workers, raised in the training process: the one line, and nothing on stderr."""
+    data_dir, bad_file, bad_index = write_bad_record_dir(tmp_path, kind="label_out_of_range", num_classes=NUM_CLASSES)
+    done = in_a_process(BAD_IN_A_WORKER, data_dir)
+    assert done.returncode == 0 and not done.stderr, done.stderr[-3000:]
+    assert done.stdout.startswith(f"bad input data: {bad_file}, record {bad_index} (byte ")
 
 
 @pytest.mark.parametrize("kind", ["missing_label", "label_zero", "png_payload", "corrupt_jpeg"])

@@ -48,12 +48,17 @@ class Feature:
 
 
 def serialize_example(features: Mapping[str, FeatureValue]) -> bytes:
-    """A serialized tf.train.Example holding ``features``, byte for byte what TensorFlow writes.
+    """A serialized tf.train.Example holding ``features``, byte for byte what TensorFlow's deterministic
+    serialization writes.
+
+    Deterministic: the features' map is written in key order. protobuf's default order
+    follows its hash table, whose seed changes from process to process, so the same
+    record written twice (a synthetic set made with more processes, a rerun) would
+    differ in its bytes; parsed, both orders are the same Example.
 
     Args:
       features: name -> a value or a list of values of one type: bytes or str (a bytes_list; str is
-        stored as UTF-8), int (an int64_list) or float (a float_list). Features are stored in the
-        mapping's order, as tf.train.Features stores them in the order they are set.
+        stored as UTF-8), int (an int64_list) or float (a float_list).
 
     Returns:
       The serialized Example.
@@ -67,7 +72,7 @@ def serialize_example(features: Mapping[str, FeatureValue]) -> bytes:
     for name, value in features.items():
         kind, values = _kind_of(name, value)
         getattr(feature_map[name], kind).value.extend(values)
-    return example.SerializeToString()
+    return example.SerializeToString(deterministic=True)
 
 
 def parse_example(serialized: bytes) -> dict[str, Feature]:

@@ -263,9 +263,11 @@ class GrainInput:
             self._skipped = self._delivered = 0
         size = self.spec.per_replica_batch_size
         while (batch := next(self._grain_iterator(), None)) is not None:
-            problems = [problem for problem in batch["problem"] if problem]
-            if problems:
-                raise UsageError(str(problems[0]))  # the earliest in the stream
+            problem = next((str(problem) for problem in batch["problem"] if problem), None)  # the earliest
+            if problem is not None:
+                del batch  # its arrays may be grain's shared memory: freed now, not with the traceback
+                self.close()
+                raise UsageError(problem)
             images, labels = batch["image"], batch["label"]
             if self.spec.training:
                 self._skipped += int(batch["skipped"].sum())
@@ -283,10 +285,8 @@ class GrainInput:
 
     def get_state(self) -> dict:
         """Where the input stands, JSON-serialisable: grain's iterator position and what it must be resumed with."""
-        return {"format": STATE_FORMAT, "grain": self._grain_iterator().get_state(), "worker_count": self.worker_count,
-                **self._placement, "records": len(self.index), "split": self.spec.split, "seed": self.spec.seed,
-                "batch_size": self.spec.per_replica_batch_size, "skipped_records": self._skipped,
-                "delivered_records": self._delivered}
+        return {"format": STATE_FORMAT, "grain": self._grain_iterator().get_state(), **self._setup(),
+                "skipped_records": self._skipped, "delivered_records": self._delivered}
 
     def set_state(self, state: dict) -> None:
         """Continues from ``state`` (``get_state``'s): the next batch is the one that followed it.
@@ -298,13 +298,17 @@ class GrainInput:
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or "grain" not in state:
             raise UsageError("the input state to resume from is not the grain input's; resume from a checkpoint "
                              "this input wrote")
-        now = self.get_state()
-        for key in ("worker_count", "process_index", "process_count", "records", "split", "seed", "batch_size"):
-            if state.get(key) != now[key]:
+        for key, value in self._setup().items():
+            if state.get(key) != value:
                 raise UsageError(f"the input state was saved with {key} {state.get(key)!r} and this input has "
-                                 f"{now[key]!r}; resume with the same {key}: the order of the records depends on it")
+                                 f"{value!r}; resume with the same {key}: the order of the records depends on it")
         self._grain_iterator().set_state(state["grain"])
         self._skipped, self._delivered = int(state["skipped_records"]), int(state["delivered_records"])
+
+    def _setup(self) -> dict:
+        """What the order of the records depends on: a state resumes only under the same."""
+        return {"worker_count": self.worker_count, **self._placement, "records": len(self.index),
+                "split": self.spec.split, "seed": self.spec.seed, "batch_size": self.spec.per_replica_batch_size}
 
     def close(self) -> None:
         """Stops grain's worker processes (and frees their shared memory)."""
