@@ -192,3 +192,18 @@ def test_what_is_not_a_jpeg_is_a_value_error(payload):
         jpeg.eval_image(payload, 32)
     with pytest.raises(ValueError):
         jpeg.train_image(payload, 32, np.random.default_rng(0))
+
+
+def test_resizing_in_many_threads_at_once_is_resizing_one_at_a_time():
+    """grain decodes in several threads, and each resizes in scratch arrays of its own, never returned."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(5)
+    images = [rng.integers(0, 256, (60, 80, 3), dtype=np.uint8) for _ in range(32)]
+    windows = [jpeg.Window(n % 7, n % 11, 40 + n % 9, 50 - n % 13) for n in range(32)]
+    alone = [jpeg.resize_window(image, window, 32) for image, window in zip(images, windows)]
+    first = alone[0].copy()
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(jpeg.resize_window, images, windows, [32] * 32))
+    assert all(np.array_equal(a, b) for a, b in zip(alone, together))
+    assert np.array_equal(alone[0], first)  # later resizes did not write into an earlier result

@@ -20,6 +20,7 @@ same image resized), as an evaluation must be.
 from __future__ import annotations
 
 import math
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -31,6 +32,7 @@ from bench.data.spec import AREA_RANGE, ASPECT_RATIO_RANGE, EVAL_CROP_PADDING, M
 # when no dct_method is given (INTEGER_FAST; measured: the same pixels, where the accurate DCT is 4 off).
 DECODE = dict(colorspace="RGB", fastdct=True, fastupsample=False, strict=False)
 _DCT_EIGHTHS = range(1, 9)  # libjpeg-turbo scales by M/8 in the DCT
+_SCRATCH = threading.local()  # grain decodes in several threads: each resizes in arrays of its own
 
 
 class Window(NamedTuple):
@@ -154,28 +156,42 @@ def resize_window(image: np.ndarray, window: Window, image_size: int) -> np.ndar
 
     tf.image.resize(method="bilinear"): half-pixel centres, no antialiasing, the
     arithmetic in float32 in TensorFlow's order (along a row, then between rows),
-    samples clamped to the window; then rounded half to even and clipped, as
-    ``preprocess.to_uint8``. A whole-pixel window gives TensorFlow's resize of the
-    cropped image; a fractional one (a scaled decode's) samples the same places.
+    samples clamped to the window; then rounded half to even, as
+    ``preprocess.to_uint8`` (a weighted mean of bytes needs no clipping). A
+    whole-pixel window gives TensorFlow's resize of the cropped image; a
+    fractional one (a scaled decode's) samples the same places.
     """
     rows_low, rows_high, row_weights = _axis(window.top, window.height, image_size, image.shape[0])
     cols_low, cols_high, col_weights = _axis(window.left, window.width, image_size, image.shape[1])
     first, last = cols_low[0], cols_high[-1]  # the window's columns: rows are copied no wider
     columns = image[:, first:last + 1]
-    # Rows flattened to (x, channel) pairs: gathering along a flat axis is ~5x numpy's 3-D gather.
-    top_rows = columns[rows_low].reshape(image_size, -1)
-    bottom_rows = columns[rows_high].reshape(image_size, -1)
+    # Rows flattened to (x, channel) pairs: a gather along a flat axis is ~5x numpy's 3-D gather.
     low, high = _flat_columns(cols_low - first), _flat_columns(cols_high - first)
     weights = np.repeat(col_weights, 3)
+    top_left, top_right, bottom_left, bottom_right = _scratch(image_size)
 
-    def along_rows(rows: np.ndarray) -> np.ndarray:
-        left = rows[:, low].astype(np.float32)
-        return left + (rows[:, high].astype(np.float32) - left) * weights
+    def along_rows(rows_at: np.ndarray, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        rows = columns[rows_at].reshape(image_size, -1)
+        left[...], right[...] = rows[:, low], rows[:, high]
+        np.subtract(right, left, out=right)
+        np.multiply(right, weights, out=right)
+        return np.add(left, right, out=left)
 
-    top, bottom = along_rows(top_rows), along_rows(bottom_rows)
-    resized = top + (bottom - top) * row_weights[:, None]
-    # A weighted mean of bytes is within 0..255: rounding is all that is left of to_uint8's clip.
-    return np.rint(resized, out=resized).astype(np.uint8).reshape(image_size, image_size, 3)
+    top = along_rows(rows_low, top_left, top_right)
+    bottom = along_rows(rows_high, bottom_left, bottom_right)
+    np.subtract(bottom, top, out=bottom)
+    np.multiply(bottom, row_weights[:, None], out=bottom)
+    np.add(top, bottom, out=top)
+    return np.rint(top, out=top).astype(np.uint8).reshape(image_size, image_size, 3)
+
+
+def _scratch(image_size: int) -> list[np.ndarray]:
+    """This thread's four float32 rows-by-(x, channel) arrays for resizing: reused, because allocating
+    them cost more than the arithmetic done in them (measured: 1.4 ms a 224x224 image, 0.55 ms reused)."""
+    arrays = getattr(_SCRATCH, "arrays", None)
+    if arrays is None or arrays[0].shape[0] != image_size:
+        arrays = _SCRATCH.arrays = [np.empty((image_size, image_size * 3), np.float32) for _ in range(4)]
+    return arrays
 
 
 def _flat_columns(columns: np.ndarray) -> np.ndarray:
