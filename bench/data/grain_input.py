@@ -26,10 +26,16 @@ The iterator's position is grain's, and it is the whole state: ``get_state``
 after N batches and ``set_state`` in a new process continue with batch N+1,
 the same records, crops and flips (the crop's random numbers are drawn from the
 seed and the record's place in the stream, not from a shared generator).
+
+Worker processes hand their batches over in shared memory. Closed in the middle
+of a stream (a bad record, the end of a run), the batches grain had prefetched
+are garbage in reference cycles: ``close`` collects them, freeing their memory;
+one a worker hands over as it stops waits for the next collection (should the
+process end first, Python's resource tracker frees it, and warns).
 """
 from __future__ import annotations
 
-import os
+import gc
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -37,6 +43,7 @@ from typing import Callable, Iterator
 import grain
 import numpy as np
 
+from bench.cluster import gpus
 from bench.data import jpeg, records
 from bench.data.record_index import FIX, RecordIndex, TFRecordSource, index_records
 from bench.data.record_problems import examine
@@ -65,7 +72,7 @@ def default_worker_count(cpus: int | None = None) -> int:
     One process a host: several training processes on one host should divide the cores between them.
     """
     if cpus is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cpus = gpus.usable_cpus()
     return max(0, min(cpus - CORES_FOR_TRAINING, MAX_DEFAULT_WORKERS))
 
 
@@ -99,6 +106,19 @@ def count_examples(source: str, data_dir: str | None, num_classes: int,
     examples = {split: records.num_examples(f, split) for split, f in files.items()}
     return DataCounts(examples.get("train"), examples.get("validation"), files.get("train", ()),
                       files.get("validation", ()))
+
+
+def _refuse_what_cannot_run(spec: InputSpec, process_index: int, process_count: int,
+                            worker_count: int | None) -> None:
+    _check_readable_here(spec.source, spec.data_dir)
+    if spec.cache:
+        raise UsageError("--cache keeps tf.data's records in memory; the grain input reads records by their "
+                         "place, which the OS page cache keeps for data that fits in RAM: leave --cache off")
+    if not 0 <= process_index < process_count:
+        raise UsageError(f"process {process_index} of {process_count} does not exist; processes are numbered "
+                         f"0..{process_count - 1}")
+    if worker_count is not None and worker_count < 0:
+        raise UsageError(f"worker count must be 0 (decode in this process) or more, got {worker_count}")
 
 
 def _check_readable_here(source: str, data_dir: str | None) -> None:
@@ -193,6 +213,9 @@ class _SkipCountedIterator(grain.DatasetIterator):
 class GrainInput:
     """One process's real-data input through grain: batches, their position, and the records skipped.
 
+    A batch is ``spec.per_replica_batch_size`` images: give the process's batch there (its replicas'
+    batches together), as the process's one pipeline feeds them all.
+
     Attributes:
       spec: what the input produces (source "imagenet"; ``image_dtype`` is the device's business:
         images here are always bytes).
@@ -215,26 +238,20 @@ class GrainInput:
           UsageError: a source or setting the grain input cannot read, a broken shard, shards holding
             another number of records than ``counts`` says, or a share with no records.
         """
-        _check_readable_here(spec.source, spec.data_dir)
-        if spec.cache:
-            raise UsageError("--cache keeps tf.data's records in memory; the grain input reads records by their "
-                             "place, which the OS page cache keeps for data that fits in RAM: leave --cache off")
-        if not 0 <= process_index < process_count:
-            raise UsageError(f"process {process_index} of {process_count} does not exist; processes are numbered "
-                             f"0..{process_count - 1}")
-        if worker_count is not None and worker_count < 0:
-            raise UsageError(f"worker count must be 0 (decode in this process) or more, got {worker_count}")
+        _refuse_what_cannot_run(spec, process_index, process_count, worker_count)
         files = counts.train_files if spec.training else counts.eval_files
-        expected = counts.train_examples if spec.training else counts.eval_examples
         if not files:
             raise UsageError(f"no {spec.split} shards were counted; count the {spec.split} split with count_examples")
         self.spec = spec
         self.worker_count = default_worker_count() if worker_count is None else worker_count
         self.index = index_records(files)
+        expected = counts.train_examples if spec.training else counts.eval_examples
         if len(self.index) != expected:
-            raise UsageError(f"the {spec.split} shards hold {len(self.index):,} records, not the {expected:,} counted "
-                             "(ImageNet's published count, for 1024/128 shards): the set is not ImageNet's; "
-                             "re-create it with another number of shards")
+            why = ("ImageNet's published count, taken for its 1024/128 shards: these are not ImageNet's; re-create "
+                   "them in another number of shards" if len(files) == records.IMAGENET_SHARDS[spec.split]
+                   else "the shards changed since they were counted; count them again")
+            raise UsageError(f"the {spec.split} shards hold {len(self.index):,} records, not the {expected:,} "
+                             f"counted ({why})")
         self.share = process_share(len(self.index), process_index, process_count)
         if not self.share:
             raise UsageError(f"{len(self.index)} {spec.split} records cannot feed {process_count} processes: "
@@ -311,12 +328,13 @@ class GrainInput:
                 "split": self.spec.split, "seed": self.spec.seed, "batch_size": self.spec.per_replica_batch_size}
 
     def close(self) -> None:
-        """Stops grain's worker processes (and frees their shared memory)."""
+        """Stops grain's worker processes and frees the shared memory of the batches they had made."""
         if self._iterator is not None:
             close = getattr(self._iterator, "close", None)
             if close is not None:
                 close()
             self._iterator = None
+            gc.collect()  # the prefetched batches, in grain's reference cycles: their shared memory freed now
 
     def __enter__(self) -> GrainInput:
         return self

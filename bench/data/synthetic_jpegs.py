@@ -27,6 +27,7 @@ from typing import Callable, Iterator
 import numpy as np
 import simplejpeg
 
+from bench.cluster import gpus
 from bench.data import records, tfrecord
 from bench.data.synthetic_set import SyntheticSet, write_marker
 
@@ -158,7 +159,7 @@ def write_set(spec: SyntheticSet, processes: int | None = None,
                                            ("validation", spec.validation_shards, spec.validation_images))
              for shard in range(shards)]
     if processes is None:
-        processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        processes = gpus.usable_cpus()
     processes = max(1, min(processes, len(tasks)))
     total = spec.train_images + spec.validation_images
     start, said, done, jpeg_bytes = time.perf_counter(), 0.0, 0, 0
