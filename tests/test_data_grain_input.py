@@ -14,7 +14,7 @@ from bench.data.grain_input import GrainInput, count_examples
 from bench.data.spec import DataCounts, InputSpec
 from bench.errors import UsageError
 from console import ENV, REPO
-from imagenet_fixture import REASONS, SIZES, write_bad_record_dir, write_imagenet_dir
+from imagenet_fixture import REASONS, SIZES, crop_decode_edge_columns, write_bad_record_dir, write_imagenet_dir
 
 NUM_CLASSES = 5
 SIZE = 32
@@ -215,18 +215,16 @@ def eval_spec(data_dir, batch, **changes) -> InputSpec:
 
 
 def crop_edge_columns() -> np.ndarray:
-    """Output columns that sample the last column of some fixture image's centre crop."""
+    """Output columns that sample an edge column of some fixture image's crop-decode."""
     edge = np.zeros(SIZE, bool)
     for height, width in SIZES:
-        side = jpeg.centre_window(height, width, SIZE).width
-        low, high, weight = jpeg._axis(0, side, SIZE, side)
-        edge |= (low == side - 1) | ((high == side - 1) & (weight > 0))
+        edge |= crop_decode_edge_columns(height, width, SIZE)
     return edge
 
 
 def test_evaluation_pixels_are_the_tf_data_pipelines(data_dir):
     """The same records through both: each of our images is one of tf.data's, within 1 in 255, except for the
-    columns sampling the crop's right edge, which tf.data's crop-decode makes differ (tests/test_data_jpeg.py)."""
+    columns sampling the crop's edges, which tf.data's crop-decode makes differ (tests/test_data_jpeg.py)."""
     tf_pipeline = pipeline.make_pipeline(eval_spec(data_dir, 1, eval_padding=False),
                                          pipeline.count_examples("imagenet", data_dir, NUM_CLASSES, ("validation",)))
     theirs = [(x[0].numpy().astype(int), int(y[0])) for x, y in tf_pipeline.dataset_fn(None)]

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from bench.data import jpeg, preprocess
 from bench.data.spec import AREA_RANGE, ASPECT_RATIO_RANGE, MIN_OBJECT_COVERED
-from imagenet_fixture import SIZES, jpeg_bytes
+from imagenet_fixture import SIZES, crop_decode_edge_columns, jpeg_bytes
 
 # The fixture's sizes, ImageNet's usual ones, and extremes: a sliver, a single pixel.
 SHAPES = SIZES + ((375, 500), (333, 500), (500, 375), (17, 300), (1, 1))
@@ -27,12 +27,6 @@ def tensorflow_eval(encoded: bytes, size: int) -> np.ndarray:
     return preprocess.to_uint8(preprocess.eval_image(tf.constant(encoded), size)).numpy()
 
 
-def crop_edge_columns(side: int, size: int) -> np.ndarray:
-    """Output columns that sample a crop's last column (weight > 0), where TensorFlow's crop-decode differs."""
-    low, high, weight = jpeg._axis(0, side, size, side)
-    return (low == side - 1) | ((high == side - 1) & (weight > 0))
-
-
 # --- evaluation: TensorFlow's pixels ----------------------------------------------------------------
 
 @pytest.mark.parametrize("size", [32, 64, 224])
@@ -48,16 +42,27 @@ def test_eval_image_is_tensorflows_decode_crop_and_resize(height, width, size):
     assert np.abs(ours.astype(int) - theirs).max() <= 1
 
 
+def synthetic_photos() -> list[bytes]:
+    """ImageNet-sized photographs (bench/data/synthetic_jpegs.py), 500x500 among them: a crop starting at 32."""
+    from bench.data.example import parse_example
+    from bench.data.synthetic_jpegs import example
+
+    return [parse_example(example(0, "validation", n)[0])["image/encoded"].values[0] for n in range(12)]
+
+
 @pytest.mark.parametrize("size", [32, 224])
-@pytest.mark.parametrize("height, width", SHAPES[:-1])
-def test_eval_image_is_the_tf_data_pipelines_but_on_the_crops_right_edge(height, width, size):
-    """preprocess.py decodes the crop alone (decode_and_crop_jpeg), and libjpeg then upsamples the chroma of the
-    crop's last column as if it were the image's edge: those columns differ by a few levels; the rest is the same."""
-    encoded = jpeg_bytes(height, width, seed=height * width)
-    difference = np.abs(jpeg.eval_image(encoded, size).astype(int) - tensorflow_eval(encoded, size))
-    edge = crop_edge_columns(jpeg.centre_window(height, width, size).width, size)
-    assert difference[:, ~edge].max(initial=0) <= 1
-    assert difference[:, edge].max(initial=0) <= 8
+def test_eval_image_is_the_tf_data_pipelines_but_on_the_crops_edges(size):
+    """preprocess.py decodes the crop alone (decode_and_crop_jpeg), and libjpeg then upsamples the colour of the
+    region's edge columns as if they were the image's: those output columns differ by some levels; the rest is
+    the same (measured: equal, on these and 60 more)."""
+    encoded = [jpeg_bytes(h, w, seed=h * w) for h, w in SHAPES[:-1]] + synthetic_photos()
+    if size == 224:  # 500x500's crop starts at 32: its left edge too
+        assert any(jpeg.centre_window(*jpeg.image_shape(e), size).left % 16 == 0 for e in encoded)
+    for image in encoded:
+        difference = np.abs(jpeg.eval_image(image, size).astype(int) - tensorflow_eval(image, size))
+        edge = crop_decode_edge_columns(*jpeg.image_shape(image), size)
+        assert difference[:, ~edge].max(initial=0) <= 1
+        assert difference[:, edge].max(initial=0) <= 24
 
 
 @pytest.mark.parametrize("height, width", SHAPES)

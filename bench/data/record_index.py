@@ -69,9 +69,10 @@ def index_records(files: Sequence[str]) -> RecordIndex:
         found = list(pool.map(_spans_of, files))
     counts = [len(spans) for spans in found]
     flat = [span for spans in found for span in spans]
+    # int32 where it fits (a shard's records, a JPEG's bytes): ImageNet's index is ~26 MB in each process.
     return RecordIndex(tuple(files), np.repeat(np.arange(len(files), dtype=np.int32), counts),
-                       np.concatenate([np.arange(n, dtype=np.int64) for n in counts] or [np.zeros(0, np.int64)]),
-                       np.array([o for o, _ in flat], dtype=np.int64), np.array([n for _, n in flat], dtype=np.int64))
+                       np.concatenate([np.arange(n, dtype=np.int32) for n in counts] or [np.zeros(0, np.int32)]),
+                       np.array([o for o, _ in flat], dtype=np.int64), np.array([n for _, n in flat], dtype=np.int32))
 
 
 def _spans_of(path: str) -> list[tuple[int, int]]:
