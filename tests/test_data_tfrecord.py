@@ -1,9 +1,13 @@
 """bench/data/tfrecord.py: the TFRecord framing, checked against files TensorFlow itself wrote."""
+import subprocess
+import sys
+
 import pytest
 import tensorflow as tf
 
 from bench.data import tfrecord
 from bench.data.tfrecord import FOOTER_BYTES, HEADER_BYTES, FramingError, frame, frames, masked_crc
+from console import ENV, REPO
 
 PAYLOADS = [b"", b"x", b"\xff" * 300, bytes(range(256)) * 40]
 
@@ -102,3 +106,72 @@ def test_the_crc32c_written_in_python_is_the_extensions():
         data = bytes(rng.randrange(256) for _ in range(size))
         assert tfrecord.crc32c_in_python(data) == google_crc32c.value(data)
     assert tfrecord.crc32c_in_python(b"123456789") == 0xE3069283  # CRC-32C's check value
+
+
+# --- local files without TensorFlow: the index, random access, writing ----------------------------------
+
+OFFSETS = [0, 16, 33, RECORD_3]
+
+
+def test_spans_are_every_records_offset_and_length(written):
+    assert tfrecord.spans(written) == list(zip(OFFSETS, map(len, PAYLOADS)))
+
+
+def test_read_record_by_its_place(written):
+    for index, (offset, payload) in enumerate(zip(OFFSETS, PAYLOADS)):
+        assert tfrecord.read_record(written, index, offset, len(payload), verify=True) == payload
+
+
+def test_read_record_checks_the_payload_only_when_asked(written, tmp_path):
+    with open(written, "rb") as f:
+        data = f.read()
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(_damaged(data, flip=33 + HEADER_BYTES + 100))
+    with pytest.raises(FramingError, match="corrupt record at byte 33") as raised:
+        tfrecord.read_record(str(damaged), 2, 33, len(PAYLOADS[2]), verify=True)
+    assert raised.value.index == 2
+    assert tfrecord.read_record(str(damaged), 2, 33, len(PAYLOADS[2]), verify=False) != PAYLOADS[2]
+
+
+def test_read_record_of_a_shard_cut_since_it_was_indexed(written, tmp_path):
+    with open(written, "rb") as f:
+        data = f.read()
+    (tmp_path / "cut").write_bytes(data[:RECORD_3 + 20])
+    with pytest.raises(FramingError, match=f"record at byte {RECORD_3} is cut short"):
+        tfrecord.read_record(str(tmp_path / "cut"), 3, RECORD_3, len(PAYLOADS[3]), verify=False)
+
+
+@pytest.mark.parametrize("cut, flip, index, reason", [
+    pytest.param(RECORD_3 + 5, None, 3, f"record header cut short at byte {RECORD_3}", id="cut_header"),
+    pytest.param(-1, None, 3, f"record at byte {RECORD_3} is cut short", id="offbyone_last_byte_missing"),
+    pytest.param(None, RECORD_3 + 7, 3, f"corrupt record header at byte {RECORD_3}", id="length_flipped"),
+])
+def test_spans_name_a_broken_header(written, tmp_path, cut, flip, index, reason):
+    with open(written, "rb") as f:
+        data = f.read()
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(_damaged(data, cut, flip))
+    with pytest.raises(FramingError, match=reason) as raised:
+        tfrecord.spans(str(damaged))
+    assert (raised.value.index, raised.value.offset_bytes) == (index, RECORD_3)
+
+
+def test_spans_of_a_missing_file_is_an_os_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        tfrecord.spans(str(tmp_path / "absent"))
+
+
+def test_write_records_writes_what_tensorflow_reads(tmp_path):
+    path = str(tmp_path / "train-00000-of-00001")
+    assert tfrecord.write_records(path, iter(PAYLOADS)) == len(PAYLOADS)
+    assert [r.numpy() for r in tf.data.TFRecordDataset(path)] == PAYLOADS
+
+
+def test_spans_and_writes_load_no_tensorflow(tmp_path):
+    code = ("import sys\nfrom bench.data import tfrecord\n"
+            f"p = {str(tmp_path / 'f')!r}\ntfrecord.write_records(p, [b'a', b'bc'])\n"
+            "assert tfrecord.spans(p) == [(0, 1), (17, 2)]\n"
+            "assert tfrecord.read_record(p, 1, 17, 2, verify=True) == b'bc'\n"
+            "assert 'tensorflow' not in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -49,6 +49,13 @@ def in_package(name: str, *prefixes: str) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
+# The JAX engine's input and what it stands on, TensorFlow nowhere in their source. They import
+# bench.data.records and bench.data.tfrecord, which name TensorFlow only inside the functions that
+# read gs:// or write through TensorFlow's writer (none of which these call): both are checked to
+# name none at top level, and the grain input to load none at run time.
+GRAIN_INPUT = ("bench.data.example", "bench.data.record_problems", "bench.data.record_index", "bench.data.jpeg",
+               "bench.data.grain_input", "bench.data.synthetic_jpegs", "bench.data.synthetic_set")
+
 # (modules the rule covers, modules they must never import, why)
 RULES = [
     (("methodology",), ("bench", "models", "tensorflow", "tf_keras", "official", "matplotlib"),
@@ -72,6 +79,10 @@ RULES = [
      "the harness is every engine's and imports none"),
     (("bench.train",), ("bench.train_jax", "jax", "flax", "optax", "orbax"), "the engines do not import each other"),
     (("bench.train_jax",), ("bench.train",), "the engines do not import each other"),
+    (GRAIN_INPUT, ("tensorflow", "tf_keras", "official", "tensorflow_datasets", "bench.data.pipeline",
+                   "bench.data.preprocess", "bench.data.record_checks", "bench.data.tools", "models.resnet",
+                   "bench.train", "bench.train_jax", "bench.cli"),
+     "the JAX engine's input (grain) and the synthetic JPEGs read and write TFRecords without TensorFlow"),
 ]
 # Where TensorFlow is not installed the JAX engine still runs: at import time it names no TensorFlow module
 # (real data alone loads bench/data/pipeline.py, inside the functions that read it).
@@ -105,7 +116,7 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
     for name, path in MODULES.items():
         if not in_package(name, "bench.results", "bench.report", "bench.cluster", "bench.cli", "methodology",
                           "bench.plan", "bench.harness",
-                          "bench.data.spec"):
+                          "bench.data.spec", "bench.data.records", "bench.data.tfrecord", *GRAIN_INPUT):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:
@@ -117,7 +128,8 @@ def test_tensorflow_free_modules_name_no_tensorflow_at_top_level():
 LIGHT_MODULES = sorted(n for n in MODULES if in_package(
     n, "methodology", "bench.cli", "bench.results", "bench.cluster", "bench.plan", "bench.errors", "bench.humanize",
     "bench.streams", "bench.data.spec",
-    "bench.data.tfrecord", "bench.harness", "bench.report.summary_text")
+    "bench.data.tfrecord", "bench.harness", "bench.report.summary_text", "bench.data.records", "bench.data.example",
+    "bench.data.record_problems", "bench.data.synthetic_set")
     and not n.endswith("__main__"))
 
 
@@ -185,6 +197,12 @@ def test_the_jax_engine_loads_no_tensorflow():
     pytest.importorskip("flax")
     loaded = loaded_after("import bench.train_jax.run, bench.train_jax.process, bench.train_jax.peak")
     assert "jax" in loaded and not {"tensorflow", "tf_keras", "official", "tensorflow_datasets"} & set(loaded)
+
+
+def test_the_grain_input_loads_no_tensorflow():
+    """(grain itself loads jax where it is installed, for its tree utilities: the JAX engine's own.)"""
+    loaded = loaded_after("import bench.data.grain_input, bench.data.synthetic_jpegs")
+    assert "numpy" in loaded and not {"tensorflow", "tf_keras", "official", "tensorflow_datasets"} & set(loaded)
 
 
 def test_jax_models_load_no_tensorflow():

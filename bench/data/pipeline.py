@@ -24,7 +24,6 @@ from bench.cluster import gpus
 from bench.data import preprocess, record_checks, records
 from bench.data.spec import DataCounts, InputSpec
 from bench.errors import UsageError
-from methodology import constants
 from methodology.throughput import StepRecord
 
 TFDS_NAME = "imagenet2012"
@@ -220,15 +219,8 @@ def diagnose(err: tf.errors.OpError, pipeline: Pipeline, num_classes: int, progr
 
 
 def imagenet_num_examples(files: Sequence[str], split: str) -> int:
-    """Records in ``files``: ImageNet's published count for its standard layout, else counted.
-
-    Counting walks every record header (fast, but it touches every file): not
-    worth it for the 1024 shards of the real ImageNet, whose size is known.
-    """
-    if len(files) == records.IMAGENET_SHARDS[split]:
-        return {"train": constants.IMAGENET_TRAIN_EXAMPLES,
-                "validation": constants.IMAGENET_VALIDATION_EXAMPLES}[split]
-    return records.count_records(files)
+    """Records in ``files`` (bench/data/records.py's ``num_examples``: ImageNet's published count, else counted)."""
+    return records.num_examples(files, split)
 
 
 # The pipeline's functions are plain TensorFlow ops, no Python control flow on

@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from bench.data.spec import MEAN_RGB, STDDEV_RGB
-EVAL_CROP_PADDING = 32  # 224 out of 256: the centre crop fraction 0.875
-# The crop sampler's parameters (Inception-style augmentation, as ResNet's reference).
-MIN_OBJECT_COVERED = 0.1
-ASPECT_RATIO_RANGE = (3 / 4, 4 / 3)
-AREA_RANGE = (0.08, 1.0)
-MAX_ATTEMPTS = 10
+# The crop sampler's parameters are bench/data/spec.py's, shared with the grain input's bench/data/jpeg.py.
+from bench.data.spec import (AREA_RANGE, ASPECT_RATIO_RANGE, EVAL_CROP_PADDING, MAX_ATTEMPTS, MEAN_RGB,
+                             MIN_OBJECT_COVERED, STDDEV_RGB)
 
 
 def train_image(encoded: tf.Tensor, image_size: int, seed: tf.Tensor | None = None) -> tf.Tensor:

@@ -6,58 +6,27 @@ TensorFlow's own errors (a truncated shard, a JPEG that will not decode) name
 neither, so ``locate_corruption`` finds the record after the fact (walking the
 framing with bench/data/tfrecord.py). Both run the same checks and give the same
 reasons, which is why they live together here, apart from the layout and the
-writing of records (bench/data/records.py), which need none of this.
+writing of records (bench/data/records.py), which need none of this. The words,
+the bad record's name and the checks that need no decoding are TensorFlow-free
+(bench/data/record_problems.py), shared with the grain input.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import tensorflow as tf
 
+# The words and BadRecord are named through this module too, as the pipeline's callers and the tests name them.
+from bench.data.record_problems import (JPEG_END, JPEG_START, NO_IMAGE, NO_LABEL, NOT_JPEG,  # noqa: F401
+                                        TRUNCATED_JPEG, BadRecord, examine, label_reason_prefix)
 from bench.data.records import ENCODED_KEY, LABEL_KEY, LABEL_OFFSET
 from bench.data.tfrecord import FramingError, frames
 
 BAD_RECORD_TAG = "podbench bad record"
 
-NO_IMAGE = f"no {ENCODED_KEY} (missing or empty)"
-NO_LABEL = f"no {LABEL_KEY}"
-NOT_JPEG = "not a JPEG (no start marker FF D8 FF)"
-TRUNCATED_JPEG = "truncated JPEG (no end marker FF D9)"
-
-_JPEG_START, _JPEG_END = b"\xff\xd8\xff", b"\xff\xd9"
 # A label that cannot be stored by accident: "missing" must not look like any real value.
 _NO_LABEL_VALUE = -(2**63)
-
-
-@dataclass(frozen=True)
-class BadRecord:
-    """A record (or a place in a shard) that cannot be trained on.
-
-    Attributes:
-      file: the shard's path.
-      index: the record's position in the shard (0-based), None when unknown.
-      reason: what is wrong, in a few words.
-      skippable: whether --skip-corrupt can step over it; a broken frame
-        (truncation, checksum) leaves the rest of the shard unreadable.
-    """
-
-    file: str
-    index: int | None
-    reason: str
-    skippable: bool = True
-
-    def __post_init__(self):
-        if self.index is not None and self.index < 0:
-            raise ValueError(f"record index must be >= 0, got {self.index}")
-        if not self.reason:
-            raise ValueError("a bad record needs a reason")
-
-    def message(self) -> str:
-        """``<file>, record <index>: <reason>`` (without the record part when the index is unknown)."""
-        where = self.file if self.index is None else f"{self.file}, record {self.index}"
-        return f"{where}: {self.reason}"
 
 
 # --- checks in the pipeline -----------------------------------------------------------------------
@@ -112,17 +81,13 @@ def _checks(encoded: tf.Tensor, stored: tf.Tensor, in_range: tf.Tensor,
     return [
         (length > 0, tf.constant(NO_IMAGE)),
         (stored != _NO_LABEL_VALUE, tf.constant(NO_LABEL)),
-        (in_range, tf.strings.join([_label_reason_prefix(num_classes), tf.strings.as_string(stored), ")"])),
-        (tf.equal(tf.strings.substr(encoded, 0, len(_JPEG_START)), _JPEG_START), tf.constant(NOT_JPEG)),
+        (in_range, tf.strings.join([label_reason_prefix(num_classes), tf.strings.as_string(stored), ")"])),
+        (tf.equal(tf.strings.substr(encoded, 0, len(JPEG_START)), JPEG_START), tf.constant(NOT_JPEG)),
         # A JPEG cut short has no end marker: as telling as a decode, and far cheaper.
         # (substr clips at the end, so a 1-byte payload reads as 1 byte, not an error.)
-        (tf.equal(tf.strings.substr(encoded, tf.maximum(length - 2, 0), 2), _JPEG_END),
+        (tf.equal(tf.strings.substr(encoded, tf.maximum(length - 2, 0), 2), JPEG_END),
          tf.constant(TRUNCATED_JPEG)),
     ]
-
-
-def _label_reason_prefix(num_classes: int) -> str:
-    return f"label outside {LABEL_OFFSET}..{num_classes - 1 + LABEL_OFFSET} (stored "
 
 
 # What tf.debugging.Assert prints: each data item in brackets, separated by spaces. The file
@@ -198,42 +163,11 @@ def record_problem(serialized: bytes, num_classes: int, *, decode: bool = True) 
       num_classes: stored labels must be 1..num_classes.
       decode: also decode the JPEG eagerly.
     """
+    examined = examine(serialized, num_classes)
+    if examined.problem is not None or not decode:
+        return examined.problem
     try:
-        feature = tf.train.Example.FromString(serialized).features.feature
-    except Exception:  # noqa: BLE001 (protobuf's DecodeError moves between versions)
-        return "not a tf.train.Example"
-    encoded, encoded_problem = _single(feature, ENCODED_KEY, "bytes_list")
-    stored, label_problem = _single(feature, LABEL_KEY, "int64_list")
-    if encoded_problem or label_problem:
-        return encoded_problem or label_problem
-    if not encoded:
-        return NO_IMAGE
-    if stored is None:
-        return NO_LABEL
-    if not LABEL_OFFSET <= stored < LABEL_OFFSET + num_classes:
-        return f"{_label_reason_prefix(num_classes)}{stored})"
-    if not encoded.startswith(_JPEG_START):
-        return NOT_JPEG
-    if not encoded.endswith(_JPEG_END):
-        return TRUNCATED_JPEG
-    if decode:
-        try:
-            tf.io.decode_jpeg(encoded, channels=3)
-        except tf.errors.OpError as err:
-            return f"JPEG does not decode ({op_error_text(err)})"
+        tf.io.decode_jpeg(examined.jpeg, channels=3)
+    except tf.errors.OpError as err:
+        return f"JPEG does not decode ({op_error_text(err)})"
     return None
-
-
-def _single(feature, key: str, kind: str):
-    """(value, problem) of a feature the pipeline parses as one value of ``kind``.
-
-    An absent key, or one set to no kind at all, is (None, None): ``parse``
-    sees its default and fails a check. An empty list, several values or
-    another type make ``parse`` itself fail, so they get a reason of their own.
-    """
-    if key not in feature or feature[key].WhichOneof("kind") is None:
-        return None, None
-    values = getattr(feature[key], kind).value
-    if feature[key].WhichOneof("kind") != kind or len(values) != 1:
-        return None, f"{key} is not one {kind.split('_')[0]} value (the pipeline cannot parse it)"
-    return values[0], None

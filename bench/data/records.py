@@ -4,7 +4,10 @@ The layout is the one the standard ImageNet-to-GCS conversion writes:
 ``train-00000-of-01024`` … and ``validation-00000-of-00128`` …, each record a
 ``tf.train.Example`` with the JPEG in ``image/encoded`` and a 1-based label
 in ``image/class/label`` (the model's label is one less). Paths may be local or
-``gs://`` URIs: all file access goes through ``tf.io.gfile``.
+``gs://`` URIs. No TensorFlow at import: records are encoded by
+bench/data/example.py, local directories are listed and counted with the
+standard library (the grain input reads them without TensorFlow); ``gs://``
+URIs, and writing shards, go through ``tf.io.gfile``, loaded where needed.
 
 What makes a record unusable, and how a bad one is found (in the pipeline or
 after the fact), is bench/data/record_checks.py.
@@ -15,15 +18,15 @@ bench/data/tools.py, built on this module.
 from __future__ import annotations
 
 import contextlib
-
+import os
 import re
 from typing import Sequence
 
-import tensorflow as tf
-
-from bench.errors import UsageError
+from bench.data.example import serialize_example
 from bench.data.spec import SPLITS
-from bench.data.tfrecord import FramingError, frames
+from bench.data.tfrecord import FramingError, frames, spans
+from bench.errors import UsageError
+from methodology import constants
 
 IMAGENET_SHARDS = {"train": 1024, "validation": 128}
 LABEL_OFFSET = 1  # stored labels are 1..1000
@@ -56,10 +59,10 @@ def list_shards(data_dir: str, split: str) -> list[str]:
     """
     if split not in SPLITS:
         raise UsageError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
-    if not tf.io.gfile.isdir(data_dir):
+    names = _listdir(data_dir)
+    if names is None:
         raise UsageError(f"no data directory {data_dir}; give the directory (or gs:// URI) holding "
                          f"{shard_name(split, 0, IMAGENET_SHARDS[split])} …")
-    names = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(data_dir))
     found: dict[int, str] = {}
     counts: set[int] = set()  # from every name: two sets can share an index
     for name in names:
@@ -83,6 +86,22 @@ def list_shards(data_dir: str, split: str) -> list[str]:
         raise UsageError(f"{data_dir}: {len(found)} of {count} {split} shards; {shard_name(split, missing[0], count)} "
                          "is missing (an interrupted copy?); copy the rest")
     return [join(data_dir, found[i]) for i in range(count)]
+
+
+def _listdir(data_dir: str) -> list[str] | None:
+    """The names in ``data_dir``, sorted; None when it is not a directory. Local: no TensorFlow."""
+    if "://" not in data_dir:
+        if not os.path.isdir(data_dir):
+            return None
+        try:
+            return sorted(os.listdir(data_dir))
+        except OSError as err:
+            raise UsageError(f"cannot list {data_dir} ({err.strerror}); check its permissions") from None
+    import tensorflow as tf  # noqa: PLC0415 (gs:// only: TensorFlow's file system reads buckets)
+
+    if not tf.io.gfile.isdir(data_dir):
+        return None
+    return sorted(name.rstrip("/") for name in tf.io.gfile.listdir(data_dir))
 
 
 def _some(names: list[str], shown: int = 3) -> str:
@@ -112,18 +131,10 @@ def encode_example(jpeg_bytes: bytes, label: int, *, height: int, width: int, fi
       synset: the class's WordNet id (e.g. ``n01440764``) or folder name.
 
     Returns:
-      The serialized example.
+      The serialized example, byte for byte what tf.train.Example writes (no TensorFlow needed).
     """
-    def ints(value):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
-
-    def raw(value):
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
-
-    features = {ENCODED_KEY: raw(jpeg_bytes), LABEL_KEY: ints(label), HEIGHT_KEY: ints(height),
-                WIDTH_KEY: ints(width), FORMAT_KEY: raw(b"JPEG"), FILENAME_KEY: raw(filename.encode()),
-                SYNSET_KEY: raw(synset.encode())}
-    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+    return serialize_example({ENCODED_KEY: jpeg_bytes, LABEL_KEY: label, HEIGHT_KEY: height, WIDTH_KEY: width,
+                              FORMAT_KEY: b"JPEG", FILENAME_KEY: filename, SYNSET_KEY: synset})
 
 
 def write_shards(examples: Sequence[bytes], out_dir: str, split: str, num_shards: int) -> list[str]:
@@ -142,6 +153,8 @@ def write_shards(examples: Sequence[bytes], out_dir: str, split: str, num_shards
       ValueError: ``num_shards`` < 1 or an unknown split.
       tf.errors.OpError: ``out_dir`` cannot be written.
     """
+    import tensorflow as tf  # noqa: PLC0415 (local or gs://: TensorFlow's writer and file system)
+
     if num_shards < 1 or split not in SPLITS:
         raise ValueError(f"need num_shards >= 1 and a split in {SPLITS}, got {num_shards}, {split!r}")
     tf.io.gfile.makedirs(out_dir)
@@ -166,8 +179,22 @@ def write_shards(examples: Sequence[bytes], out_dir: str, split: str, num_shards
 
 # --- reading shards outside the pipeline ------------------------------------------------------------
 
+def num_examples(files: Sequence[str], split: str) -> int:
+    """Records in ``files``: ImageNet's published count for its standard layout, else counted.
+
+    Counting walks every record header (fast, but it touches every file): not
+    worth it for the 1024 shards of the real ImageNet, whose size is known.
+    """
+    if len(files) == IMAGENET_SHARDS[split]:
+        return {"train": constants.IMAGENET_TRAIN_EXAMPLES,
+                "validation": constants.IMAGENET_VALIDATION_EXAMPLES}[split]
+    return count_records(files)
+
+
 def count_records(files: Sequence[str]) -> int:
     """Records in ``files``, from their framing alone: payloads are seeked over, not parsed.
+
+    Local files are walked without TensorFlow (bench/data/tfrecord.py ``spans``), gs:// ones through it.
 
     Args:
       files: shard paths (local or gs://).
@@ -176,12 +203,15 @@ def count_records(files: Sequence[str]) -> int:
       The total number of records.
 
     Raises:
-      UsageError: a truncated shard or a corrupt record header, named with the byte offset.
+      UsageError: a truncated shard or a corrupt record header, named with the byte offset; a local
+        shard that cannot be read.
     """
     total = 0
     for path in files:
         try:
-            total += sum(1 for _ in frames(path, read_payloads=False))
+            total += sum(1 for _ in frames(path, read_payloads=False)) if "://" in path else len(spans(path))
         except FramingError as err:
             raise UsageError(f"{err}; re-create or remove that shard") from None
+        except OSError as err:
+            raise UsageError(f"cannot read {path} ({err.strerror}); check the data directory") from None
     return total

@@ -21,6 +21,14 @@ IMAGE_DTYPES = ("float32", "uint8", "bfloat16")
 MEAN_RGB = (0.485 * 255, 0.456 * 255, 0.406 * 255)
 STDDEV_RGB = (0.229 * 255, 0.224 * 255, 0.225 * 255)
 
+# ResNet's augmentation, the same under every reader (bench/data/preprocess.py's tf.data,
+# bench/data/jpeg.py's grain): Inception-style crops, as the reference trains with.
+EVAL_CROP_PADDING = 32  # 224 out of 256: the centre crop fraction 0.875
+MIN_OBJECT_COVERED = 0.1
+ASPECT_RATIO_RANGE = (3 / 4, 4 / 3)
+AREA_RANGE = (0.08, 1.0)
+MAX_ATTEMPTS = 10
+
 @dataclass(frozen=True)
 class DataCounts:
     """What the real data holds, found before anything depends on the batch size.

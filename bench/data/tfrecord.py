@@ -9,12 +9,15 @@ Each record is framed as::
 
 TensorFlow's reader reports a broken frame as "corrupted record at 128" with
 no file name; walking the files here names the file, the record and the byte.
+Local files are also indexed, read by their place and written here without
+TensorFlow (``spans``, ``read_record``, ``write_records``), for the grain input.
 Knows nothing of what the records hold (bench/data/records.py does).
 """
 from __future__ import annotations
 
+import os
 import struct
-from typing import Iterator
+from typing import Iterable, Iterator
 
 HEADER_BYTES, FOOTER_BYTES = 12, 4  # length (8) + its crc (4); the data's crc (4)
 _CRC_MASK_DELTA = 0xA282EAD8
@@ -45,6 +48,9 @@ try:
     from google_crc32c import value as crc32c
 except ImportError:
     crc32c = crc32c_in_python
+# Whether a payload's checksum is cheap: google-crc32c's C takes ~10 us for ImageNet's ~110 KB
+# record, Python's loop ~20 ms, more than decoding the JPEG it guards.
+FAST_CRC32C = crc32c is not crc32c_in_python
 
 
 class FramingError(Exception):
@@ -98,22 +104,111 @@ def frames(path: str, *, read_payloads: bool) -> Iterator[tuple[int, bytes | Non
         size_bytes = f.size()  # once: on gs:// every size() is a request
         index, offset = 0, 0
         while offset < size_bytes:
-            header = f.read(HEADER_BYTES)
-            if len(header) < HEADER_BYTES:
-                raise FramingError(path, index, offset, f"truncated shard: record header cut short at byte {offset}")
-            length, length_crc = struct.unpack("<QI", header)
-            if length_crc != masked_crc(header[:8]):
-                raise FramingError(path, index, offset, f"corrupt record header at byte {offset} (checksum mismatch)")
+            length = _payload_length(path, index, offset, f.read(HEADER_BYTES), size_bytes)
             end = offset + HEADER_BYTES + length + FOOTER_BYTES
-            if end > size_bytes:
-                raise FramingError(path, index, offset, f"truncated shard: record at byte {offset} is cut short "
-                                                        f"({end - offset} bytes, {size_bytes - offset} left)")
             payload = None
             if read_payloads:
-                payload, footer = f.read(length), f.read(FOOTER_BYTES)
-                if struct.unpack("<I", footer)[0] != masked_crc(payload):
-                    raise FramingError(path, index, offset, f"corrupt record at byte {offset} (checksum mismatch)")
+                payload = f.read(length)
+                check_payload(path, index, offset, payload, f.read(FOOTER_BYTES))
             else:
                 f.seek(end)
             yield index, payload
             index, offset = index + 1, end
+
+
+def spans(path: str) -> list[tuple[int, int]]:
+    """(offset, payload length) of each record of a local TFRecord file, from its headers alone.
+
+    The index random access reads by (bench/data/grain_input.py): 12 bytes read
+    a record, each with its own ``pread``, so the payloads are never read, and
+    no TensorFlow. A bucket mounted as a file system (gcsfuse) is a local path.
+
+    Args:
+      path: a local file.
+
+    Returns:
+      One (offset of the record's frame, payload bytes) per record, in file order.
+
+    Raises:
+      FramingError: a truncated file or a corrupt length.
+      OSError: the file cannot be opened or read.
+    """
+    found = []
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size_bytes = os.fstat(fd).st_size
+        offset = 0
+        while offset < size_bytes:
+            length = _payload_length(path, len(found), offset, os.pread(fd, HEADER_BYTES, offset), size_bytes)
+            found.append((offset, length))
+            offset += HEADER_BYTES + length + FOOTER_BYTES
+    finally:
+        os.close(fd)
+    return found
+
+
+def read_record(path: str, index: int, offset: int, length: int, *, verify: bool) -> bytes:
+    """One record's payload, read by its place (``spans``) in a local file: one ``open`` and one ``pread``.
+
+    Opened and closed for each record: a shuffled read seldom returns to a shard
+    soon, and 1,024 shards held open would pass the usual limit of open files.
+
+    Args:
+      path: a local file.
+      index, offset, length: the record's position in the file, its frame's offset and its payload's bytes.
+      verify: check the payload's checksum (worth it only with google-crc32c: in Python it costs more
+        than decoding the JPEG).
+
+    Raises:
+      FramingError: the file changed since it was indexed (a record cut short), or a checksum mismatch.
+      OSError: the file cannot be opened or read.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.pread(fd, HEADER_BYTES + length + FOOTER_BYTES, offset)
+    finally:
+        os.close(fd)
+    if len(data) < HEADER_BYTES + length + FOOTER_BYTES:
+        raise FramingError(path, index, offset, f"truncated shard: record at byte {offset} is cut short "
+                                                f"(changed since it was indexed?)")
+    payload = data[HEADER_BYTES:HEADER_BYTES + length]
+    if verify:
+        check_payload(path, index, offset, payload, data[HEADER_BYTES + length:])
+    return payload
+
+
+def write_records(path: str, payloads: Iterable[bytes]) -> int:
+    """Writes ``payloads`` as one local TFRecord file (what TFRecordWriter writes), without TensorFlow.
+
+    Returns:
+      The records written.
+
+    Raises:
+      OSError: the file cannot be written.
+    """
+    written = 0
+    with open(path, "wb") as f:
+        for payload in payloads:
+            f.write(frame(payload))
+            written += 1
+    return written
+
+
+def _payload_length(path: str, index: int, offset: int, header: bytes, size_bytes: int) -> int:
+    """The payload length a record's header states, once its checksum and the file's size allow it."""
+    if len(header) < HEADER_BYTES:
+        raise FramingError(path, index, offset, f"truncated shard: record header cut short at byte {offset}")
+    length, length_crc = struct.unpack("<QI", header)
+    if length_crc != masked_crc(header[:8]):
+        raise FramingError(path, index, offset, f"corrupt record header at byte {offset} (checksum mismatch)")
+    end = offset + HEADER_BYTES + length + FOOTER_BYTES
+    if end > size_bytes:
+        raise FramingError(path, index, offset, f"truncated shard: record at byte {offset} is cut short "
+                                                f"({end - offset} bytes, {size_bytes - offset} left)")
+    return length
+
+
+def check_payload(path: str, index: int, offset: int, payload: bytes, footer: bytes) -> None:
+    """Raises FramingError unless ``footer`` holds ``payload``'s checksum."""
+    if len(footer) < FOOTER_BYTES or struct.unpack("<I", footer[:FOOTER_BYTES])[0] != masked_crc(payload):
+        raise FramingError(path, index, offset, f"corrupt record at byte {offset} (checksum mismatch)")

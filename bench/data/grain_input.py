@@ -1,0 +1,415 @@
+"""The JAX engine's real data without TensorFlow: grain over the same ImageNet TFRecord shards.
+
+The tf.data pipeline (bench/data/pipeline.py) needs TensorFlow; a GPU or TPU VM
+set up for JAX often has none. This input reads the very files tf.data reads,
+with grain, JAX's data loader, and bench/data/jpeg.py's numpy preprocessing.
+
+Random access without a conversion: grain samples records by number, and a
+TFRecord file has no index, so one is built when the input starts by walking
+the record headers (bench/data/tfrecord.py: 12 bytes read a record; measured
+here 9 us a record on a local disk, ~11 s for ImageNet's 1.28 M, in each process). Converting to grain's
+ArrayRecord format would give an index for free, but it is a copy of ImageNet
+(~140 GB) made and kept beside the shards; reading the shards as they are
+leaves nothing to convert, and both engines read the same bytes.
+
+Per process: its contiguous 1/N share of the split's records (``process_share``);
+training shuffles the share with the spec's seed, reshuffles it every epoch and
+repeats it forever; validation reads it once, in order. Each record is checked
+(bench/data/record_problems.py) and decoded in ``worker_count`` processes, which
+batch training images themselves; validation's images are batched here, so the
+last, partial batch is the only one (padded with zero-weight images, as
+pipeline.py's eval_padding pads). Batches are numpy: images uint8
+[B, size, size, 3], labels int32 [B] (0-based), and for padded validation the
+weights float32 [B]. Images stay bytes: the device normalises them.
+
+The iterator's position is grain's, and it is the whole state: ``get_state``
+after N batches and ``set_state`` in a new process continue with batch N+1,
+the same records, crops and flips (the crop's random numbers are drawn from the
+seed and the record's place in the stream, not from a shared generator).
+
+Worker processes hand their batches over in shared memory. Closed in the middle
+of a stream (a bad record, the end of a run), the batches grain had prefetched
+are garbage in reference cycles: ``close`` collects them, freeing their memory;
+one a worker hands over as it stops waits for the next collection (should the
+process end first, Python's resource tracker frees it, and warns).
+"""
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import grain
+import numpy as np
+
+from bench.cluster import gpus
+from bench.data import jpeg, records
+from bench.data.record_index import FIX, RecordIndex, TFRecordSource, index_records
+from bench.data.record_problems import examine
+from bench.data.spec import DataCounts, InputSpec
+from bench.errors import UsageError
+from methodology.throughput import StepRecord
+
+# Cores left to the training process itself when the workers' number is not given: JAX's
+# dispatch and the host-to-device copies each want one.
+CORES_FOR_TRAINING = 2
+MAX_DEFAULT_WORKERS = 64
+# Within each worker, threads read records and decode them (libjpeg-turbo releases the GIL
+# for part of a decode); the buffer holds this many records ahead, decoded.
+READ_THREADS = 4
+READ_AHEAD_RECORDS = 64
+WORKER_BUFFER_BATCHES = 2
+STATE_FORMAT = 1
+
+SKIP_FIX = f"{FIX}, or pass --skip-corrupt to skip and count bad records"
+
+
+def default_worker_count(cpus: int | None = None) -> int:
+    """Worker processes when none are asked for: the host's usable cores less CORES_FOR_TRAINING, at most
+    MAX_DEFAULT_WORKERS; 0 (decode in the training process) with two cores or fewer.
+
+    One process a host: several training processes on one host should divide the cores between them.
+    """
+    if cpus is None:
+        cpus = gpus.usable_cpus()
+    return max(0, min(cpus - CORES_FOR_TRAINING, MAX_DEFAULT_WORKERS))
+
+
+def process_share(num_records: int, process_index: int, process_count: int) -> range:
+    """The contiguous records of one process: the first ``num_records % process_count`` get one more."""
+    if not 0 <= process_index < process_count:
+        raise ValueError(f"process_index must be in [0, {process_count}), got {process_index}")
+    base, extra = divmod(num_records, process_count)
+    start = process_index * base + min(process_index, extra)
+    return range(start, start + base + (process_index < extra))
+
+
+def count_examples(source: str, data_dir: str | None, num_classes: int,
+                   splits: tuple[str, ...] = ("train",)) -> DataCounts:
+    """What the TFRecord shards hold (bench/data/pipeline.py's count, without TensorFlow).
+
+    Args:
+      source: "synthetic" (nothing to count) or "imagenet" (TFRecord shards); "tfds" is refused.
+      data_dir: a local directory (a bucket mounted with gcsfuse is one).
+      num_classes: unused (the records' labels are checked as they are read); kept for pipeline.py's signature.
+      splits: the splits that will be read.
+
+    Raises:
+      UsageError: --data tfds, a gs:// URI, missing directory, no shards, a truncated shard.
+    """
+    del num_classes
+    if source == "synthetic":
+        return DataCounts()
+    _check_readable_here(source, data_dir)
+    files = {split: tuple(records.list_shards(data_dir, split)) for split in splits}
+    examples = {split: records.num_examples(f, split) for split, f in files.items()}
+    return DataCounts(examples.get("train"), examples.get("validation"), files.get("train", ()),
+                      files.get("validation", ()))
+
+
+def _refuse_what_cannot_run(spec: InputSpec, process_index: int, process_count: int,
+                            worker_count: int | None) -> None:
+    _check_readable_here(spec.source, spec.data_dir)
+    if spec.cache:
+        raise UsageError("--cache keeps tf.data's records in memory; the grain input reads records by their "
+                         "place, which the OS page cache keeps for data that fits in RAM: leave --cache off")
+    if not 0 <= process_index < process_count:
+        raise UsageError(f"process {process_index} of {process_count} does not exist; processes are numbered "
+                         f"0..{process_count - 1}")
+    if worker_count is not None and worker_count < 0:
+        raise UsageError(f"worker count must be 0 (decode in this process) or more, got {worker_count}")
+
+
+def _check_readable_here(source: str, data_dir: str | None) -> None:
+    if source == "tfds":
+        raise UsageError("--data tfds is read through TensorFlow Datasets, which the grain input does not use: "
+                         "give the TFRecord shards with --data imagenet, or read TFDS with --framework tensorflow")
+    if data_dir is None or "://" in data_dir:
+        raise UsageError(f"the grain input reads local files, not {data_dir}: copy the shards to a local disk "
+                         "or mount the bucket (gcsfuse), and give that directory")
+
+
+@dataclass(frozen=True)
+class _Preprocess:
+    """A record -> {"image", "label", "problem", "skippable"}: checked, decoded, cropped (grain's map, in the workers).
+
+    A bad record is not raised here but carried, as its one-line message, to
+    ``_SkipCounted`` (which drops it under --skip-corrupt) and on to the training
+    process, which raises it: an exception in a grain worker ends the worker
+    (record_index.TFRecordSource says why that is avoided).
+    """
+
+    index: RecordIndex
+    image_size: int
+    num_classes: int
+
+    def __call__(self, element: tuple[int, bytes, str], rng: np.random.Generator | None = None) -> dict:
+        record, payload, unreadable = element
+        if unreadable:
+            return self._bad(unreadable, skippable=False)
+        jpeg_bytes, label, problem = examine(payload, self.num_classes)
+        if problem is None:
+            try:
+                image = (jpeg.train_image(jpeg_bytes, self.image_size, rng) if rng is not None
+                         else jpeg.eval_image(jpeg_bytes, self.image_size))
+            except ValueError as err:
+                problem = f"JPEG does not decode ({err})"
+        if problem is None:
+            return {"image": image, "label": np.int32(label), "problem": "", "skippable": True}
+        return self._bad(f"bad input data: {self.index.bad_record(record, problem).message()}; {SKIP_FIX}",
+                         skippable=True)
+
+    def _bad(self, message: str, skippable: bool) -> dict:
+        return {"image": np.zeros((self.image_size, self.image_size, 3), np.uint8), "label": np.int32(0),
+                "problem": message, "skippable": skippable}
+
+
+class _SkipCounted(grain.IterDataset):
+    """Under --skip-corrupt, drops the skippable bad records and puts how many into the next record ("skipped").
+
+    A worker's count thus travels with its batches to the training process. The
+    iterator holds no state of its own between records (the count resets with each
+    record it passes on), so its parent's position is its state. Without
+    --skip-corrupt, and for what cannot be skipped (a broken frame), bad records
+    pass on with their problem.
+    """
+
+    def __init__(self, parent: grain.IterDataset, skip: bool, share_records: int):
+        super().__init__(parent)
+        self._skip, self._share_records = skip, share_records
+
+    def __iter__(self) -> grain.DatasetIterator:
+        return _SkipCountedIterator(self._parent.__iter__(), self._skip, self._share_records)
+
+
+class _SkipCountedIterator(grain.DatasetIterator):
+    def __init__(self, parent: grain.DatasetIterator, skip: bool, share_records: int):
+        super().__init__(parent)
+        self._skip, self._share_records = skip, share_records
+
+    def __next__(self) -> dict:
+        skipped = 0
+        while True:
+            element = next(self._parent)
+            problem = element["problem"]
+            if self._skip and problem and element["skippable"]:
+                skipped += 1
+                if skipped <= self._share_records:
+                    continue
+                # Every record of an endless share is bad: say so rather than spin.
+                problem = (f"every one of this process's {self._share_records} records fails the checks "
+                           "(--skip-corrupt skipped them all); check the data with `podbench data inspect`")
+            return {"image": element["image"], "label": element["label"], "problem": problem,
+                    "skipped": np.int32(skipped)}
+
+    def get_state(self) -> dict:
+        return self._parent.get_state()
+
+    def set_state(self, state: dict) -> None:
+        self._parent.set_state(state)
+
+
+class GrainInput:
+    """One process's real-data input through grain: batches, their position, and the records skipped.
+
+    A batch is ``spec.per_replica_batch_size`` images: give the process's batch there (its replicas'
+    batches together), as the process's one pipeline feeds them all.
+
+    Attributes:
+      spec: what the input produces (source "imagenet"; ``image_dtype`` is the device's business:
+        images here are always bytes).
+      worker_count: grain's worker processes (0: decoding in this process).
+      share: this process's records of the split (numbers into ``index``).
+      index: every record of the split.
+    """
+
+    def __init__(self, spec: InputSpec, counts: DataCounts, process_index: int = 0, process_count: int = 1,
+                 worker_count: int | None = None):
+        """Indexes the split's shards (every record header is read) and checks what cannot run.
+
+        Args:
+          spec: the input's spec; its split's shards are ``counts``'.
+          counts: from ``count_examples`` (or pipeline.py's), for the same data.
+          process_index, process_count: this process among those reading the data; each reads its own share.
+          worker_count: grain's worker processes; None: ``default_worker_count()``.
+
+        Raises:
+          UsageError: a source or setting the grain input cannot read, a broken shard, shards holding
+            another number of records than ``counts`` says, or a share with no records.
+        """
+        _refuse_what_cannot_run(spec, process_index, process_count, worker_count)
+        files = counts.train_files if spec.training else counts.eval_files
+        if not files:
+            raise UsageError(f"no {spec.split} shards were counted; count the {spec.split} split with count_examples")
+        self.spec = spec
+        self.worker_count = default_worker_count() if worker_count is None else worker_count
+        self.index = index_records(files)
+        expected = counts.train_examples if spec.training else counts.eval_examples
+        if len(self.index) != expected:
+            why = ("ImageNet's published count, taken for its 1024/128 shards: these are not ImageNet's; re-create "
+                   "them in another number of shards" if len(files) == records.IMAGENET_SHARDS[spec.split]
+                   else "the shards changed since they were counted; count them again")
+            raise UsageError(f"the {spec.split} shards hold {len(self.index):,} records, not the {expected:,} "
+                             f"counted ({why})")
+        self.share = process_share(len(self.index), process_index, process_count)
+        if not self.share:
+            raise UsageError(f"{len(self.index)} {spec.split} records cannot feed {process_count} processes: "
+                             "each needs one at least; use fewer processes")
+        self._placement = {"process_index": process_index, "process_count": process_count}
+        self._iterator = None
+        self._skipped = 0
+        self._delivered = 0  # validation's records handed out, to count what was skipped at its end
+
+    @property
+    def skipped_records(self) -> int | None:
+        """Records dropped by --skip-corrupt so far (None without it). Validation counts its skips once its pass ends."""
+        return self._skipped if self.spec.skip_corrupt else None
+
+    def batches(self) -> Iterator[tuple[np.ndarray, ...]]:
+        """This process's batches: (images, labels), or (images, labels, weights) for padded validation.
+
+        Training: one endless stream, which every call continues. Validation: each
+        call is a new pass over the share, in order; without padding it ends after
+        its last full batch (the rest dropped, as tf.data's drop_remainder drops
+        it), with padding the last batch is filled with zero-weight images and
+        zero-weight batches follow without end, as pipeline.py's do.
+        """
+        if not self.spec.training:
+            self.close()  # a new pass
+            self._skipped = self._delivered = 0
+        size = self.spec.per_replica_batch_size
+        while (batch := next(self._grain_iterator(), None)) is not None:
+            problem = next((str(problem) for problem in batch["problem"] if problem), None)  # the earliest
+            if problem is not None:
+                del batch  # its arrays may be grain's shared memory: freed now, not with the traceback
+                self.close()
+                raise UsageError(problem)
+            images, labels = batch["image"], batch["label"]
+            if self.spec.training:
+                self._skipped += int(batch["skipped"].sum())
+                yield images, labels
+                continue
+            self._delivered += len(labels)
+            if self.spec.eval_padding:
+                yield _padded(images, labels, size)
+            elif len(labels) == size:
+                yield images, labels
+        self._skipped = len(self.share) - self._delivered  # validation: the pass is over, every record seen
+        nothing = np.zeros((0, *batch_shape(self.spec)[1:]), np.uint8), np.zeros(0, np.int32)
+        while self.spec.eval_padding:
+            yield _padded(*nothing, size)
+
+    def get_state(self) -> dict:
+        """Where training's stream stands, JSON-serialisable: grain's iterator position and what it must be
+        resumed with. (Validation needs none: each pass starts again.)"""
+        return {"format": STATE_FORMAT, "grain": self._grain_iterator().get_state(), **self._setup(),
+                "skipped_records": self._skipped, "delivered_records": self._delivered}
+
+    def set_state(self, state: dict) -> None:
+        """Continues from ``state`` (``get_state``'s): the next batch is the one that followed it.
+
+        Raises:
+          UsageError: a state saved by another kind of input, or with another worker count, placement, split,
+            seed, batch size or number of records (the order of the records depends on each).
+        """
+        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or "grain" not in state:
+            raise UsageError("the input state to resume from is not the grain input's; resume from a checkpoint "
+                             "this input wrote")
+        for key, value in self._setup().items():
+            if state.get(key) != value:
+                raise UsageError(f"the input state was saved with {key} {state.get(key)!r} and this input has "
+                                 f"{value!r}; resume with the same {key}: the order of the records depends on it")
+        self._grain_iterator().set_state(state["grain"])
+        self._skipped, self._delivered = int(state["skipped_records"]), int(state["delivered_records"])
+
+    def _setup(self) -> dict:
+        """What the order of the records depends on: a state resumes only under the same."""
+        return {"worker_count": self.worker_count, **self._placement, "records": len(self.index),
+                "split": self.spec.split, "seed": self.spec.seed, "batch_size": self.spec.per_replica_batch_size}
+
+    def close(self) -> None:
+        """Stops grain's worker processes and frees the shared memory of the batches they had made."""
+        if self._iterator is not None:
+            close = getattr(self._iterator, "close", None)
+            if close is not None:
+                close()
+            self._iterator = None
+            gc.collect()  # the prefetched batches, in grain's reference cycles: their shared memory freed now
+
+    def __enter__(self) -> GrainInput:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _grain_iterator(self):
+        if self._iterator is None:
+            self._iterator = iter(self._dataset())
+        return self._iterator
+
+    def _dataset(self):
+        spec = self.spec
+        records_ = grain.MapDataset.source(TFRecordSource(self.index)).seed(spec.seed)
+        records_ = records_[self.share.start:self.share.stop]
+        preprocess = _Preprocess(self.index, spec.image_size, spec.num_classes)
+        if spec.training:
+            records_ = records_.shuffle().repeat(None)  # reshuffled each epoch
+        images = records_.random_map(preprocess) if spec.training and spec.augment else records_.map(preprocess)
+        stream = _SkipCounted(images.to_iter_dataset(grain.ReadOptions(num_threads=READ_THREADS,
+                                                                       prefetch_buffer_size=READ_AHEAD_RECORDS)),
+                              spec.skip_corrupt, len(self.share))
+        if spec.training:  # whole batches from each worker: one transfer a batch
+            return _in_workers(stream.batch(spec.per_replica_batch_size, drop_remainder=True), self.worker_count)
+        # Validation is batched here: each worker's last batch would be partial, and only the pass's last may be.
+        return _in_workers(stream, self.worker_count).batch(spec.per_replica_batch_size, drop_remainder=False)
+
+
+def batch_shape(spec: InputSpec) -> tuple[int, int, int, int]:
+    """[B, size, size, 3]: the images of one batch."""
+    return spec.per_replica_batch_size, spec.image_size, spec.image_size, 3
+
+
+def _padded(images: np.ndarray, labels: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(images, labels, weights) filled to ``size`` with zero images of label 0 and weight 0."""
+    missing = size - len(labels)
+    weights = np.concatenate([np.ones(len(labels), np.float32), np.zeros(missing, np.float32)])
+    if missing == 0:
+        return images, labels, weights
+    return (np.concatenate([images, np.zeros((missing, *images.shape[1:]), np.uint8)]),
+            np.concatenate([labels, np.zeros(missing, np.int32)]), weights)
+
+
+def _in_workers(stream, worker_count: int):
+    """``stream`` run in ``worker_count`` processes (as is with 0)."""
+    if worker_count == 0:
+        return stream
+    _absl_flags_parsed()
+    return stream.mp_prefetch(grain.MultiprocessingOptions(num_workers=worker_count,
+                                                           per_worker_buffer_size=WORKER_BUFFER_BATCHES))
+
+
+def _absl_flags_parsed() -> None:
+    """grain 0.2's worker processes read an absl flag, which fails unless absl's flags were parsed
+    (google/grain#1355; a script without absl.app never parses them): take every flag's default."""
+    from absl import flags  # noqa: PLC0415 (grain's own dependency)
+
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()
+
+
+def time_input(source: GrainInput, num_batches: int, clock: Callable[[], float] = time.perf_counter) -> list[StepRecord]:
+    """The input alone, timed as pipeline.py's ``time_batches`` times tf.data: (batches done, clock) after each,
+    record 0 before the first pull (its interval includes the start-up: workers, the first reads).
+
+    Raises:
+      UsageError: a bad record (named), or a split too small for ``num_batches``.
+    """
+    log = [StepRecord(0, clock())]
+    batches = source.batches()
+    for done in range(1, num_batches + 1):
+        if next(batches, None) is None:
+            raise UsageError(f"the data ran out after {done - 1} of {num_batches} batches; lower the number of "
+                             "batches or the batch size")
+        log.append(StepRecord(done, clock()))
+    return log

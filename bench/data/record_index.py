@@ -1,0 +1,129 @@
+"""Random access to TFRecord shards without TensorFlow: an index of every record, built from the headers.
+
+grain (bench/data/grain_input.py) samples records by number; a TFRecord file
+has none, so ``index_records`` walks each shard's record headers
+(bench/data/tfrecord.py ``spans``: 12 bytes read a record) and keeps each
+record's shard, place in the shard, byte offset and length. ``TFRecordSource``
+is grain's data source over that index: a record's number gives its bytes, with
+one ``pread``. A broken shard or record is a one-line UsageError that names the
+shard, the record and the byte.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from bench.data import tfrecord
+from bench.data.record_problems import BadRecord
+from bench.errors import UsageError
+
+INDEX_THREADS = 16  # shards indexed at once: each read waits on storage, not on Python
+FIX = "re-create or remove that shard"
+
+
+@dataclass(frozen=True, eq=False)
+class RecordIndex:
+    """Where every record of a split is: the random access grain needs, built from the headers.
+
+    Attributes:
+      files: the shards, in order.
+      shard: each record's shard (an index into ``files``).
+      position: each record's index within its shard.
+      offset: where each record's frame starts in its shard (bytes).
+      length: each record's payload (bytes).
+    """
+
+    files: tuple[str, ...]
+    shard: np.ndarray
+    position: np.ndarray
+    offset: np.ndarray
+    length: np.ndarray
+
+    def __post_init__(self):
+        sizes = {len(self.shard), len(self.position), len(self.offset), len(self.length)}
+        if len(sizes) != 1:
+            raise ValueError(f"an index's columns must be as long as each other, got {sorted(sizes)}")
+        if len(self.shard) and not 0 <= int(self.shard.min()) <= int(self.shard.max()) < len(self.files):
+            raise ValueError("an index names a shard it does not list")
+
+    def __len__(self) -> int:
+        return len(self.shard)
+
+    def bad_record(self, record: int, reason: str, skippable: bool = True) -> BadRecord:
+        """Record ``record`` (of the split) by its shard, place in the shard and byte offset."""
+        return BadRecord(self.files[self.shard[record]], int(self.position[record]), reason, skippable,
+                         int(self.offset[record]))
+
+
+def index_records(files: Sequence[str]) -> RecordIndex:
+    """Every record's place in ``files``, from the record headers alone (bench/data/tfrecord.py's ``spans``).
+
+    Raises:
+      UsageError: a shard that cannot be read, or a truncated shard or corrupt header (named with its record
+        and byte).
+    """
+    with ThreadPoolExecutor(max_workers=max(1, min(INDEX_THREADS, len(files)))) as pool:
+        found = list(pool.map(_spans_of, files))
+    counts = [len(spans) for spans in found]
+    flat = [span for spans in found for span in spans]
+    # int32 where it fits (a shard's records, a JPEG's bytes): ImageNet's index is ~26 MB in each process.
+    return RecordIndex(tuple(files), np.repeat(np.arange(len(files), dtype=np.int32), counts),
+                       np.concatenate([np.arange(n, dtype=np.int32) for n in counts] or [np.zeros(0, np.int32)]),
+                       np.array([o for o, _ in flat], dtype=np.int64), np.array([n for _, n in flat], dtype=np.int32))
+
+
+def _spans_of(path: str) -> list[tuple[int, int]]:
+    try:
+        return tfrecord.spans(path)
+    except tfrecord.FramingError as err:
+        # The reason names the byte already.
+        raise UsageError(f"bad input data: {BadRecord(path, err.index, err.reason, False).message()}; {FIX}") from None
+    except OSError as err:
+        raise UsageError(f"cannot read {path} ({err.strerror}); check the data directory") from None
+
+
+class TFRecordSource:
+    """grain's random-access data source over indexed shards: record number -> (number, payload, problem).
+
+    A record that cannot be read comes back as its one-line problem rather than as
+    an exception: raised in one of grain's worker processes, an exception ends that
+    process, and grain 0.2's teardown then races over its shared memory; the
+    training process raises it instead (bench/data/grain_input.py). Picklable
+    (grain's workers receive it): it holds the index, no open files.
+    """
+
+    def __init__(self, index: RecordIndex):
+        self._index = index
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __getitem__(self, record: int) -> tuple[int, bytes, str]:
+        """(record, its payload, "") or, when it cannot be read, (record, b"", the one-line problem)."""
+        try:
+            return record, self.read(record), ""
+        except UsageError as err:
+            return record, b"", str(err)
+
+    def read(self, record: int) -> bytes:
+        """Record ``record``'s payload; its checksum verified where google-crc32c makes that cheap.
+
+        Raises:
+          UsageError: a shard cut short since it was indexed or a checksum mismatch (the shard, the record and
+            the byte named), or a shard that cannot be read.
+        """
+        index = self._index
+        path = index.files[int(index.shard[record])]
+        try:
+            return tfrecord.read_record(path, int(index.position[record]), int(index.offset[record]),
+                                        int(index.length[record]), verify=tfrecord.FAST_CRC32C)
+        except tfrecord.FramingError as err:  # the reason names the byte already
+            raise UsageError(f"bad input data: {BadRecord(path, err.index, err.reason, False).message()}; {FIX}") from None
+        except OSError as err:
+            raise UsageError(f"cannot read {path} ({err.strerror}); check the data directory") from None
+
+    def __repr__(self) -> str:
+        return f"TFRecordSource({len(self._index)} records in {len(self._index.files)} shards)"

@@ -1,0 +1,118 @@
+"""What makes a record unusable, told without TensorFlow: the reasons, and the bad record's name.
+
+One place for the words, so that every reader names a bad record the same way:
+the tf.data pipeline's in-graph checks and the search for a bad record after the
+fact (bench/data/record_checks.py, TensorFlow), and the grain input
+(bench/data/grain_input.py, none). ``examine`` runs the checks that need no
+decoding on a record's bytes, in the order the pipeline runs them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from bench.data.example import parse_example
+from bench.data.records import ENCODED_KEY, LABEL_KEY, LABEL_OFFSET
+
+NOT_AN_EXAMPLE = "not a tf.train.Example"
+NO_IMAGE = f"no {ENCODED_KEY} (missing or empty)"
+NO_LABEL = f"no {LABEL_KEY}"
+NOT_JPEG = "not a JPEG (no start marker FF D8 FF)"
+TRUNCATED_JPEG = "truncated JPEG (no end marker FF D9)"
+
+JPEG_START, JPEG_END = b"\xff\xd8\xff", b"\xff\xd9"
+
+
+@dataclass(frozen=True)
+class BadRecord:
+    """A record (or a place in a shard) that cannot be trained on.
+
+    Attributes:
+      file: the shard's path.
+      index: the record's position in the shard (0-based), None when unknown.
+      reason: what is wrong, in a few words.
+      skippable: whether --skip-corrupt can step over it; a broken frame
+        (truncation, checksum) leaves the rest of the shard unreadable.
+      offset_bytes: where the record's frame starts in the shard, when known.
+    """
+
+    file: str
+    index: int | None
+    reason: str
+    skippable: bool = True
+    offset_bytes: int | None = None
+
+    def __post_init__(self):
+        if self.index is not None and self.index < 0:
+            raise ValueError(f"record index must be >= 0, got {self.index}")
+        if self.offset_bytes is not None and self.offset_bytes < 0:
+            raise ValueError(f"a record's offset must be >= 0, got {self.offset_bytes}")
+        if not self.reason:
+            raise ValueError("a bad record needs a reason")
+
+    def message(self) -> str:
+        """``<file>, record <index> (byte <offset>): <reason>``, without the parts not known."""
+        where = self.file if self.index is None else f"{self.file}, record {self.index}"
+        if self.offset_bytes is not None:
+            where += f" (byte {self.offset_bytes})"
+        return f"{where}: {self.reason}"
+
+
+class Examined(NamedTuple):
+    """A record's JPEG and 0-based label, or what is wrong with it (then ``jpeg`` is b"" and ``label`` 0)."""
+
+    jpeg: bytes
+    label: int
+    problem: str | None
+
+
+def examine(serialized: bytes, num_classes: int) -> Examined:
+    """A record's JPEG bytes and 0-based label, checked without decoding.
+
+    The checks and their order are the tf.data pipeline's (record_checks.parse):
+    an image, a label, the label in range, a JPEG's start and end markers.
+
+    Args:
+      serialized: one record's bytes.
+      num_classes: stored labels must be 1..num_classes.
+    """
+    try:
+        features = parse_example(serialized)
+    except ValueError:
+        return Examined(b"", 0, NOT_AN_EXAMPLE)
+    encoded, encoded_problem = _single(features, ENCODED_KEY, "bytes_list")
+    stored, label_problem = _single(features, LABEL_KEY, "int64_list")
+    problem = encoded_problem or label_problem
+    if problem is None and not encoded:
+        problem = NO_IMAGE
+    elif problem is None and stored is None:
+        problem = NO_LABEL
+    elif problem is None and not LABEL_OFFSET <= stored < LABEL_OFFSET + num_classes:
+        problem = f"{label_reason_prefix(num_classes)}{stored})"
+    elif problem is None and not encoded.startswith(JPEG_START):
+        problem = NOT_JPEG
+    elif problem is None and not encoded.endswith(JPEG_END):
+        problem = TRUNCATED_JPEG
+    if problem is not None:
+        return Examined(b"", 0, problem)
+    return Examined(encoded, stored - LABEL_OFFSET, None)
+
+
+def label_reason_prefix(num_classes: int) -> str:
+    """The start of an out-of-range label's reason: ``label outside 1..1000 (stored ``."""
+    return f"label outside {LABEL_OFFSET}..{num_classes - 1 + LABEL_OFFSET} (stored "
+
+
+def _single(features: dict, key: str, kind: str):
+    """(value, problem) of a feature the pipeline parses as one value of ``kind``.
+
+    An absent key, or one set to no kind at all, is (None, None): the pipeline's
+    parse sees its default and fails a check. An empty list, several values or
+    another type make that parse itself fail, so they get a reason of their own.
+    """
+    feature = features.get(key)
+    if feature is None or feature.kind is None:
+        return None, None
+    if feature.kind != kind or len(feature.values) != 1:
+        return None, f"{key} is not one {kind.split('_')[0]} value (the pipeline cannot parse it)"
+    return feature.values[0], None

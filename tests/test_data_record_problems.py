@@ -1,0 +1,75 @@
+"""bench/data/record_problems.py: a record's problems without TensorFlow, in the tf.data pipeline's own words
+(real records with real JPEG bytes, tests/imagenet_fixture.py)."""
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from bench.data import record_checks
+from bench.data.record_problems import NOT_AN_EXAMPLE, BadRecord, examine
+from console import ENV, REPO
+from imagenet_fixture import BAD_KINDS, REASONS, bad_example, example, jpeg_bytes
+
+NUM_CLASSES = 5
+CHEAP_KINDS = [kind for kind in BAD_KINDS if kind != "corrupt_jpeg"]  # found without decoding
+
+
+@pytest.mark.parametrize("stored, expected", [pytest.param(1, 0, id="first_class"),
+                                              pytest.param(NUM_CLASSES, NUM_CLASSES - 1, id="offbyone_last_class")])
+def test_a_good_record_gives_its_jpeg_and_zero_based_label(stored, expected):
+    jpeg = jpeg_bytes(20, 30, seed=1)
+    assert examine(example(0, stored, jpeg), NUM_CLASSES) == (jpeg, expected, None)
+
+
+@pytest.mark.parametrize("kind", CHEAP_KINDS)
+def test_the_same_words_as_the_tf_data_pipelines_checks(kind):
+    """The grain input and tf.data name a bad record alike: here against the pipeline's in-graph check itself."""
+    serialized = bad_example(kind, 3)
+    examined = examine(serialized, NUM_CLASSES)
+    assert REASONS[kind] in examined.problem and (examined.jpeg, examined.label) == (b"", 0)
+    dataset = tf.data.Dataset.from_tensors(serialized).map(
+        lambda r: record_checks.parse(r, tf.constant("f"), tf.constant(0, tf.int64), NUM_CLASSES, fail=True))
+    with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+        next(iter(dataset))
+    assert record_checks.bad_record_from_error(str(raised.value)).reason == examined.problem
+
+
+def test_a_corrupt_jpeg_passes_the_checks_that_need_no_decoding():
+    assert examine(bad_example("corrupt_jpeg", 3), NUM_CLASSES).problem is None
+
+
+@pytest.mark.parametrize("payload", [pytest.param(b"\xff\xd8\xff\xe0 a JPEG, not a record", id="jpeg_bytes"),
+                                     pytest.param(b"\x0a\x05\x0a", id="cut_short")])
+def test_bytes_that_are_no_example(payload):
+    assert examine(payload, NUM_CLASSES).problem == NOT_AN_EXAMPLE
+    assert record_checks.record_problem(payload, NUM_CLASSES) == NOT_AN_EXAMPLE
+
+
+def test_a_label_stored_as_bytes_cannot_be_parsed():
+    example_ = tf.train.Example()
+    example_.features.feature["image/encoded"].bytes_list.value.append(jpeg_bytes(8, 8, seed=0))
+    example_.features.feature["image/class/label"].bytes_list.value.append(b"3")
+    assert examine(example_.SerializeToString(), NUM_CLASSES).problem == (
+        "image/class/label is not one int64 value (the pipeline cannot parse it)")
+
+
+def test_a_bad_record_is_named_with_its_byte():
+    assert BadRecord("/d/train-00003-of-00004", 17, "why", offset_bytes=123456).message() == (
+        "/d/train-00003-of-00004, record 17 (byte 123456): why")
+    assert BadRecord("/d/f", 2, "why").message() == "/d/f, record 2: why"
+
+
+@pytest.mark.parametrize("changes, message", [pytest.param(dict(offset_bytes=-1), "offset", id="negative_offset"),
+                                              pytest.param(dict(index=-1), "index", id="negative_index"),
+                                              pytest.param(dict(reason=""), "reason", id="no_reason")])
+def test_bad_record_is_validated_on_creation(changes, message):
+    with pytest.raises(ValueError, match=message):
+        BadRecord(**{"file": "/d/f", "index": 0, "reason": "why", **changes})
+
+
+def test_no_tensorflow_is_loaded():
+    code = ("import sys\nfrom bench.data.record_problems import examine\nexamine(b'', 5)\n"
+            "assert 'tensorflow' not in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
