@@ -34,16 +34,21 @@ class StepRecord:
     Attributes:
       step: steps completed when the clock was read (0 = training began).
       time_s: host monotonic clock, seconds (only differences mean anything).
+      input_wait_s: seconds the steps since the previous record waited for their batches (None: not
+        measured; the JAX engine measures it, Keras's fit hides it).
     """
 
     step: int
     time_s: float
+    input_wait_s: float | None = None
 
     def __post_init__(self):
         if self.step < 0:
             raise ValueError(f"step must be >= 0, got {self.step}")
         if not math.isfinite(self.time_s):
             raise ValueError(f"time_s must be finite, got {self.time_s}")
+        if self.input_wait_s is not None and not (math.isfinite(self.input_wait_s) and self.input_wait_s >= 0):
+            raise ValueError(f"input_wait_s must be a number >= 0, got {self.input_wait_s}")
 
 
 @dataclass(frozen=True)
@@ -198,7 +203,7 @@ def exclude_pauses(records: Sequence[StepRecord], pauses: Iterable[tuple[float, 
         while i < len(spans) and spans[i][1] <= record.time_s:
             paused_s += spans[i][1] - spans[i][0]
             i += 1
-        shifted.append(StepRecord(record.step, record.time_s - paused_s))
+        shifted.append(StepRecord(record.step, record.time_s - paused_s, record.input_wait_s))
     return shifted
 
 
@@ -284,3 +289,17 @@ def summarize_windows(
         images_per_sec_jitter=jitter(speeds) if speeds else None,
         num_intervals=len(steps),
     )
+
+
+def input_wait_share(windows: Sequence[Sequence[StepRecord]]) -> float | None:
+    """The share of the measured time the steps waited for their batches: each window's waits after its first
+    record over its span, summed over windows (None: no window measured the waits)."""
+    waited = spent = 0.0
+    measured = False
+    for window in windows:
+        if len(window) < 2 or any(r.input_wait_s is None for r in window[1:]):
+            continue
+        measured = True
+        waited += sum(r.input_wait_s for r in window[1:])
+        spent += window[-1].time_s - window[0].time_s
+    return waited / spent if measured and spent > 0 else None

@@ -32,9 +32,10 @@ class StepClock:
         self._sink = sink
         self.clock = clock
 
-    def record(self, step: int) -> StepRecord:
-        """Reads the clock now: ``step`` (a global step) has finished on the devices."""
-        record = StepRecord(step, self.clock())
+    def record(self, step: int, input_wait_s: float | None = None) -> StepRecord:
+        """Reads the clock now: ``step`` (a global step) has finished on the devices; ``input_wait_s``: how
+        long the steps since the last record waited for their batches, where the engine can tell."""
+        record = StepRecord(step, self.clock(), input_wait_s)
         self.records.append(record)
         if self._sink is not None:
             self._sink(record)

@@ -18,9 +18,16 @@ def _input_rows(s: Summary) -> list[tuple[str, str]]:
     if s.input_images_per_sec is not None:
         rows.append(("input only", f"{s.input_images_per_sec:,.1f} images/sec from the input pipeline alone"
                                    " (one host)"))
+    if s.input_wait_share is not None:
+        rows.append(("input wait", f"the steps waited {100 * s.input_wait_share:.1f}% of the measured time for "
+                                   "their batches"))
     if s.skipped_records is not None:
         rows.append(("skipped", f"{s.skipped_records} corrupt record(s) (--skip-corrupt)"))
-    if s.input_bound:
+    if s.input_bound and s.input_wait_share is not None:
+        rows.append(("WARNING", "input-bound: the steps waited for their batches, so these figures measure the "
+                                "input as much as the model; add host CPUs (the input's worker processes) or "
+                                "compare with --data synthetic"))
+    elif s.input_bound:
         rows.append(("WARNING", "input-bound: training ran at the speed the input pipeline alone "
                                 "delivers, so these figures measure the input, not the model; add host "
                                 "CPUs, --cache, or compare with --data synthetic"))

@@ -87,7 +87,8 @@ class StepsWriter(JsonLinesWriter):
     """steps.jsonl's writer. Lines are formatted by hand: it runs every step, and json.dumps costs more."""
 
     def __init__(self, path: Path):
-        super().__init__(path, lambda r: f'{{"step": {r.step}, "time_s": {r.time_s!r}}}')
+        super().__init__(path, lambda r: f'{{"step": {r.step}, "time_s": {r.time_s!r}}}' if r.input_wait_s is None
+                         else f'{{"step": {r.step}, "time_s": {r.time_s!r}, "input_wait_s": {r.input_wait_s!r}}}')
 
 
 def read_steps(path: Path) -> list[StepRecord]:
@@ -96,7 +97,11 @@ def read_steps(path: Path) -> list[StepRecord]:
     Raises:
       ValueError: a malformed line other than the last, naming its number.
     """
-    return read_json_lines(path, lambda row: StepRecord(int(row["step"]), float(row["time_s"])), "a step record")
+    def record(row: dict) -> StepRecord:
+        wait = row.get("input_wait_s")
+        return StepRecord(int(row["step"]), float(row["time_s"]), None if wait is None else float(wait))
+
+    return read_json_lines(path, record, "a step record")
 
 
 class EvalsWriter(JsonLinesWriter):

@@ -31,6 +31,8 @@ STATUSES = ("completed", "interrupted", "failed", "killed")
 # and a resumed fit makes a new one.
 DATA_POSITION_NOT_RESTORED = ("not restored: each resumed segment reads the training stream afresh, "
                               "reshuffled with seed + segment")
+# The JAX engine's grain input saves its position with each checkpoint, every process its own.
+DATA_POSITION_RESTORED = "restored: each resumed segment continued the training stream where its checkpoint left it"
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,10 @@ class Summary:
       device_kind: what the replicas ran on, as a person names it.
       num_examples: records in the training split (real data).
       skipped_records: records --skip-corrupt dropped.
-      input_images_per_sec: the input pipeline alone, one host; input_bound: training ran at >= 80% of it.
+      input_images_per_sec: the input pipeline alone, one host; input_bound: the input held training back:
+        the steps waited for their batches for more than INPUT_WAIT_BOUND of the measured time (where the
+        engine measures the waits: the JAX engine), else training ran at >= 80% of the input alone's rate.
+      input_wait_share: the share of the measured time the steps waited for their batches (the JAX engine).
       model_flops_per_image: forward multiply-adds per image; training_flops_per_image: 3 x 2 x that.
       compiled_training_flops_per_image: XLA's own count of the compiled training step, an image's share
         (JAX runs: a check of the convention above, which every MFU uses).
@@ -116,6 +121,7 @@ class Summary:
     skipped_records: int | None = None
     input_images_per_sec: float | None = None
     input_bound: bool | None = None
+    input_wait_share: float | None = None
     model_flops_per_image: int | None = None
     training_flops_per_image: int | None = None
     compiled_training_flops_per_image: float | None = None

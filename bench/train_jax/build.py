@@ -42,7 +42,7 @@ class Built:
 
     state: recipe.TrainState
     steps: loop.Steps
-    pipeline: object | None  # real data: bench/data/pipeline.py's Pipeline (its --skip-corrupt counter)
+    real: data.RealInput | None  # real data: its pipeline (its position, its --skip-corrupt count); else None
     layout: weight_update.Layout  # how the state lies on the devices, and what a checkpoint holds
     without_update: Callable[[], object]  # compiles the step without its update (the update probe's other half)
     batch: tuple  # one global batch (images, labels): the one the step was compiled on
@@ -51,7 +51,9 @@ class Built:
 def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -> Built:
     """The Flax model, its state on every replica, the compiled steps and their FLOPs, and the input.
 
-    A resumed segment reads real training data in a fresh order (seed + segment), as the TensorFlow engine does.
+    Real data read by grain starts in its first segment's order: a resumed segment continues it from the
+    checkpoint's position (bench/train_jax/run.py ``resume_input``). tf.data's (TFDS, a bucket) reads in a
+    fresh order a segment (seed + segment), as the TensorFlow engine does.
     """
     plan, info, m = setup.plan, setup.info, config.model
     uint8 = plan.train_input.image_dtype == "uint8"
@@ -67,8 +69,10 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -
     loss_decay = 0.0 if plan.schedule.optimizer == "lars" else m.weight_decay
     train_step = recipe.make_train_step(model, tx, info, m.num_classes, plan.label_smoothing, loss_decay, decayed,
                                         mode, shapes["params"])
-    train_spec = dataclasses.replace(plan.train_input, seed=plan.train_input.seed + segment)
-    pipeline, batches = _train_batches(train_spec, setup)
+    train_spec = plan.train_input
+    if not data.reads_with_grain(train_spec.source, train_spec.data_dir):
+        train_spec = dataclasses.replace(train_spec, seed=train_spec.seed + segment)
+    real, batches = _train_batches(train_spec, setup)
     images, labels = next(batches)
     say("compiling the training step (XLA)…")
     compile_start_s = time.perf_counter()
@@ -86,9 +90,9 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -
     evaluate = eval_batches = None
     if plan.eval_input is not None:
         evaluate = recipe.make_eval_step(model, info, m.num_classes)
-        eval_batches = lambda: data.real_input(plan.eval_input, setup.counts, info).batches  # noqa: E731
+        eval_batches = data.real_input(plan.eval_input, setup.counts, info).passes
     files.lifecycle.event(jsonl.INPUT_PIPELINES, count=info.process_count if config.data.real else 1)
-    return Built(state, loop.Steps(compiled, _prepend((images, labels), batches), evaluate, eval_batches), pipeline,
+    return Built(state, loop.Steps(compiled, _prepend((images, labels), batches), evaluate, eval_batches), real,
                  weight_update.Layout(info, tx, mode), without_update, (images, labels))
 
 
@@ -118,12 +122,12 @@ def _flops_per_image(compiled, plan: ResolvedRun) -> float | None:
 
 
 def _train_batches(spec, setup: Setup):
-    """(the real-data pipeline or None, an iterator of global training batches)."""
+    """(the real input or None, an iterator of global training batches)."""
     if spec.source == "synthetic":
         batch = data.synthetic_batch(spec, setup.info)
         return None, _forever(batch)
     real = data.real_input(spec, setup.counts, setup.info)
-    return real.pipeline, real.batches
+    return real, real.batches
 
 
 def _forever(batch):

@@ -21,16 +21,21 @@ run's checkpoints.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import numpy as np
 
 from bench.errors import RunFailed, UsageError
 from bench.harness.checkpoints import MAX_TO_KEEP, check_owner, checkpoint_number, claim, directory_full
+
+# The input's position saved beside a checkpoint: ckpt-STEP.input-PROCESS.json (not a ckpt-STEP name: never
+# taken for a checkpoint).
+INPUT_SUFFIX = ".input-"
 from bench.train_jax.devices import DeviceInfo
 from bench.train_jax.recipe import TrainState
 from bench.train_jax.weight_update import Layout
@@ -63,17 +68,22 @@ class Checkpointer:
         self._orbax = _orbax(info.process_index)
         self._claimed = False
         self.state: TrainState | None = None  # the newest state; the run sets it after each block
+        # The input's position (grain's), saved beside each checkpoint by every process: None, none to save.
+        self.input_state: Callable[[], dict] | None = None
 
     def save(self, step: int) -> str:
         """Writes the state after ``step`` (the first process only); returns its path."""
         path = f"{self.directory}/ckpt-{step}"
         host = self.layout.to_host(self.state)  # every process: a sharded state is gathered first
-        if not self.info.is_chief:
-            return path
         try:
-            if not self._claimed:
+            if self.info.is_chief and not self._claimed:
                 claim(self.directory, self.run_id)
                 self._claimed = True
+            if self.input_state is not None:  # every process its own position (a shared file system's, multi-host)
+                os.makedirs(self.directory, exist_ok=True)
+                _write_json(self._input_path(step, self.info.process_index), self.input_state())
+            if not self.info.is_chief:
+                return path
             if os.path.exists(path):  # a resumed segment that redoes a step overwrites its own checkpoint
                 shutil.rmtree(path)
             self._orbax.save(path, host)
@@ -85,7 +95,19 @@ class Checkpointer:
             raise RunFailed(full) from err
         for old in self.found()[MAX_TO_KEEP:]:
             shutil.rmtree(old, ignore_errors=True)
+            for position in Path(self.directory).glob(f"{Path(old).name}{INPUT_SUFFIX}*.json"):
+                position.unlink(missing_ok=True)
         return path
+
+    def _input_path(self, step: int, process: int) -> Path:
+        return Path(self.directory) / f"ckpt-{step}{INPUT_SUFFIX}{process}.json"
+
+    def input_state_at(self, step: int) -> dict | None:
+        """This process's input position saved with the checkpoint of ``step`` (None: none, or unreadable)."""
+        try:
+            return json.loads(self._input_path(step, self.info.process_index).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
 
     def bytes(self, path: str) -> int | None:
         """Bytes under ``path`` (None: not on this host, or unreadable)."""
@@ -134,6 +156,13 @@ class Checkpointer:
                              f"{newest}: {why}); if config.json was edited, restore it, else start a new run "
                              "(what was measured stays in the run directory)")
         return None, None, []
+
+
+def _write_json(path: Path, value: dict) -> None:
+    """Written whole or not at all: to a temporary name, then renamed."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(value), encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def _check_shapes(restored: Any, target: Any) -> None:

@@ -1,4 +1,4 @@
-"""The JAX engine's input: synthetic batches made on the devices, or real data through podbench's tf.data.
+"""The JAX engine's input: synthetic batches made on the devices, or real data through grain (no TensorFlow).
 
 Synthetic data is one fixed ImageNet-shaped batch a replica, made on the devices
 once (as the TensorFlow engine's synthetic pipeline caches one batch): a step
@@ -6,16 +6,18 @@ then costs no input work and no host-to-device copy at all. Its images are what
 real data's would be (``image_dtype``: bytes a GPU normalises, or the
 normalised scale), so a synthetic and a real run compute the same.
 
-Real data (TFRecords, TFDS) is read by the same tf.data pipeline the TensorFlow
-engine reads (bench/data/pipeline.py): each process reads its share, as one
-input pipeline of TensorFlow's multi-worker runs does, and its replicas' batches
-are put on its devices as one global array. Where TensorFlow is not installed,
-only synthetic data runs, and the run says so in one line.
+Real data, the ImageNet TFRecord shards the TensorFlow engine reads, goes through
+grain, the JAX ecosystem's loader (bench/data/grain_input.py: worker processes that
+decode and crop as the reference does, a checkpointable position): each process
+reads its own share, a batch of its replicas' images a step, put on its devices as
+its part of one global array; images travel as bytes and are normalised on the
+device. TFDS, and shards in a bucket (gs://), are still read by the tf.data
+pipeline (bench/data/pipeline.py), where TensorFlow is installed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterator
+import dataclasses
+from typing import Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -29,14 +31,19 @@ NO_TENSORFLOW = ("--data {source} reads TFRecords through TensorFlow's tf.data, 
                  "pip install tensorflow (or podbench's own install), or run the JAX engine on --data synthetic")
 
 
+def reads_with_grain(source: str, data_dir: str | None) -> bool:
+    """Whether grain reads this data: ImageNet TFRecord shards on a file system (local, or a mounted bucket)."""
+    return source == "imagenet" and data_dir is not None and "://" not in data_dir
+
+
 def _tf_pipeline(source: str):
-    """bench/data/pipeline.py, or one line saying why real data cannot be read here.
+    """bench/data/pipeline.py, or one line saying why this data cannot be read here.
 
     TensorFlow only reads the data in this process: it is kept off the GPUs, whose memory is JAX's
     (a TensorFlow that sees CUDA would claim its own share of it).
     """
     try:
-        from bench.data import pipeline  # noqa: PLC0415 (TensorFlow loads here, for real data only)
+        from bench.data import pipeline  # noqa: PLC0415 (TensorFlow loads here, for TFDS or a bucket only)
         import tensorflow as tf  # noqa: PLC0415
     except ImportError:
         raise UsageError(NO_TENSORFLOW.format(source=source)) from None
@@ -45,9 +52,13 @@ def _tf_pipeline(source: str):
 
 
 def count_examples(source: str, data_dir: str | None, num_classes: int, splits: tuple[str, ...]) -> DataCounts:
-    """What the real data holds (bench/data/pipeline.py's count); nothing to count for synthetic data."""
+    """What the real data holds (grain's count of the shards, or the tf.data pipeline's); nothing for synthetic."""
     if source == "synthetic":
         return DataCounts()
+    if reads_with_grain(source, data_dir):
+        from bench.data import grain_input  # noqa: PLC0415 (grain loads for real data only)
+
+        return grain_input.count_examples(source, data_dir, num_classes, splits)
     return _tf_pipeline(source).count_examples(source, data_dir, num_classes, splits)
 
 
@@ -68,25 +79,70 @@ def synthetic_batch(spec: InputSpec, info: DeviceInfo) -> tuple[jax.Array, jax.A
     return jax.jit(make, out_shardings=(batched, batched))()
 
 
-@dataclass
 class RealInput:
-    """One process's real-data input: its tf.data pipeline and an iterator of global batches.
+    """One process's real-data input: its pipeline and its global batches.
 
-    Attributes:
-      pipeline: bench/data/pipeline.py's Pipeline (files read, the --skip-corrupt counter).
-      batches: global arrays (images, labels[, weights]) sharded one part a replica.
+    Args:
+      pipeline: grain's (bench/data/grain_input.py GrainInput: its position, its skipped records) or tf.data's
+        (bench/data/pipeline.py's Pipeline).
+      rows: () -> a new iterator of this process's rows of each global batch (grain's training stream
+        continues where it stands; a validation split is read again from its start).
+      info: the run's devices (where the batches go).
     """
 
-    pipeline: object
-    batches: Iterator
+    def __init__(self, pipeline, rows: Callable[[], Iterator], info: DeviceInfo):
+        self.pipeline, self._rows, self.info = pipeline, rows, info
+        self.batches = self.passes()  # global arrays (images, labels[, weights]), one part a replica
+
+    def passes(self) -> Iterator:
+        """A new iterator of global batches (an evaluation's pass)."""
+        return _global(self._rows(), self.info)
+
+    @property
+    def restorable(self) -> bool:
+        """Whether its position can be saved and continued (grain's can; tf.data's cannot here)."""
+        return hasattr(self.pipeline, "set_state")
+
+    def state(self) -> dict:
+        return self.pipeline.get_state()
+
+    def resumed(self, state: dict) -> Iterator:
+        """The global batches from ``state`` on (``state()`` of an earlier process reading this input)."""
+        self.pipeline.set_state(state)
+        self.batches = self.passes()
+        return self.batches
+
+    @property
+    def skipped_records(self) -> int | None:
+        counter = getattr(self.pipeline, "skipped_records", None)
+        if counter is None or isinstance(counter, int):
+            return counter
+        return int(counter.numpy())  # tf.data's: a variable
 
 
-def real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo) -> RealInput:
+def real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo, worker_count: int | None = None) -> RealInput:
     """This process's share of the real data, as global batches on the run's devices.
 
-    The pipeline yields one replica's batch at a time; this process's replicas' batches
-    are stacked into its part of the global batch.
+    Grain reads a batch of every local replica's images at once (this process's rows of the global batch);
+    tf.data's pipeline yields one replica's batch at a time, and this process's replicas' are stacked.
     """
+    if reads_with_grain(spec.source, spec.data_dir):
+        from bench.data import grain_input  # noqa: PLC0415 (grain loads for real data only)
+
+        local = dataclasses.replace(spec, per_replica_batch_size=spec.per_replica_batch_size * len(info.local_devices))
+        source = grain_input.GrainInput(local, counts, info.process_index, info.process_count, worker_count)
+        return RealInput(source, source.batches, info)
+    return _tf_real_input(spec, counts, info)
+
+
+def _global(batches: Iterator, info: DeviceInfo) -> Iterator:
+    """This process's rows of each global batch, put on its devices as parts of global arrays."""
+    sharding = info.batched()
+    for parts in batches:
+        yield tuple(jax.make_array_from_process_local_data(sharding, part) for part in parts)
+
+
+def _tf_real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo) -> RealInput:
     pipeline_module = _tf_pipeline(spec.source)
     import tensorflow as tf  # noqa: PLC0415 (loaded already by the pipeline module)
 
@@ -97,18 +153,22 @@ def real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo) -> RealInp
     local = len(info.local_devices)
     dataset = pipeline.dataset_fn(context).batch(local, drop_remainder=True).prefetch(2)
     pipeline.input_pipelines = info.process_count
-    sharding = info.batched()
 
-    def batches():
+    def stacked():
         for parts in dataset.as_numpy_iterator():
             # (local replicas, per-replica batch, ...) -> this process's rows of the global batch.
-            rows = [np.reshape(p, (-1, *p.shape[2:])) for p in parts]
-            yield tuple(jax.make_array_from_process_local_data(sharding, r) for r in rows)
+            yield tuple(np.reshape(p, (-1, *p.shape[2:])) for p in parts)
 
-    return RealInput(pipeline, batches())
+    return RealInput(pipeline, stacked, info)
 
 
-def time_input(spec: InputSpec, counts: DataCounts, num_batches: int, num_classes: int, say):
-    """The input pipeline alone, timed like training (bench/data/pipeline.py's), to tell an input bottleneck."""
+def time_input(spec: InputSpec, counts: DataCounts, num_batches: int, num_classes: int, say,
+               worker_count: int | None = None):
+    """The input pipeline alone, timed like training (a replica's batches), to tell an input bottleneck."""
+    if reads_with_grain(spec.source, spec.data_dir):
+        from bench.data import grain_input  # noqa: PLC0415
+
+        with grain_input.GrainInput(spec, counts, worker_count=worker_count) as source:
+            return grain_input.time_input(source, num_batches)
     pipeline_module = _tf_pipeline(spec.source)
     return pipeline_module.time_input(pipeline_module.make_pipeline(spec, counts), num_batches, num_classes, say)

@@ -104,18 +104,22 @@ def fit(state: TrainState, steps: Steps, plan: ResolvedRun, hooks: Hooks, initia
         h.mlperf.train_begin()
     h.block_end.begin()
     step, losses, open_epoch = initial_step, [], None
+    clock = h.timer.clock
     for epoch, last, ends_epoch in blocks(plan, initial_step):
         if epoch != open_epoch:
             open_epoch = epoch
             if h.mlperf is not None:
                 h.mlperf.epoch_begin(epoch + 1)
+        waited_s = 0.0
         while step < last:
-            images, labels = next(steps.batches)
+            asked_s = clock()
+            images, labels = next(steps.batches)  # the time the step waits for its batch: the input's share
+            waited_s += clock() - asked_s
             state, loss = steps.train(state, images, labels)
             losses.append(loss)
             step += 1
         block_loss = float(np.mean(jax.device_get(losses)))  # the block's results are on the host now
-        h.timer.record(step)
+        h.timer.record(step, waited_s)
         losses.clear()
         h.progress.after_block()
         h.events.after_block(block_loss)

@@ -28,7 +28,7 @@ import optax
 from bench.plan.config import RunConfig
 from bench.errors import UsageError
 from bench.harness import host, outcome
-from bench.harness.block_end import BlockEnd, check_same_step
+from bench.harness.block_end import BlockEnd
 from bench.harness.evaluation import Evaluations
 from bench.harness.events import TrainingEvents
 from bench.harness.mlperf import MLPerfSegment
@@ -40,13 +40,12 @@ from bench.harness.stopping import StopRequest, graceful, handling_stop_signals,
 from bench.harness.summary import build_summary
 from bench.plan.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
-from bench.results.rundir import CHECKPOINTS_DIR, PROFILE_DIR
+from bench.results.rundir import PROFILE_DIR
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import configuration_of, write_summary
-from bench.train_jax import (data, devices, environment, loop, peak, peers, recipe, step_profile, update_probe,
-                              weight_update)
+from bench.train_jax import (data, devices, environment, loop, peak, peers, recipe, resume, step_profile,
+                              update_probe)
 from bench.train_jax.build import Built, Setup, build
-from bench.train_jax.checkpoints import Checkpointer
 from methodology import peaks
 from methodology.target import EvalRecord
 
@@ -124,8 +123,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         files.write_environment(environment.describe(info, plan.precision, probe=probe, probe_note=note))
         built = build(config, setup, files, segment, say)
         state = built.state
-        checkpointer, state, initial_step = restore(config, setup, files, state, built.layout, segment, say,
-                                                    restoring)
+        checkpointer, state, initial_step = resume.restore(config, setup, files, built, segment, say, restoring)
         with _data_errors(config, built):
             bench_input(config, setup, files, say)
             say(_training_line(config, plan, initial_step))
@@ -221,36 +219,6 @@ def describe_failure(err: BaseException, run_dir: Path) -> str:
     return outcome.describe_failure(err, run_dir, " (out of memory: lower --batch-size)" if oom else "")
 
 
-def restore(config: RunConfig, setup: Setup, files: RunFiles, state, layout: weight_update.Layout, segment: int,
-            say, restoring: bool):
-    """(the checkpointer or None, the state to train from, its step): a resumed run's latest intact checkpoint.
-
-    Every process restores, and all must be at the same step (bench/harness/block_end.py).
-    """
-    if not config.checkpoint.every_minutes:
-        return None, state, 0
-    directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
-    checkpointer = Checkpointer(directory, setup.info, files.run_id, layout)
-    step = 0
-    if restoring:
-        start_s = time.perf_counter()
-        restored, path, damaged = checkpointer.restore_intact(state)
-        for bad, why in damaged:  # named, and passed over for the newest intact one
-            say(f"checkpoint {bad} does not restore ({why}): falling back to an older one")
-            files.lifecycle.event(jsonl.RESTORE, path=bad, failed=why, segment=segment)
-        if restored is not None:
-            state, step = restored, int(jax.device_get(restored.step.addressable_data(0)))
-            files.lifecycle.event(jsonl.RESTORE, start_s=start_s, end_s=time.perf_counter(), step=step, path=path,
-                                  segment=segment)
-            say(f"restored {path}: continuing after step {step} of {setup.plan.train_steps}")
-        else:
-            say(f"no checkpoint in {directory}: starting from step 0 (what earlier segments measured is kept)")
-    agree = devices.agreement(setup.info)
-    if agree is not None:
-        check_same_step(agree, step, directory)
-    return checkpointer, state, step
-
-
 def bench_input(config: RunConfig, setup: Setup, files: RunFiles, say) -> None:
     """Real data: the input pipeline alone, timed like training, to tell an input bottleneck."""
     plan = setup.plan
@@ -292,8 +260,7 @@ def _announcer(say):
 
 
 def _skipped_records(built: Built | None) -> int | None:
-    counter = getattr(built.pipeline, "skipped_records", None) if built is not None else None
-    return None if counter is None else int(counter.numpy())
+    return built.real.skipped_records if built is not None and built.real is not None else None
 
 
 def _optimizer_steps(state) -> int | None:
@@ -319,8 +286,8 @@ def _training_line(config: RunConfig, plan: ResolvedRun, initial_step: int) -> s
 @contextlib.contextmanager
 def _data_errors(config: RunConfig, built: Built):
     """A bad record or shard in real data becomes one line naming it (as the TensorFlow engine's)."""
-    if not config.data.real:
-        yield
+    if not config.data.real or data.reads_with_grain(config.data.source, config.data.data_dir):
+        yield  # grain's input names a bad record itself, in one line
         return
     from bench.data import pipeline  # noqa: PLC0415 (real data: TensorFlow is loaded already)
     import tensorflow as tf  # noqa: PLC0415
@@ -330,7 +297,7 @@ def _data_errors(config: RunConfig, built: Built):
     except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as err:
         if not pipeline.is_input_error(err):
             raise
-        raise UsageError(pipeline.diagnose(err, built.pipeline, config.model.num_classes)) from None
+        raise UsageError(pipeline.diagnose(err, built.real.pipeline, config.model.num_classes)) from None
 
 
 def _printer(stream: TextIO):
