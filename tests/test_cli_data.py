@@ -187,6 +187,8 @@ def test_a_bad_record_read_by_grain_is_one_line(tmp_path):
                  "--data tfds is read through TensorFlow Datasets", id="jax_tfds"),
     pytest.param(["bench", "--framework", "jax", "--data-dir", "{tmp}", "--workers", "-1"], "-1 is below 0",
                  id="negative_workers"),
+    pytest.param(["bench", "--framework", "jax", "--data-dir", "gs://no-such-bucket-podbench/imagenet"],
+                 "the grain input reads local files, not gs://", id="jax_bucket_before_credentials"),
     pytest.param(["make-synthetic-jpegs"], "--out", id="synthetic_without_out"),
     pytest.param(["make-synthetic-jpegs", "--out", "gs://bucket/set"], "written to a local directory",
                  id="synthetic_to_a_bucket"),

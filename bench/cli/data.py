@@ -208,6 +208,10 @@ def handle_bench(args: argparse.Namespace) -> int:
                          "synthetic batches on the devices; time --data imagenet")
     checks.check_fits(f"--batch-size {args.batch_size} at {args.image_size}x{args.image_size} (the batch's float32 "
                       "images alone)", checks.image_bytes(args.image_size, args.batch_size), "lower --batch-size")
+    if args.framework == "jax":  # before a bucket is asked for: grain reads none
+        from bench.data import grain_input  # noqa: PLC0415 (grain and numpy: only this command needs them)
+
+        grain_input.check_readable(args.data, args.data_dir)
     if args.data_dir is not None:
         checks.data_dir(args.data_dir)
     try:

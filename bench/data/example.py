@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping, Sequence, Union
+from typing import Mapping, Sequence
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory
 
@@ -23,8 +23,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message, message_fa
 KINDS = ("bytes_list", "float_list", "int64_list")
 _PACKAGE = "podbench.tfexample"
 
-Value = Union[bytes, str, int, float]
-FeatureValue = Union[Value, Sequence[Value]]
+Value = bytes | str | int | float
+FeatureValue = Value | Sequence[Value]
 
 
 @dataclass(frozen=True)

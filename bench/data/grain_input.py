@@ -101,7 +101,7 @@ def count_examples(source: str, data_dir: str | None, num_classes: int,
     del num_classes
     if source == "synthetic":
         return DataCounts()
-    _check_readable_here(source, data_dir)
+    check_readable(source, data_dir)
     files = {split: tuple(records.list_shards(data_dir, split)) for split in splits}
     examples = {split: records.num_examples(f, split) for split, f in files.items()}
     return DataCounts(examples.get("train"), examples.get("validation"), files.get("train", ()),
@@ -110,7 +110,7 @@ def count_examples(source: str, data_dir: str | None, num_classes: int,
 
 def _refuse_what_cannot_run(spec: InputSpec, process_index: int, process_count: int,
                             worker_count: int | None) -> None:
-    _check_readable_here(spec.source, spec.data_dir)
+    check_readable(spec.source, spec.data_dir)
     if spec.cache:
         raise UsageError("--cache keeps tf.data's records in memory; the grain input reads records by their "
                          "place, which the OS page cache keeps for data that fits in RAM: leave --cache off")
@@ -121,7 +121,12 @@ def _refuse_what_cannot_run(spec: InputSpec, process_index: int, process_count: 
         raise UsageError(f"worker count must be 0 (decode in this process) or more, got {worker_count}")
 
 
-def _check_readable_here(source: str, data_dir: str | None) -> None:
+def check_readable(source: str, data_dir: str | None) -> None:
+    """Refuses, in one line, what the grain input cannot read: --data tfds, a gs:// URI.
+
+    Raises:
+      UsageError: either, with what to do instead.
+    """
     if source == "tfds":
         raise UsageError("--data tfds is read through TensorFlow Datasets, which the grain input does not use: "
                          "give the TFRecord shards with --data imagenet, or read TFDS with --framework tensorflow")

@@ -34,7 +34,7 @@ from bench.data.spec import AREA_RANGE, ASPECT_RATIO_RANGE, EVAL_CROP_PADDING, M
 
 # libjpeg's fast integer DCT and its smooth chroma upsampling: what tf.io.decode_jpeg decodes with
 # when no dct_method is given (INTEGER_FAST; measured: the same pixels, where the accurate DCT is 4 off).
-DECODE = dict(colorspace="RGB", fastdct=True, fastupsample=False, strict=False)
+DECODE = {"colorspace": "RGB", "fastdct": True, "fastupsample": False, "strict": False}
 _DCT_EIGHTHS = range(1, 9)  # libjpeg-turbo scales by M/8 in the DCT
 _SCRATCH = threading.local()  # grain decodes in several threads: each resizes in arrays of its own
 
@@ -210,8 +210,8 @@ def _axis(start: float, length: float, size: int, limit: int) -> tuple[np.ndarra
     ``(i + 0.5) * length / size - 0.5`` in float32, the neighbours clamped to the
     pixels the window covers (and the image holds).
     """
-    first = int(math.floor(start))
-    covered = min(int(math.ceil(start + length)), limit) - first  # pixels from ``first`` the window reaches
+    first = math.floor(start)
+    covered = min(math.ceil(start + length), limit) - first  # pixels from ``first`` the window reaches
     scale = np.float32(length) / np.float32(size)
     position = (np.arange(size, dtype=np.float32) + np.float32(0.5)) * scale - np.float32(0.5)
     position += np.float32(start - first)

@@ -17,9 +17,9 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
-# The words and BadRecord are named through this module too, as the pipeline's callers and the tests name them.
-from bench.data.record_problems import (JPEG_END, JPEG_START, NO_IMAGE, NO_LABEL, NOT_JPEG,  # noqa: F401
-                                        TRUNCATED_JPEG, BadRecord, examine, label_reason_prefix)
+# (The words and BadRecord are also named through this module, as the pipeline's callers and the tests do.)
+from bench.data.record_problems import (JPEG_END, JPEG_START, NO_IMAGE, NO_LABEL, NOT_JPEG, TRUNCATED_JPEG,
+                                        BadRecord, examine, label_reason_prefix)
 from bench.data.records import ENCODED_KEY, LABEL_KEY, LABEL_OFFSET
 from bench.data.tfrecord import FramingError, frames
 
