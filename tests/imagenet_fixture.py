@@ -18,11 +18,6 @@ Bad data (one bad record at a known place):
   ``bad_example(kind, i) -> bytes``; ``write_bad_record_dir(root, kind=...)
       -> (root, bad shard's path, bad record's index)``.
 
-Where tf.data's pixels are not a full decode's:
-  ``crop_decode_edge_columns(height, width, size) -> bool [size]``: the output
-      columns of preprocess.py's evaluation image that sample the edge columns
-      of its crop-decode (bench/data/jpeg.py says why they differ).
-
 Damaged shards (after writing):
   ``truncate_file(path, keep_fraction)``, ``flip_byte(path, offset)`` and
   ``record_offsets(path)``, the byte offset where each record's frame starts.
@@ -151,24 +146,6 @@ def write_bad_record_dir(root: Path, *, kind: str, num_classes: int = 5, records
         paths.append(path)
     return root, paths[bad_shard], bad_index
 
-
-def crop_decode_edge_columns(height: int, width: int, size: int) -> np.ndarray:
-    """The evaluation image's columns that sample a crop column decode_and_crop_jpeg upsamples as an image edge.
-
-    libjpeg decodes the crop from the 16-pixel boundary at or before it (4:2:0's colour block) to its right
-    end, and fills in the colour of that region's first and last columns as if they were the image's: the
-    crop's last column (unless it is the image's), and its first when it starts on the boundary (but not at 0).
-    """
-    from bench.data import jpeg  # noqa: PLC0415 (numpy's: only the tests comparing pixels need it)
-
-    _, left, side, _ = jpeg.centre_window(height, width, size)
-    low, high, weight = jpeg._axis(0, side, size, side)
-    edge = np.zeros(size, bool)
-    if left + side < width:
-        edge |= (low == side - 1) | ((high == side - 1) & (weight > 0))
-    if left % 16 == 0 and left > 0:
-        edge |= (low == 0) & (weight < 1)
-    return edge
 
 
 def truncate_file(path: str, keep_fraction: float = 0.6) -> None:

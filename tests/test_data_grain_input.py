@@ -14,7 +14,7 @@ from bench.data.grain_input import GrainInput, count_examples
 from bench.data.spec import DataCounts, InputSpec
 from bench.errors import UsageError
 from console import ENV, REPO
-from imagenet_fixture import REASONS, SIZES, crop_decode_edge_columns, write_bad_record_dir, write_imagenet_dir
+from imagenet_fixture import REASONS, write_bad_record_dir, write_imagenet_dir
 
 NUM_CLASSES = 5
 SIZE = 32
@@ -214,17 +214,8 @@ def eval_spec(data_dir, batch, **changes) -> InputSpec:
     return spec_of(data_dir, **{"split": "validation", "per_replica_batch_size": batch, "eval_padding": True, **changes})
 
 
-def crop_edge_columns() -> np.ndarray:
-    """Output columns that sample an edge column of some fixture image's crop-decode."""
-    edge = np.zeros(SIZE, bool)
-    for height, width in SIZES:
-        edge |= crop_decode_edge_columns(height, width, SIZE)
-    return edge
-
-
 def test_evaluation_pixels_are_the_tf_data_pipelines(data_dir):
-    """The same records through both: each of our images is one of tf.data's, within 1 in 255, except for the
-    columns sampling the crop's edges, which tf.data's crop-decode makes differ (tests/test_data_jpeg.py)."""
+    """The same records through both: each of our images is one of tf.data's, within 1 in 255 everywhere."""
     tf_pipeline = pipeline.make_pipeline(eval_spec(data_dir, 1, eval_padding=False),
                                          pipeline.count_examples("imagenet", data_dir, NUM_CLASSES, ("validation",)))
     theirs = [(x[0].numpy().astype(int), int(y[0])) for x, y in tf_pipeline.dataset_fn(None)]
@@ -232,10 +223,8 @@ def test_evaluation_pixels_are_the_tf_data_pipelines(data_dir):
         ours = [(image.astype(int), int(label)) for images, labels, weights in take(source, 8)
                 for image, label, weight in zip(images, labels, weights) if weight == 1]
     assert len(ours) == len(theirs) == 30
-    inside = ~crop_edge_columns()
-    assert inside.sum() >= SIZE - 5  # the last 5 columns at most, for the smallest crop (10 pixels)
     matches = [[n for n, (other, other_label) in enumerate(theirs)
-                if other_label == label and np.abs(image - other)[:, inside].max() <= 1] for image, label in ours]
+                if other_label == label and np.abs(image - other).max() <= 1] for image, label in ours]
     assert sorted(n for match in matches for n in match) == list(range(30))  # one each, each once
 
 

@@ -17,9 +17,10 @@ need 7/8 or all of it: measured on 300 synthetic 500x375-ish images, 59% full
 scale, 20% 7/8, 15% 6/8, 5% 5/8; smaller outputs gain more). Evaluation decodes
 at full scale: a scaled decode is not the same image resized, and evaluation's
 pixels are TensorFlow's full decode, cropped and resized, within 1 in 255
-(measured: equal). tf.data's own crop-decode differs from that only in the
-crop's edge columns (its last, and its first when it starts on a 16-pixel
-boundary), whose colour libjpeg upsamples as if they were the image's edges.
+(measured: equal), which is what bench/data/preprocess.py's evaluation decodes
+too. A crop-decode would differ in the crop's edge columns (its last, and its
+first when it starts on a 16-pixel boundary), whose colour libjpeg upsamples as
+if they were the image's edges: preprocess.eval_image decodes whole for that.
 """
 from __future__ import annotations
 

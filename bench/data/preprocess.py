@@ -3,10 +3,10 @@
 Training takes a random crop covering 8-100% of the image at an aspect ratio
 between 3/4 and 4/3, flips it at random and resizes it to the model's size;
 evaluation takes the centre square of side size/(size+32) of the short edge
-(224/256 = 0.875) and resizes it. Both crop *while decoding*
+(224/256 = 0.875) and resizes it. Training crops *while decoding*
 (``decode_and_crop_jpeg``), so the pixels outside the crop are never produced:
 decoding is the host's largest cost per image, and the crop is usually much
-smaller than the image.
+smaller than the image. Evaluation decodes whole (``eval_image`` says why).
 """
 from __future__ import annotations
 
@@ -52,9 +52,16 @@ def train_image(encoded: tf.Tensor, image_size: int, seed: tf.Tensor | None = No
 
 
 def eval_image(encoded: tf.Tensor, image_size: int) -> tf.Tensor:
-    """The centre crop of a JPEG, resized: float32 [size, size, 3] in 0..255, deterministic."""
-    shape = tf.image.extract_jpeg_shape(encoded)
-    image = tf.io.decode_and_crop_jpeg(encoded, _centre_window(shape, image_size), channels=3)
+    """The centre crop of a JPEG, resized: float32 [size, size, 3] in 0..255, deterministic.
+
+    Evaluation decodes the whole image, then crops. A crop-decode (decode_and_crop_jpeg, training's) has
+    libjpeg upsample the colour of the crop's edge columns as if they were the image's own edges: up to
+    24 levels off a whole decode's there. Decoded whole, the TensorFlow engine and the JAX engine's grain
+    input (bench/data/jpeg.py) evaluate the same pixels; an evaluation is not timed, so its extra decode
+    costs no measured figure.
+    """
+    window = _centre_window(tf.image.extract_jpeg_shape(encoded), image_size)
+    image = tf.io.decode_jpeg(encoded, channels=3)[window[0]:window[0] + window[2], window[1]:window[1] + window[3]]
     return _resize(image, image_size)
 
 

@@ -67,6 +67,13 @@ def check_jax_train(train) -> None:
                          "mixed_bfloat16 (its GPU and TPU default) or float32")
 
 
+def grain_reads(framework: str, source: str, data_dir: str | None) -> bool:
+    """Whether the JAX engine reads this data with grain (bench/data/grain_input.py): ImageNet TFRecord shards
+    on a file system (local, or a bucket mounted with gcsfuse). TFDS, and shards in a bucket, go through
+    tf.data (TensorFlow needed). Grain's images travel as bytes and are normalised on the device."""
+    return framework == "jax" and source == "imagenet" and data_dir is not None and "://" not in data_dir
+
+
 def check_jax_only(runtime, measure, model=None) -> None:
     """What only the JAX engine does, asked of the TensorFlow engine: one line each.
 

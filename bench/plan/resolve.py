@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 from bench.plan import config as cfg
+from bench.plan.config_jax import grain_reads
 from bench.plan.ready import MULTI_WORKER_XLA
 from bench.data.spec import DataCounts, InputSpec
 from bench.plan.platform_defaults import PLATFORMS, PlatformDefaults, defaults_of
@@ -150,14 +151,15 @@ def per_replica_batch_size(config: cfg.RunConfig, platform: str, native_bf16: bo
     return d.per_replica_batch_size
 
 
-def image_dtype(platform: str, precision: str) -> str:
+def image_dtype(platform: str, precision: str, grain: bool = False) -> str:
     """How images travel from the host to the replicas, synthetic and real data alike.
 
     A GPU gets bytes and normalises them on the device: a quarter of float32's
     host-to-device traffic. A TPU under mixed_bfloat16 gets bfloat16, as the
     reference fed it: half of float32's. A CPU has no copy to save: float32.
+    The JAX engine's grain input (``grain``) hands bytes on every platform: the device normalises them.
     """
-    if platform == "gpu":
+    if platform == "gpu" or grain:
         return "uint8"
     if platform == "tpu" and precision == "mixed_bfloat16":
         return "bfloat16"
@@ -331,7 +333,8 @@ def input_spec(config: cfg.RunConfig, platform: str, per_replica: int, split: st
     return InputSpec(
         source=d.source, data_dir=d.data_dir, split=split, image_size=m.image_size,
         num_classes=m.num_classes, per_replica_batch_size=per_replica,
-        seed=config.train.seed, image_dtype=image_dtype(platform, precision or default_precision(config, platform)),
+        seed=config.train.seed, image_dtype=image_dtype(platform, precision or default_precision(config, platform),
+                                                        grain_reads(config.runtime.framework, d.source, d.data_dir)),
         skip_corrupt=d.skip_corrupt, cache=d.cache, augment=d.augment)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from bench.data.spec import DataCounts, InputSpec
 from bench.errors import UsageError
+from bench.plan.config_jax import grain_reads
 from bench.train_jax.devices import DeviceInfo
 
 NO_TENSORFLOW = ("--data {source} reads TFRecords through TensorFlow's tf.data, which is not installed here: "
@@ -32,8 +33,8 @@ NO_TENSORFLOW = ("--data {source} reads TFRecords through TensorFlow's tf.data, 
 
 
 def reads_with_grain(source: str, data_dir: str | None) -> bool:
-    """Whether grain reads this data: ImageNet TFRecord shards on a file system (local, or a mounted bucket)."""
-    return source == "imagenet" and data_dir is not None and "://" not in data_dir
+    """Whether grain reads this data: ImageNet TFRecord shards on a file system (bench/plan/config_jax.py)."""
+    return grain_reads("jax", source, data_dir)
 
 
 def _tf_pipeline(source: str):

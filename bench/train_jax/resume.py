@@ -72,7 +72,7 @@ def resume_input(config: RunConfig, setup: Setup, built: Built, checkpointer: Ch
         workers = saved.get("worker_count")
         if workers is not None and workers != real.pipeline.worker_count:
             # The order of the records depends on how many workers read them: read with the saved number.
-            real = _reopen(built, setup, real.pipeline.spec_seed, workers)
+            real = _reopen(built, setup, real.pipeline.spec.seed, workers)
         built.steps.batches = real.resumed(saved)
         return "restored"
     say(f"the checkpoint of step {step} holds no input position for this process: reading the training data in a "
