@@ -207,6 +207,8 @@ def measured(runs: list[tuple[str, Summary]], settings: Settings) -> Choice:
     label = hw.label if hw else f"{kind} ({first.platform}) x {first.num_replicas}"
     if first.framework == "jax":  # the engine is part of what was measured: never mixed, always said
         label += " (JAX)"
+    if first.synthetic_jpegs:  # real decoding, not ImageNet: said wherever the run appears
+        label += " (synthetic JPEGs)"
     engine = f" under JAX {first.framework_version}" if first.framework == "jax" else ""
     names = ", ".join(Path(r).name for r, _ in runs)
     if first.status != "completed":

@@ -187,6 +187,8 @@ def _input(record: RunRecord, images_per_sec: float | None, end: dict, wait_shar
     if real and wait_share is not None:
         out["input_bound"] = wait_share > INPUT_WAIT_BOUND
     counted = last_event(record.lifecycle, jsonl.INPUT_PIPELINES)
+    if real and counted is not None and "synthetic_jpegs" in counted:
+        out["synthetic_jpegs"] = bool(counted["synthetic_jpegs"])
     bench = last_event(record.lifecycle, jsonl.INPUT_BENCH)
     if not bench:
         return out

@@ -15,6 +15,9 @@ def _num(value, fmt: str, unit: str = "") -> str:
 def _input_rows(s: Summary) -> list[tuple[str, str]]:
     """Real data: what the input pipeline alone delivers, skips, and a bottleneck warning."""
     rows = []
+    if s.synthetic_jpegs:
+        rows.append(("data", "synthetic JPEGs (podbench data make-synthetic-jpegs): real decoding work on made-up "
+                             "photographs, not ImageNet; accuracy on them means nothing"))
     if s.input_images_per_sec is not None:
         rows.append(("input only", f"{s.input_images_per_sec:,.1f} images/sec from the input pipeline alone"
                                    " (one host)"))

@@ -199,6 +199,8 @@ def measured_row(run: Run) -> dict:
     flag = engine + (", XLA" if s.xla else "") + (", interrupted" if s.status != "completed" else "")
     if s.restarts:
         flag += f", resumed ({s.restarts} restart{'s' * (s.restarts > 1)}, {s.lost_steps} steps redone)"
+    if s.synthetic_jpegs:
+        flag += ", synthetic JPEGs"
     size = s.image_size or IMAGENET_IMAGE_SIZE
     if size != IMAGENET_IMAGE_SIZE:
         flag += f", {size}×{size} px: no ImageNet projection"

@@ -288,8 +288,11 @@ def make_client():
       google.auth.exceptions.DefaultCredentialsError: no usable credentials
         (translate_errors turns it into a UsageError).
     """
-    from google.cloud import storage  # noqa: PLC0415 (slow import, only when talking to GCS)
-
+    try:
+        from google.cloud import storage  # noqa: PLC0415 (slow import, only when talking to GCS)
+    except ImportError:  # a machine set up for JAX alone (a GPU image, a TPU VM's Python) may lack it
+        raise UsageError("gs:// needs the Google Cloud Storage client, which is not installed here: pip install "
+                         "google-cloud-storage (podbench's own install has it), or use a local directory") from None
     check_credentials_file(os.environ)
     return storage.Client(project=None)
 

@@ -58,6 +58,8 @@ class Summary:
         the steps waited for their batches for more than INPUT_WAIT_BOUND of the measured time (where the
         engine measures the waits: the JAX engine), else training ran at >= 80% of the input alone's rate.
       input_wait_share: the share of the measured time the steps waited for their batches (the JAX engine).
+      synthetic_jpegs: the real data was podbench's synthetic JPEGs (`podbench data make-synthetic-jpegs`):
+        ImageNet-shaped made-up photographs, real decoding work, accuracy meaningless.
       model_flops_per_image: forward multiply-adds per image; training_flops_per_image: 3 x 2 x that.
       compiled_training_flops_per_image: XLA's own count of the compiled training step, an image's share
         (JAX runs: a check of the convention above, which every MFU uses).
@@ -122,6 +124,7 @@ class Summary:
     input_images_per_sec: float | None = None
     input_bound: bool | None = None
     input_wait_share: float | None = None
+    synthetic_jpegs: bool | None = None
     model_flops_per_image: int | None = None
     training_flops_per_image: int | None = None
     compiled_training_flops_per_image: float | None = None

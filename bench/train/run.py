@@ -33,6 +33,7 @@ from bench.plan.config import RunConfig
 from bench.data import pipeline
 from bench.cluster import peers
 from bench.data.spec import DataCounts
+from bench.data.synthetic_set import synthetic_jpegs_marker
 from bench.errors import UsageError
 from bench.plan.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
@@ -275,7 +276,8 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int = 0) ->
     if plan.eval_input is not None:
         evaluation = pipeline.make_pipeline(plan.eval_input, setup.counts)
         eval_dataset = pipeline.make_dataset(strategy, evaluation)
-    files.lifecycle.event(jsonl.INPUT_PIPELINES, count=train.input_pipelines)
+    files.lifecycle.event(jsonl.INPUT_PIPELINES, count=train.input_pipelines,
+                          synthetic_jpegs=synthetic_jpegs_marker(config.data.data_dir) is not None)
     return Built(model, train, dataset, evaluation, eval_dataset)
 
 

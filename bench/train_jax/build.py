@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from bench.data.spec import MEAN_RGB, STDDEV_RGB, DataCounts
+from bench.data.synthetic_set import synthetic_jpegs_marker
 from bench.plan.config import RunConfig
 from bench.plan.resolve import ResolvedRun
 from bench.results import jsonl
@@ -91,7 +92,8 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -
     if plan.eval_input is not None:
         evaluate = recipe.make_eval_step(model, info, m.num_classes)
         eval_batches = data.real_input(plan.eval_input, setup.counts, info).passes
-    files.lifecycle.event(jsonl.INPUT_PIPELINES, count=info.process_count if config.data.real else 1)
+    files.lifecycle.event(jsonl.INPUT_PIPELINES, count=info.process_count if config.data.real else 1,
+                          synthetic_jpegs=synthetic_jpegs_marker(config.data.data_dir) is not None)
     return Built(state, loop.Steps(compiled, _prepend((images, labels), batches), evaluate, eval_batches), real,
                  weight_update.Layout(info, tx, mode), without_update, (images, labels))
 
