@@ -20,7 +20,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$(dirname "$0")/../../.."
 py=${PYTHON:-python3}
-if ls .whl/*.whl >/dev/null 2>&1; then
+if [ "${PODBENCH_DEVICE_DRY:-0}" != 1 ] && ls .whl/*.whl >/dev/null 2>&1; then
   "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/podbench-site \
     .whl/*.whl >> "$out/log.txt" 2>&1 || echo "== the carried wheels did not install: see log.txt" | tee -a "$out/log.txt"
   export PYTHONPATH="/tmp/podbench-site${PYTHONPATH:+:$PYTHONPATH}"
