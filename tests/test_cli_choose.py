@@ -1,6 +1,5 @@
 """`podbench choose`: candidates of every kind, ranges, the JSON schema, names read alike in every command."""
 import json
-import math
 
 import pytest
 

@@ -1,8 +1,6 @@
 """bench/cli/data.py: `podbench data bench|inspect|make` through the console script, on real
 JPEG-encoded TFRecords written by tests/imagenet_fixture.py."""
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 

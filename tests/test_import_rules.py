@@ -54,7 +54,8 @@ def in_package(name: str, *prefixes: str) -> bool:
 # read gs:// or write through TensorFlow's writer (none of which these call): both are checked to
 # name none at top level, and the grain input to load none at run time.
 GRAIN_INPUT = ("bench.data.example", "bench.data.record_problems", "bench.data.record_index", "bench.data.jpeg",
-               "bench.data.grain_input", "bench.data.synthetic_jpegs", "bench.data.synthetic_set")
+               "bench.data.grain_records", "bench.data.grain_input", "bench.data.synthetic_jpegs",
+               "bench.data.synthetic_set")
 
 # (modules the rule covers, modules they must never import, why)
 RULES = [
@@ -201,7 +202,7 @@ def test_the_jax_engine_loads_no_tensorflow():
 
 def test_the_grain_input_loads_no_tensorflow():
     """(grain itself loads jax where it is installed, for its tree utilities: the JAX engine's own.)"""
-    loaded = loaded_after("import bench.data.grain_input, bench.data.synthetic_jpegs")
+    loaded = loaded_after("import bench.data.grain_input, bench.data.grain_records, bench.data.synthetic_jpegs")
     assert "numpy" in loaded and not {"tensorflow", "tf_keras", "official", "tensorflow_datasets"} & set(loaded)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from methodology import band, interconnect, projection, published, validation
+from methodology import interconnect, projection, published, validation
 
 RESULTS = published.load_published()
 BY_NAME = {r.name: r for r in RESULTS}

@@ -7,7 +7,6 @@ import pytest
 
 from bench.report import validation_chart as charts
 from console import overlaps, text_boxes
-from methodology import validation
 
 
 @pytest.fixture(autouse=True)

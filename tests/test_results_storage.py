@@ -14,7 +14,6 @@ tokens), and the error line must not show it either.
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 

@@ -70,7 +70,7 @@ def hooks_for(tmp_path, plan, request=None, checkpointer=None, every_s=None, tar
     clock = StepClock(clock=itertools.count(0.0, 0.5).__next__)
     if log is not None:
         original = clock.record
-        clock.record = lambda step: (log.append(f"record {step}"), original(step))[1]
+        clock.record = lambda step, *wait: (log.append(f"record {step}"), original(step, *wait))[1]
     lifecycle = jsonl.LifecycleWriter(tmp_path / "lifecycle.jsonl")
     writer = EventFileWriter(tmp_path / "events")
     evaluations = Evaluations(clock, target, clock=clock.clock) if plan.eval_every_epochs else None

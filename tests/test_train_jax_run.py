@@ -125,13 +125,14 @@ def test_runs_with_tensorflow_made_unimportable_its_update_sharded_one_step_prof
     assert list((out / "profile").rglob("*.xplane.pb")) and "a step's" in run.stderr
 
 
-def test_real_data_without_tensorflow_is_one_line(tmp_path):
+def test_tfds_without_tensorflow_is_one_line(tmp_path):
+    """TFDS goes through tf.data (grain reads the ImageNet shards: tests/test_train_jax_data.py)."""
     (tmp_path / "data").mkdir()
-    run = podbench("run", *SMALL, "--data", "imagenet", "--data-dir", tmp_path / "data", "--output", tmp_path / "run",
+    run = podbench("run", *SMALL, "--data", "tfds", "--data-dir", tmp_path / "data", "--output", tmp_path / "run",
                    env=without_tensorflow(tmp_path, BLOCK_TF_NOT_INSTALLED), timeout=RUN_TIMEOUT_S)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     (line,) = error_lines(run.stderr)
-    assert "TensorFlow's tf.data, which is not installed here" in line and "--data synthetic" in line
+    assert "TensorFlow's tf.data, which is not installed here" in line and "--data synthetic" in line, line
 
 
 @pytest.mark.parametrize("flags, fragment", [

@@ -29,7 +29,8 @@ from bench.plan.config_jax import grain_reads
 from bench.train_jax.devices import DeviceInfo
 
 NO_TENSORFLOW = ("--data {source} reads TFRecords through TensorFlow's tf.data, which is not installed here: "
-                 "pip install tensorflow (or podbench's own install), or run the JAX engine on --data synthetic")
+                 "pip install tensorflow (or podbench's own install), or run the JAX engine on --data synthetic, or on "
+                 "--data imagenet shards on a file system, which grain reads")
 
 
 def reads_with_grain(source: str, data_dir: str | None) -> bool:

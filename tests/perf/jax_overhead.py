@@ -1,7 +1,7 @@
 """What the harness costs the JAX engine: its training loop against a bare jitted loop of the same steps.
 
 Not a test module: `make perf` runs it through tests/perf/test_jax_harness_overhead.py, and the device
-check (tests/perf/device/jax_h100.sh) runs it as a script on the accelerator:
+check (tests/perf/device/check.py) runs it as a script on the accelerator:
 
     python tests/perf/jax_overhead.py --batch-size 256 --steps 100 --rounds 4 --out overhead.json
 

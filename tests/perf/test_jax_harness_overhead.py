@@ -2,7 +2,7 @@
 
 ResNet-50 v1.5 at 64x64 (224x224 on a 2-core CPU takes minutes a round), the JAX CPU default's batch and
 blocks (one step a block: the CPU waits for every step). The device check runs the same comparison on an
-H100 at 224x224, where steps take tens of milliseconds (tests/perf/device/jax_h100.sh).
+H100 at 224x224, where steps take tens of milliseconds (tests/perf/device/jax_gpu.sh).
 
 Knobs (environment): PODBENCH_PERF_JAX_STEPS (default 24), PODBENCH_PERF_ROUNDS (default 4).
 """

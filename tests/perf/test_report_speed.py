@@ -22,7 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run_fixture, with --noconftest
 
