@@ -278,6 +278,7 @@ def test_a_bad_record_is_named_with_its_fix(tmp_path, kind):
     line = data.diagnose(raised.value, pipeline, NUM_CLASSES)
     assert f"{bad_file}, record {bad_index}" in line and "--skip-corrupt" in line
     assert "\n" not in line
+    assert ("pass --num-classes" in line) == (kind == "label_out_of_range")  # the same words as grain's
 
 
 @pytest.mark.parametrize("kind", ["missing_image", "missing_label", "label_zero", "png_payload", "truncated_jpeg"])

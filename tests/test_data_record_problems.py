@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from bench.data import record_checks
-from bench.data.record_problems import NOT_AN_EXAMPLE, BadRecord, examine
+from bench.data.record_problems import NOT_AN_EXAMPLE, BadRecord, examine, fix_for
 from console import ENV, REPO
 from imagenet_fixture import BAD_KINDS, REASONS, bad_example, example, jpeg_bytes
 
@@ -66,6 +66,23 @@ def test_a_bad_record_is_named_with_its_byte():
 def test_bad_record_is_validated_on_creation(changes, message):
     with pytest.raises(ValueError, match=message):
         BadRecord(**{"file": "/d/f", "index": 0, "reason": "why", **changes})
+
+
+@pytest.mark.parametrize("reason, num_classes, hint", [
+    pytest.param("label outside 1..10 (stored 809)", 10, " (ImageNet's: 1000); else FIX", id="above_a_small_run"),
+    pytest.param("label outside 1..1000 (stored 1001)", 1000, "their count; else FIX", id="above_imagenet"),
+])
+def test_a_label_above_the_range_points_at_the_runs_class_count_first(reason, num_classes, hint):
+    fix = fix_for(reason, num_classes, "FIX")
+    assert fix.startswith(f"the run has {num_classes} classes: if the data has more, pass --num-classes")
+    assert fix.endswith(hint)
+
+
+@pytest.mark.parametrize("reason", ["label outside 1..10 (stored 0)", "label outside 1..10 (stored -3)",
+                                    "label outside 1..5 (stored 809)", "truncated JPEG (no end marker FF D9)"])
+def test_any_other_problem_keeps_its_fix(reason):
+    """Below the range (0, negative), another run's range, or not a label at all: the fix as given."""
+    assert fix_for(reason, 10, "FIX") == "FIX"
 
 
 def test_no_tensorflow_is_loaded():

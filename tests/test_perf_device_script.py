@@ -39,6 +39,9 @@ def test_the_device_check_runs_every_step_and_writes_what_comes_back(tmp_path):
     assert [r["per_replica_batch_size"] for r in results["update"]] == [2, 4]
     assert all(r["update_time_s"] is not None for r in results["update"])
     assert {r["lever"] for r in results["levers"]} == {"default", "stem4", "symmetric", "batch-8"}
+    fusion = results["fusion"]
+    assert fusion["same_weights"] and len(fusion["fused_over_per_weight"]["ratios"]) == 2
+    assert fusion["profile_weight_tensors"] > 0 and fusion["profile_update_kernels_per_step"] > 0
     assert set(results["autotuning_warnings"]) >= {"synthetic", "real", "update-2", "update-4"}
     with tarfile.open(out / "runs.tar.gz") as runs:
         names = runs.getnames()

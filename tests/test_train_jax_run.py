@@ -122,6 +122,8 @@ def test_runs_with_tensorflow_made_unimportable_its_update_sharded_one_step_prof
     (profile,) = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "step_profile"]
     assert profile["events"] > 0 and sum(profile["share"].values()) == pytest.approx(1.0)
     assert profile["share"]["convolutions and matmuls"] > 0 and profile["share"]["collectives"] > 0
+    # ResNet-10's weight tensors, and a CPU's update in at least one kernel a tensor (XLA:CPU fuses none across them).
+    assert profile["weight_tensors"] == 41 and profile["kernels_per_step"]["optimizer update"] >= 41
     assert list((out / "profile").rglob("*.xplane.pb")) and "a step's" in run.stderr
 
 

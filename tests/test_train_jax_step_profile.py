@@ -71,6 +71,9 @@ def test_the_breakdown_shares_a_steps_wall_time_and_the_host_gets_what_no_device
     assert per[sp.CONVOLUTION] == pytest.approx(0.002) and per[sp.ELEMENTWISE] == pytest.approx(0.00075)
     assert per[sp.UPDATE] == pytest.approx(0.00025) and per[sp.HOST] == pytest.approx(0.002)
     assert sum(found["share"].values()) == pytest.approx(1.0)
+    # Kernels a step: one update kernel in two steps; the host event is not a kernel.
+    assert found["kernels_per_step"] == {sp.CONVOLUTION: 1.0, sp.ELEMENTWISE: 1.0, sp.UPDATE: 0.5,
+                                         sp.COLLECTIVE: 0.0, sp.OTHER: 0.0}
 
 
 def test_overlapping_devices_share_their_busy_time_not_add_it():

@@ -11,7 +11,7 @@ import numpy as np
 
 from bench.data import jpeg
 from bench.data.record_index import FIX, RecordIndex
-from bench.data.record_problems import examine
+from bench.data.record_problems import examine, fix_for
 
 SKIP_FIX = f"{FIX}, or pass --skip-corrupt to skip and count bad records"
 
@@ -43,7 +43,8 @@ class Preprocess:
                 problem = f"JPEG does not decode ({err})"
         if problem is None:
             return {"image": image, "label": np.int32(label), "problem": "", "skippable": True}
-        return self._bad(f"bad input data: {self.index.bad_record(record, problem).message()}; {SKIP_FIX}",
+        return self._bad(f"bad input data: {self.index.bad_record(record, problem).message()}; "
+                         f"{fix_for(problem, self.num_classes, SKIP_FIX)}",
                          skippable=True)
 
     def _bad(self, message: str, skippable: bool) -> dict:

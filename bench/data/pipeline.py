@@ -21,7 +21,7 @@ from typing import Sequence
 import tensorflow as tf
 
 from bench.cluster import gpus
-from bench.data import preprocess, record_checks, records
+from bench.data import preprocess, record_checks, record_problems, records
 from bench.data.spec import DataCounts, InputSpec
 from bench.errors import UsageError
 from methodology.throughput import StepRecord
@@ -214,7 +214,7 @@ def diagnose(err: tf.errors.OpError, pipeline: Pipeline, num_classes: int, progr
     if bad is not None and not bad.skippable:
         return f"bad input data: {bad.message()}; re-create or remove that shard"
     if bad is not None:
-        return f"bad input data: {bad.message()}; {fix}"
+        return f"bad input data: {bad.message()}; {record_problems.fix_for(bad.reason, num_classes, fix)}"
     return f"the input pipeline failed: {record_checks.op_error_text(err)}; check the data with `podbench data inspect`"
 
 

@@ -21,6 +21,7 @@ NOT_JPEG = "not a JPEG (no start marker FF D8 FF)"
 TRUNCATED_JPEG = "truncated JPEG (no end marker FF D9)"
 
 JPEG_START, JPEG_END = b"\xff\xd8\xff", b"\xff\xd9"
+IMAGENET_CLASSES = 1000
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,18 @@ def examine(serialized: bytes, num_classes: int) -> Examined:
 def label_reason_prefix(num_classes: int) -> str:
     """The start of an out-of-range label's reason: ``label outside 1..1000 (stored ``."""
     return f"label outside {LABEL_OFFSET}..{num_classes - 1 + LABEL_OFFSET} (stored "
+
+
+def fix_for(reason: str, num_classes: int, fix: str) -> str:
+    """The fix a bad record's line ends with: ``fix``, but for a label above the run's range, first the
+    likelier cause, a run made for fewer classes than the data has (a smoke preset's 10 on ImageNet's 1,000)."""
+    prefix = label_reason_prefix(num_classes)
+    stored = reason[len(prefix):].rstrip(")") if reason.startswith(prefix) else ""
+    if stored.isdigit() and int(stored) >= LABEL_OFFSET + num_classes:
+        imagenet = " (ImageNet's: 1000)" if num_classes < IMAGENET_CLASSES else ""
+        return (f"the run has {num_classes} classes: if the data has more, pass --num-classes with their "
+                f"count{imagenet}; else {fix}")
+    return fix
 
 
 def _single(features: dict, key: str, kind: str):

@@ -185,7 +185,9 @@ def profile_step(built: Built, state, files: RunFiles, say) -> None:
                                  recipe.UPDATE_SCOPE)
     files.lifecycle.event(jsonl.STEP_PROFILE, **found)
     parts = ", ".join(f"{name} {share:.0%}" for name, share in found["share"].items() if share >= 0.005)
-    say(f"a step's {found['step_s'] * 1e3:.1f} ms: {parts} (trace in {found['trace_dir']})")
+    update_kernels = found["kernels_per_step"][step_profile.UPDATE]
+    say(f"a step's {found['step_s'] * 1e3:.1f} ms: {parts}; the update in {update_kernels:.0f} kernels a step "
+        f"for {found['weight_tensors']} weight tensors (trace in {found['trace_dir']})")
 
 
 def _watch(setup: Setup, files: RunFiles) -> peers.PeerWatch | None:

@@ -88,10 +88,13 @@ def breakdown(events: Iterable[dict], categories: dict[str, str], wall_s: float,
     category's event time; host is the wall time no device event covers. The shares add up to one. Pure.
 
     Returns:
-      {"per_step_s": {category: seconds}, "share": {category: fraction of the step}, "step_s", "steps",
-      "events"}.
+      {"per_step_s": {category: seconds}, "share": {category: fraction of the step}, "kernels_per_step":
+      {category: device events a step}, "step_s", "steps", "events"}. The update's kernels a step say
+      whether its per-weight work was fused: one or a few where XLA fused it (XLA:GPU's horizontal loop
+      fusion exists for the optimizer's many small kernels), about one a weight tensor where it did not.
     """
     totals = dict.fromkeys(CATEGORIES, 0.0)
+    kernels = dict.fromkeys(CATEGORIES, 0)
     intervals = []
     counted = 0
     for event in events:
@@ -102,6 +105,7 @@ def breakdown(events: Iterable[dict], categories: dict[str, str], wall_s: float,
             continue
         start_us, duration_us = float(event.get("ts", 0.0)), float(event.get("dur", 0.0))
         totals[categories[name]] += duration_us / 1e6
+        kernels[categories[name]] += 1
         intervals.append((start_us, start_us + duration_us))
         counted += 1
     # Devices and streams run at once (a CPU's devices are threads; a GPU overlaps a collective with
@@ -113,6 +117,7 @@ def breakdown(events: Iterable[dict], categories: dict[str, str], wall_s: float,
     per_step = {k: v / steps for k, v in totals.items()}
     step_s = wall_s / steps
     return {"per_step_s": per_step, "share": {k: (v / step_s if step_s else 0.0) for k, v in per_step.items()},
+            "kernels_per_step": {k: v / steps for k, v in kernels.items() if k != HOST},
             "step_s": step_s, "steps": steps, "events": counted}
 
 
@@ -141,7 +146,9 @@ def profile(step, state, images, labels, out_dir: str, update_scope: str, steps:
     finally:
         jax.profiler.stop_trace()
     result = breakdown(_trace_events(out_dir), instruction_categories(step.as_text(), update_scope), wall_s, steps)
-    return {**result, "trace_dir": os.path.abspath(out_dir)}
+    # Set beside the update's kernels a step: one a tensor is an update XLA left unfused.
+    weight_tensors = len(jax.tree_util.tree_leaves(state.params))
+    return {**result, "weight_tensors": weight_tensors, "trace_dir": os.path.abspath(out_dir)}
 
 
 def _trace_events(out_dir: str) -> list[dict]:

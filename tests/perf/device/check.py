@@ -17,6 +17,9 @@ Steps (the figures each gives):
   update       the optimizer update's share of a step at 16, 32, 64 and 128 images a device (short runs, 16 first)
   levers       the speed levers side by side with the default: --stem-channels 4, --padding symmetric, batches
                768 and 1024 (short points)
+  fusion       the last lever, the optimizer update fused into one flat vector (optax.flatten) against the
+               engine's per-weight update, alone, 500 updates a side (tests/perf/update_fusion.py); the profile
+               (synthetic) counts the kernels XLA made of the per-weight update
 
 Every figure is written to OUT_DIR/results.json as soon as its step ends, with the log in OUT_DIR/log.txt and
 every run directory in OUT_DIR/runs.tar.gz at the end: the device tool brings back eight files at most, so the
@@ -277,8 +280,23 @@ def step_levers(c: Check, z: Sizes) -> None:
     c.results["levers_note"] = f"short points: {z.lever_steps} measured steps each, the default run again among them"
 
 
+def step_fusion(c: Check, z: Sizes) -> None:
+    """The update fused against per-weight, alone (tests/perf/update_fusion.py), ABBA rounds."""
+    rounds, updates = (2, 2) if c.dry else (10, 50)
+    done = run([sys.executable, "tests/perf/update_fusion.py", "--rounds", str(rounds), "--updates", str(updates)],
+               c.left_s() - 10)
+    with open(c.out / "log.txt", "a", encoding="utf-8") as log:
+        log.write(done.stderr)
+    c.results["fusion"] = summary_of(done) or {"returncode": done.returncode}
+    profile = c.results.get("profile") or {}
+    if profile.get("kernels_per_step"):
+        c.results["fusion"]["profile_update_kernels_per_step"] = profile["kernels_per_step"].get("optimizer update")
+        c.results["fusion"]["profile_weight_tensors"] = profile.get("weight_tensors")
+
+
 STEPS = (("synthetic", step_synthetic), ("jpegs", step_jpegs), ("input", step_input), ("real", step_real),
-         ("overhead", step_overhead), ("update", step_update), ("levers", step_levers))
+         ("overhead", step_overhead), ("update", step_update), ("levers", step_levers),
+         ("fusion", step_fusion))
 
 
 def cost_of(name: str, c: Check, z: Sizes) -> float:
@@ -291,7 +309,7 @@ def cost_of(name: str, c: Check, z: Sizes) -> float:
             "real": overhead_s + (z.warmup + z.measured) * step_s * 1.1,
             "overhead": 20.0 + compile_s * 0.2 + 2 * z.overhead_rounds * z.overhead_steps * step_s,
             "update": 2 * compile_s + 15,  # the smallest batch's; the step weighs each batch's itself
-            "levers": 0.0}.get(name, 0.0)
+            "levers": 0.0, "fusion": 30.0}.get(name, 0.0)
 
 
 def main(argv=None) -> int:
