@@ -55,7 +55,10 @@ def test_a_tpu_vm_slices_workers_under_jax(worker, scratch):
 
 
 def test_srun_two_tasks_is_one_jax_run_with_two_replicas_and_one_summary(slurm_cluster, tmp_path):
-    proc = subprocess.run(["srun", "--kill-on-bad-exit=0", "-n", "2", str(PODBENCH), "run", *SMALL, "--json"],
+    """Under the real Slurm, with the update sharded across the two processes (replicated across processes is
+    launch's test below: the same jax.distributed start serves both)."""
+    proc = subprocess.run(["srun", "--kill-on-bad-exit=0", "-n", "2", str(PODBENCH), "run", *SMALL,
+                           "--weight-update", "sharded", "--json"],
                           cwd=tmp_path, env=slurm_cluster.env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 0, proc.stderr[-3000:] + slurm_cluster.log_tail()
     summary = json.loads(proc.stdout)  # one document: the first process's
@@ -64,6 +67,7 @@ def test_srun_two_tasks_is_one_jax_run_with_two_replicas_and_one_summary(slurm_c
     assert re.fullmatch(r"slurm-\d+\.0", summary["run_id"])
     assert (summary["status"], summary["framework"], summary["strategy"]) == ("completed", "jax", "multi_worker")
     assert summary["num_replicas"] == 2 and summary["global_batch_size"] == 8 and summary["measured_steps"] == 4
+    assert summary["weight_update"] == "sharded"
     env = json.loads((run_dir / rundir.ENVIRONMENT_FILE).read_text())
     assert (env["num_processes"], env["process_index"]) == (2, 0)
     assert re.search(rf"worker 1 of 2: results in \S*{summary['run_id']} on the chief", proc.stderr)
