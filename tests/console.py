@@ -1,4 +1,4 @@
-"""Helpers the tests share: `podbench` in a child process, in-process CLI calls, free ports, live pids
+"""Helpers the tests share: `podbench` in a child process, code that must not import a module, in-process CLI calls, free ports, live pids
 and a process's descendants, a filled filesystem, chart text boxes.
 
 The test process may have TensorFlow loaded, so "did this command import
@@ -41,6 +41,15 @@ def podbench_probing_tf(*args, timeout=300, cwd=REPO, env=None):
     marks = [line for line in proc.stdout.splitlines() if line.startswith("TENSORFLOW_IMPORTED=")]
     assert len(marks) == 1, proc.stdout
     return proc, marks[0] == "TENSORFLOW_IMPORTED=True"
+
+
+def runs_without(code: str, module: str = "tensorflow", timeout: float = 120) -> None:
+    """Runs ``code`` in a fresh Python from the checkout; fails unless it succeeds with ``module`` never
+    imported (this test process may hold it already, so only a child can tell)."""
+    checked = f"{code}\nimport sys\nassert {module!r} not in sys.modules, {module!r} + ' was imported'\n"
+    done = subprocess.run([sys.executable, "-c", checked], capture_output=True, text=True, timeout=timeout, env=ENV,
+                          cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 class TrainingWouldStart(AssertionError):

@@ -1,12 +1,10 @@
 """bench/data/synthetic_set.py: a synthetic set's settings, and its marker (standard library only)."""
 import json
-import subprocess
-import sys
 
 import pytest
 
 from bench.data.synthetic_set import MARKER_FILE, SyntheticSet, synthetic_jpegs_marker, write_marker
-from console import ENV, REPO
+from console import runs_without
 
 
 @pytest.mark.parametrize("train, validation, shards, expected", [
@@ -52,7 +50,5 @@ def test_a_damaged_marker_still_marks_the_set(tmp_path, text):
 
 def test_reading_the_marker_loads_no_numpy(tmp_path):
     (tmp_path / MARKER_FILE).write_text(json.dumps({"synthetic_jpegs": True}))
-    code = (f"import sys\nfrom bench.data.synthetic_set import synthetic_jpegs_marker\n"
-            f"assert synthetic_jpegs_marker({str(tmp_path)!r})\nassert 'numpy' not in sys.modules\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV, cwd=REPO)
-    assert done.returncode == 0, done.stderr[-2000:]
+    runs_without("from bench.data.synthetic_set import synthetic_jpegs_marker\n"
+                 f"assert synthetic_jpegs_marker({str(tmp_path)!r})", module="numpy")

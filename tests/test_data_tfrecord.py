@@ -1,13 +1,11 @@
 """bench/data/tfrecord.py: the TFRecord framing, checked against files TensorFlow itself wrote."""
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
 from bench.data import tfrecord
 from bench.data.tfrecord import FOOTER_BYTES, HEADER_BYTES, FramingError, frame, frames, masked_crc
-from console import ENV, REPO
+from console import runs_without
 
 PAYLOADS = [b"", b"x", b"\xff" * 300, bytes(range(256)) * 40]
 
@@ -168,10 +166,6 @@ def test_write_records_writes_what_tensorflow_reads(tmp_path):
 
 
 def test_spans_and_writes_load_no_tensorflow(tmp_path):
-    code = ("import sys\nfrom bench.data import tfrecord\n"
-            f"p = {str(tmp_path / 'f')!r}\ntfrecord.write_records(p, [b'a', b'bc'])\n"
-            "assert tfrecord.spans(p) == [(0, 1), (17, 2)]\n"
-            "assert tfrecord.read_record(p, 1, 17, 2, verify=True) == b'bc'\n"
-            "assert 'tensorflow' not in sys.modules\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV, cwd=REPO)
-    assert done.returncode == 0, done.stderr[-2000:]
+    runs_without(f"from bench.data import tfrecord\np = {str(tmp_path / 'f')!r}\n"
+                 "tfrecord.write_records(p, [b'a', b'bc'])\nassert tfrecord.spans(p) == [(0, 1), (17, 2)]\n"
+                 "assert tfrecord.read_record(p, 1, 17, 2, verify=True) == b'bc'")
