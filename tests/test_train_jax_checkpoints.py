@@ -1,5 +1,7 @@
 """bench/train_jax/checkpoints.py: the whole state written and read back with orbax, the newest intact one
 restored, the oldest removed, a full disk named."""
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -98,3 +100,17 @@ def test_another_runs_directory_is_refused_and_nothing_of_it_is_deleted(tmp_path
     assert first.found() == [f"{tmp_path}/ckpt-38", f"{tmp_path}/ckpt-35"]
     with pytest.raises(UsageError, match="run run-a's checkpoints"):
         second.restore_intact(state_at(0, info))
+
+
+def test_a_later_process_writes_no_input_position_into_another_runs_directory(tmp_path, info):
+    """Every process saves its input's position beside a checkpoint; one that is not the first checks the owner
+    first (the first claims it): another run's directory is refused before anything is written into it."""
+    first = Checkpointer(str(tmp_path), info, "run-a")
+    first.state = state_at(35, info)
+    first.save(35)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    later = Checkpointer(str(tmp_path), dataclasses.replace(info, process_index=1, process_count=2), "run-b")
+    later.state, later.input_state = state_at(75, info), lambda: {"position": 75}
+    with pytest.raises(RunFailed, match="holds run run-a's checkpoints .* not this run's \\(run-b\\)"):
+        later.save(75)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from bench.results import eventfile, rundir
+from bench.results import eventfile, jsonl, rundir
 from console import ENV, PODBENCH, podbench
 from imagenet_fixture import write_imagenet_dir
 from test_train_jax_run import RUN_TIMEOUT_S
@@ -38,25 +38,33 @@ def project(tmp_path_factory):
     write_imagenet_dir(root / "data", num_classes=10, train_per_class=4, validation_per_class=1)
     whole = podbench("run", *FLAGS, "--output", "runs/whole", timeout=RUN_TIMEOUT_S, cwd=root)
     assert whole.returncode == 0, whole.stderr[-3000:]
-    proc = subprocess.Popen([str(PODBENCH), "run", *FLAGS, "--output", "runs/stopped"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=ENV, cwd=root)
-    steps = root / "runs" / "stopped" / rundir.STEPS_FILE
+    stopped_at(root, "runs/stopped", 14, "run", *FLAGS, "--output", "runs/stopped")  # step 13 or later: mid-epoch 2
+    return root
+
+
+def stopped_at(root, run: str, records: int, *args: str) -> None:
+    """`podbench ARGS` sent SIGTERM once the run's steps.jsonl holds ``records`` records (every segment's)."""
+    proc = subprocess.Popen([str(PODBENCH), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=ENV, cwd=root)
+    steps = root / run / rundir.STEPS_FILE
     deadline = time.monotonic() + RUN_TIMEOUT_S
-    while not (steps.exists() and len(steps.read_text().splitlines()) >= 14):  # step 13 or later: mid-epoch 2
+    while not (steps.exists() and len(steps.read_text().splitlines()) >= records):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 143, stderr[-3000:]
-    return root
 
 
-def resumed(project, name: str, forget_position: bool = False):
-    """A copy of the stopped run resumed by its relative path (its saved input position deleted first, if asked)."""
+def resumed(project, name: str, forget_position: bool = False, stop_at: int | None = None):
+    """A copy of the stopped run resumed by its relative path (its saved input position deleted first, if asked;
+    stopped again once its steps.jsonl holds ``stop_at`` records, then resumed once more, if asked)."""
     shutil.copytree(project / "runs" / "stopped", project / "runs" / name)
     if forget_position:
         for position in (project / "runs" / name / rundir.CHECKPOINTS_DIR).glob("*.input-*.json"):
             position.unlink()
+    if stop_at is not None:
+        stopped_at(project, f"runs/{name}", stop_at, "run", "--resume", f"runs/{name}")
     done = podbench("run", "--resume", f"runs/{name}", "--json", timeout=RUN_TIMEOUT_S, cwd=project)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout), done.stderr
@@ -73,10 +81,32 @@ def test_a_resumed_segment_trains_on_the_batches_the_stopped_one_would_have(proj
     assert [again[s] for s in after] == [whole[s] for s in after]  # the same batches: the same losses
 
 
-def test_without_its_saved_position_a_segment_reads_a_fresh_order_and_says_so(project):
-    summary, stderr = resumed(project, "forgot", forget_position=True)
+@pytest.fixture(scope="module")
+def forgot(project):
+    """The stopped run resumed without its saved position: one segment reading a fresh order (seed + 1)."""
+    return resumed(project, "forgot", forget_position=True)
+
+
+def test_without_its_saved_position_a_segment_reads_a_fresh_order_and_says_so(project, forgot):
+    summary, stderr = forgot
     assert summary["status"] == "completed" and summary["data_position"].startswith("not restored")
     assert "holds no input position for this process: reading the training data in a fresh order" in stderr
     stop = json.loads((project / "runs" / "stopped" / rundir.SUMMARY_FILE).read_text())["steps_completed"]
     whole, again = losses(project / "runs" / "whole"), losses(project / "runs" / "forgot")
     assert any(again[s] != whole[s] for s in range(stop + 1, STEPS + 1))
+
+
+def test_a_fresh_order_segment_stopped_again_is_continued_in_its_own_order(project, forgot):
+    """The segment that read a fresh order saved its own position (seed + 1, from where it stood): stopped and
+    resumed, its next segment trains on the batches that fresh order held next, as the uninterrupted fresh-order
+    segment did (the input reopened with the saved seed, and its position saved from the reopened input)."""
+    stop = json.loads((project / "runs" / "stopped" / rundir.SUMMARY_FILE).read_text())["steps_completed"]
+    summary, _ = resumed(project, "forgot-twice", forget_position=True, stop_at=stop + 7)
+    assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", STEPS, 2)
+    restores = [e for e in jsonl.read_lifecycle(project / "runs" / "forgot-twice" / rundir.LIFECYCLE_FILE)
+                if e["event"] == jsonl.RESTORE and "step" in e]
+    assert [r["input_state"] for r in restores] == ["fresh order", "restored"]
+    last = restores[-1]["step"]
+    assert stop < last < STEPS
+    fresh, again = losses(project / "runs" / "forgot"), losses(project / "runs" / "forgot-twice")
+    assert [again[s] for s in range(last + 1, STEPS + 1)] == [fresh[s] for s in range(last + 1, STEPS + 1)]

@@ -44,16 +44,23 @@ class Built:
     state: recipe.TrainState
     steps: loop.Steps
     real: data.RealInput | None  # real data: its pipeline (its position, its --skip-corrupt count); else None
+    evaluation: data.RealInput | None  # the validation split's input, where the run evaluates
     layout: weight_update.Layout  # how the state lies on the devices, and what a checkpoint holds
     without_update: Callable[[], object]  # compiles the step without its update (the update probe's other half)
     batch: tuple  # one global batch (images, labels): the one the step was compiled on
+
+    def close(self) -> None:
+        """The inputs' worker processes stopped and their batches' shared memory freed (the run is over)."""
+        for source in (self.real, self.evaluation):
+            if source is not None:
+                source.close()
 
 
 def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -> Built:
     """The Flax model, its state on every replica, the compiled steps and their FLOPs, and the input.
 
     Real data read by grain starts in its first segment's order: a resumed segment continues it from the
-    checkpoint's position (bench/train_jax/run.py ``resume_input``). tf.data's (TFDS, a bucket) reads in a
+    checkpoint's position (bench/train_jax/resume.py ``resume_input``). tf.data's (TFDS, a bucket) reads in a
     fresh order a segment (seed + segment), as the TensorFlow engine does.
     """
     plan, info, m = setup.plan, setup.info, config.model
@@ -88,14 +95,15 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -
                                       shapes["params"], update=False)
         return step.lower(state, images, labels).compile()
 
-    evaluate = eval_batches = None
+    evaluate = evaluation = None
     if plan.eval_input is not None:
         evaluate = recipe.make_eval_step(model, info, m.num_classes)
-        eval_batches = data.real_input(plan.eval_input, setup.counts, info).passes
+        evaluation = data.real_input(plan.eval_input, setup.counts, info)
     files.lifecycle.event(jsonl.INPUT_PIPELINES, count=info.process_count if config.data.real else 1,
                           synthetic_jpegs=synthetic_jpegs_marker(config.data.data_dir) is not None)
-    return Built(state, loop.Steps(compiled, _prepend((images, labels), batches), evaluate, eval_batches), real,
-                 weight_update.Layout(info, tx, mode), without_update, (images, labels))
+    steps = loop.Steps(compiled, _prepend((images, labels), batches), evaluate,
+                       evaluation.passes if evaluation else None)
+    return Built(state, steps, real, evaluation, weight_update.Layout(info, tx, mode), without_update, (images, labels))
 
 
 def _initial_state(model, tx, image_size: int, plan: ResolvedRun, info: DeviceInfo, seed: int,

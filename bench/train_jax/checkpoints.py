@@ -74,10 +74,14 @@ class Checkpointer:
     def save(self, step: int) -> str:
         """Writes the state after ``step`` (the first process only); returns its path."""
         path = f"{self.directory}/ckpt-{step}"
-        host = self.layout.to_host(self.state)  # every process: a sharded state is gathered first
+        whole = self.layout.gathered(self.state)  # every process takes part in a sharded state's all-gather
+        host = self.layout.to_host(whole, gathered=True) if self.info.is_chief else None  # the writer's copy only
         try:
-            if self.info.is_chief and not self._claimed:
-                claim(self.directory, self.run_id)
+            if not self._claimed:
+                if self.info.is_chief:
+                    claim(self.directory, self.run_id)
+                else:  # its input position goes there too: another run's directory is refused before a write
+                    check_owner(self.directory, self.run_id, RunFailed)
                 self._claimed = True
             if self.input_state is not None:  # every process its own position (a shared file system's, multi-host)
                 os.makedirs(self.directory, exist_ok=True)

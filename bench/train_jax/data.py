@@ -114,6 +114,12 @@ class RealInput:
         self.batches = self.passes()
         return self.batches
 
+    def close(self) -> None:
+        """Stops the pipeline's worker processes and frees their batches' memory (grain's; tf.data's has none)."""
+        close = getattr(self.pipeline, "close", None)
+        if close is not None:
+            close()
+
     @property
     def skipped_records(self) -> int | None:
         counter = getattr(self.pipeline, "skipped_records", None)

@@ -36,8 +36,6 @@ def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, segm
         return None, state, 0
     directory = config.checkpoint.dir or str(files.run_dir / CHECKPOINTS_DIR)
     checkpointer = Checkpointer(directory, setup.info, files.run_id, built.layout)
-    if built.real is not None and built.real.restorable:
-        checkpointer.input_state = built.real.state
     step = 0
     if restoring:
         start_s = time.perf_counter()
@@ -53,6 +51,9 @@ def restore(config: RunConfig, setup: Setup, files: RunFiles, built: Built, segm
             say(f"restored {path}: continuing after step {step} of {setup.plan.train_steps}")
         else:
             say(f"no checkpoint in {directory}: starting from step 0 (what earlier segments measured is kept)")
+    if built.real is not None and built.real.restorable:
+        # Only now: taking the position back may have reopened the input (its saved seed or worker count).
+        checkpointer.input_state = built.real.state
     agree = devices.agreement(setup.info)
     if agree is not None:
         check_same_step(agree, step, directory)
@@ -69,10 +70,12 @@ def resume_input(config: RunConfig, setup: Setup, built: Built, checkpointer: Ch
         return None
     saved = checkpointer.input_state_at(step)
     if saved is not None:
-        workers = saved.get("worker_count")
-        if workers is not None and workers != real.pipeline.worker_count:
-            # The order of the records depends on how many workers read them: read with the saved number.
-            real = _reopen(built, setup, real.pipeline.spec.seed, workers)
+        now = real.pipeline.spec.seed, real.pipeline.worker_count
+        seed, workers = saved.get("seed", now[0]), saved.get("worker_count", now[1])
+        if (seed, workers) != now:
+            # The order of the records depends on the seed (a fresh-order segment's is seed + segment) and on
+            # how many workers read them: read as the saved position was read.
+            real = _reopen(built, setup, seed, workers)
         built.steps.batches = real.resumed(saved)
         return "restored"
     say(f"the checkpoint of step {step} holds no input position for this process: reading the training data in a "

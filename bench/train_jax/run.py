@@ -156,7 +156,13 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
     if ending["status"] == "failed" and segment and not trained:
         ending["resume_failed"] = True  # as the TensorFlow engine: the run stays resumable
     fields = {k: v for k, v in ending.items() if k != "usage"}
-    files.end(skipped_records=_skipped_records(built), optimizer_steps=_optimizer_steps(state), **fields)
+    skipped = _skipped_records(built)
+    if built is not None:
+        try:
+            built.close()  # grain's worker processes, not left running while the summary is written
+        except Exception as err:  # noqa: BLE001 (what was measured is summarized whatever closing did)
+            say(f"closing the input failed ({type(err).__name__}: {err}); its processes end with this one")
+    files.end(skipped_records=skipped, optimizer_steps=_optimizer_steps(state), **fields)
     return ending
 
 

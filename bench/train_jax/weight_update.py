@@ -128,14 +128,20 @@ class Layout:
         if mode not in MODES or (mode == "sharded" and tx is None):
             raise ValueError(f"a {mode!r} layout needs one of {MODES} and, sharded, the optimizer")
         self.info, self.tx, self.mode = info, tx, mode
+        # A sharded state's optimizer state onto every replica: one all-gather, compiled once for the run.
+        self._gather = jax.jit(lambda x: x, out_shardings=info.replicated()) if mode == "sharded" else None
 
-    def to_host(self, state):
+    def gathered(self, state):
+        """``state`` whole on every replica: a sharded optimizer state all-gathered (every process must take part,
+        since the process that writes holds only its own chunks); a replicated state as it is."""
+        return state if self._gather is None else state.replace(opt_state=self._gather(state.opt_state))
+
+    def to_host(self, state, gathered: bool = False):
         """This process's host copy of ``state``, the optimizer state in the weights' shapes.
 
-        A sharded state is gathered onto every replica first (one all-gather, every process taking part):
-        the process that writes holds only its own chunks."""
-        if self.mode == "sharded":
-            state = state.replace(opt_state=jax.jit(lambda x: x, out_shardings=self.info.replicated())(state.opt_state))
+        Args:
+          gathered: ``state`` is ``gathered``'s already (else it is gathered here: every process takes part)."""
+        state = state if gathered else self.gathered(state)
         host = jax.tree_util.tree_map(lambda x: np.asarray(x.addressable_data(0)), state)
         if self.mode == "sharded":
             host = host.replace(opt_state=canonical(self.tx, host.opt_state, host.params))
