@@ -73,3 +73,10 @@ def test_provenance_says_clean_commit_local_changes_or_no_checkout(tmp_path):
     assert changed["podbench_commit"] == clean["podbench_commit"] and changed["podbench_diff_sha256"]
     assert "WITH LOCAL CHANGES" in changed["podbench_provenance"]
     assert changed["podbench_source_sha256"] != clean["podbench_source_sha256"]
+    _git(tmp_path, "checkout", "-q", "--", ".")
+    (tmp_path / "bench" / "new_module.py").write_text("y = 1\n")  # not tracked yet: the tree is not clean
+    (tmp_path / "bench" / "notes.txt").write_text("not code")
+    added = host.provenance(tmp_path)
+    assert added["podbench_diff_sha256"] and "WITH LOCAL CHANGES" in added["podbench_provenance"]
+    (tmp_path / "bench" / "new_module.py").unlink()
+    assert host.provenance(tmp_path)["podbench_diff_sha256"] is None  # another untracked file is not code

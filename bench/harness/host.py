@@ -72,6 +72,11 @@ def provenance(root: Path = _REPO) -> dict:
                              timeout=5, check=True).stdout.strip() or None
         changes = subprocess.run(["git", "-C", str(root), "diff", "HEAD", "--", *SOURCE_DIRS], capture_output=True,
                                  timeout=10, check=True).stdout
+        # A new file git does not track yet is code the run may import (and the source digest reads) too.
+        untracked = subprocess.run(["git", "-C", str(root), "ls-files", "--others", "--exclude-standard", "-z", "--",
+                                    *SOURCE_DIRS], capture_output=True, timeout=10, check=True).stdout
+        for name in sorted(n for n in untracked.decode().split("\0") if n.endswith(SOURCE_SUFFIXES)):
+            changes += b"\0new file " + name.encode() + b"\0" + (root / name).read_bytes()
         diff = hashlib.sha256(changes).hexdigest() if changes else None
     except (OSError, subprocess.SubprocessError):
         sha = None
