@@ -13,14 +13,17 @@ import tarfile
 import pytest
 
 from console import ENV, REPO
+from test_train_jax_run import BLOCK_TF_FORBIDDEN, without_tensorflow
 
 SCRIPT = REPO / "tests" / "perf" / "device" / "jax_gpu.sh"
 
 
 def test_the_device_check_runs_every_step_and_writes_what_comes_back(tmp_path):
     out = tmp_path / "out"
+    # As on the device: no TensorFlow (an import of it fails the step that made it), no Cloud client.
+    env = without_tensorflow(tmp_path, BLOCK_TF_FORBIDDEN)
     done = subprocess.run(["bash", str(SCRIPT), str(out)], capture_output=True, text=True, timeout=900,
-                          env={**ENV, "PODBENCH_DEVICE_DRY": "1", "PODBENCH_DEVICE_WORK": str(tmp_path / "work"),
+                          env={**env, "PODBENCH_DEVICE_DRY": "1", "PODBENCH_DEVICE_WORK": str(tmp_path / "work"),
                                "PODBENCH_COMMIT": "abc123"}, cwd=tmp_path)
     log = (out / "log.txt").read_text()
     assert done.returncode == 0, done.stderr[-3000:] + log[-3000:]

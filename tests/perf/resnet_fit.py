@@ -1,12 +1,10 @@
-"""What the ResNet-50 benchmarks share: one compiled model, timed fits, and paired ratios.
+"""What the ResNet-50 benchmarks share: one compiled model and timed fits (their statistics: perf_stats.py).
 
 Not a test module: imported by the benchmarks in this directory.
 """
 from __future__ import annotations
 
 import io
-import random
-import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,39 +62,3 @@ def harness_fit(resnet: CompiledResNet, epoch: int, steps: int, tmp: Path, contr
         elapsed_s = timed_fit(resnet.model, resnet.dataset, epoch, steps, callbacks)
         files.end("completed")
     return elapsed_s, timer, run_dir
-
-
-def abba(rounds: int) -> list[str]:
-    """The order of fits: A B B A, then B A A B, ... so slow drift hits both sides alike."""
-    order = []
-    for r in range(rounds):
-        first = ("a", "b") if r % 2 == 0 else ("b", "a")
-        order += [*first, *first[::-1]]
-    return order
-
-
-def spread(values: list[float], digits: int = 4) -> dict:
-    """Median and the range [min, max] of repeated measurements (few, so no fitted interval)."""
-    return {"median": round(statistics.median(values), digits),
-            "interval": [round(min(values), digits), round(max(values), digits)], "n": len(values)}
-
-
-def paired_ratios(a: list[float], b: list[float]) -> list[float]:
-    """b/a for each ABBA pair (the i-th A with the i-th B): side by side, under the same load."""
-    return [bi / ai for ai, bi in zip(a, b)]
-
-
-def bootstrap_interval(values: list[float], confidence: float = 0.95, resamples: int = 2000,
-                       seed: int = 0) -> list[float]:
-    """A seeded percentile-bootstrap interval of the median of ``values`` (pure: same values, same interval)."""
-    rng = random.Random(seed)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(resamples))
-    tail = (1 - confidence) / 2
-    return [medians[int(tail * resamples)], medians[min(resamples - 1, int((1 - tail) * resamples))]]
-
-
-def ratio_summary(ratios: list[float], digits: int = 4) -> dict:
-    """The median of paired ratios, its 95% bootstrap interval, and every ratio."""
-    low, high = bootstrap_interval(ratios)
-    return {"median": round(statistics.median(ratios), digits), "interval95": [round(low, digits), round(high, digits)],
-            "n": len(ratios), "ratios": [round(r, digits) for r in ratios]}

@@ -40,7 +40,8 @@ from bench.results.rundir import LIFECYCLE_FILE, STEPS_FILE, SUMMARY_FILE
 from bench.train.callbacks import Controls
 from bench.train.checkpoints import Checkpointer, checkpoint_bytes
 from bench.harness.stopping import DEFAULT_GRACE_S
-from resnet_fit import abba, compiled_resnet, harness_fit, paired_ratios, spread
+from resnet_fit import compiled_resnet, harness_fit
+from perf_stats import abba, paired_ratios, spread
 
 BATCH = int(os.environ.get("PODBENCH_PERF_BATCH", "8"))
 STEPS = int(os.environ.get("PODBENCH_PERF_STEPS", "6"))

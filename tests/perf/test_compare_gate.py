@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 
 from bench.results.rundir import RUN_FILES, STEPS_FILE
-from resnet_fit import spread
+from perf_stats import spread
 
 REPO = Path(__file__).resolve().parents[2]
 # The README's and examples/github-actions-podbench.yml's gate: DOCUMENTED_RUNS runs of

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # console, with --noconftest
 from console import podbench  # noqa: E402
-from resnet_fit import ratio_summary  # noqa: E402
+from perf_stats import ratio_summary  # noqa: E402
 
 ROUNDS = int(os.environ.get("PODBENCH_PERF_ROUNDS", "3"))
 FLAGS = ("--image-size", "64", "--batch-size", "8", "--precision", "float32", "--steps-per-epoch", "8",

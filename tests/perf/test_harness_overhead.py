@@ -39,7 +39,8 @@ import tf_keras
 from bench.results.runfiles import RunFiles
 from bench.train.callbacks import make_callbacks
 from methodology import throughput
-from resnet_fit import abba, compiled_resnet, harness_fit, paired_ratios, spread, timed_fit
+from resnet_fit import compiled_resnet, harness_fit, timed_fit
+from perf_stats import abba, paired_ratios, spread
 
 BATCH = int(os.environ.get("PODBENCH_PERF_BATCH", "8"))
 STEPS = int(os.environ.get("PODBENCH_PERF_STEPS", "8"))

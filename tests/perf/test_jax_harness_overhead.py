@@ -12,7 +12,7 @@ import json
 import os
 
 from jax_overhead import measure
-from resnet_fit import ratio_summary
+from perf_stats import ratio_summary
 
 STEPS = int(os.environ.get("PODBENCH_PERF_JAX_STEPS", "24"))
 ROUNDS = int(os.environ.get("PODBENCH_PERF_ROUNDS", "4"))

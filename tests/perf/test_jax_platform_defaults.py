@@ -27,7 +27,7 @@ from bench.harness.host import cpu_info
 from bench.plan.platform_defaults import platform_defaults
 from methodology import peaks
 from jax_overhead import compiled_step
-from resnet_fit import ratio_summary
+from perf_stats import ratio_summary
 
 IMAGES = int(os.environ.get("PODBENCH_PERF_JAX_IMAGES", "32"))
 ROUNDS = int(os.environ.get("PODBENCH_PERF_ROUNDS", "3"))

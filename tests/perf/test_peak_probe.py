@@ -19,7 +19,7 @@ from bench.train import peak
 from bench.harness.host import cpu_info
 from bench.train.strategy import make_strategy
 from methodology import peaks
-from resnet_fit import paired_ratios, spread
+from perf_stats import paired_ratios, spread
 
 ROUNDS = int(os.environ.get("PODBENCH_PERF_ROUNDS", "3"))
 SIZES = tuple(int(n) for n in os.environ.get("PODBENCH_PERF_SIZES", "1024,2048,4096").split(","))

@@ -24,7 +24,8 @@ from bench.plan import config as cfg
 from bench.plan.resolve import resolve
 from bench.harness.host import cpu_info
 from methodology import peaks
-from resnet_fit import compiled_resnet, ratio_summary, timed_fit
+from resnet_fit import compiled_resnet, timed_fit
+from perf_stats import ratio_summary
 
 IMAGES = int(os.environ.get("PODBENCH_PERF_IMAGES", "128"))
 ROUNDS = int(os.environ.get("PODBENCH_PERF_ROUNDS", "4"))

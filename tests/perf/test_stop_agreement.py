@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bench.cluster.ports import free_ports
 from bench.cluster.tf_config import make_tf_config
-from resnet_fit import spread
+from perf_stats import spread
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent

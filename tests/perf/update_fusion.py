@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     import numpy as np
     import optax
     from jax.flatten_util import ravel_pytree
-    from resnet_fit import ratio_summary
+    from perf_stats import ratio_summary
 
     from bench.train_jax import recipe
     from methodology import schedule as lr
@@ -74,8 +74,6 @@ def main(argv=None) -> int:
         weights, state = update(params, state, grads)
         jax.block_until_ready(weights)
         sides[name] = {"update": update, "weights": weights, "state": state, "compile_s": time.perf_counter() - started}
-    same = np.allclose(np.asarray(ravel_pytree(sides["fused"]["weights"])[0]),
-                       np.asarray(ravel_pytree(sides["per-weight"]["weights"])[0]), rtol=1e-6, atol=1e-7)
 
     def timed(name: str) -> float:
         side = sides[name]
@@ -89,6 +87,10 @@ def main(argv=None) -> int:
     for r in range(args.rounds):
         for name in (SIDES if r % 2 == 0 else SIDES[::-1]):
             times[name].append(timed(name))
+    # Both sides made the same number of updates from the same weights: they must end with the same ones
+    # (within float32 rounding: XLA may contract either side's multiply-adds differently).
+    same = np.allclose(np.asarray(ravel_pytree(sides["fused"]["weights"])[0]),
+                       np.asarray(ravel_pytree(sides["per-weight"]["weights"])[0]), rtol=1e-5, atol=1e-6)
     ratios = [f / w for f, w in zip(times["fused"], times["per-weight"])]
     summary = ratio_summary(ratios)
     print(json.dumps({

@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     from bench.train_jax import devices, recipe, weight_update  # noqa: PLC0415
     from methodology import schedule as lr  # noqa: PLC0415
     from models import resnet_flax  # noqa: PLC0415
-    from resnet_fit import ratio_summary  # noqa: PLC0415
+    from perf_stats import ratio_summary  # noqa: PLC0415
 
     info = devices.find_devices("auto", args.devices)
     model = resnet_flax.build_resnet(50, 1000)
