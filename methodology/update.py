@@ -40,6 +40,8 @@ COLUMNS = ("device", "memory_gb_per_s", "as_of", "source")
 # momentum and writes weight and momentum (5 x 4 B); LARS also reads weight and gradient
 # once more for the layer's norms (7 x 4 B).
 UPDATE_BYTES_PER_PARAM = {"sgd": 20, "lars": 28}
+# methodology/schedule.py's optimizer names, in this module's.
+SCHEDULE_OPTIMIZERS = {"momentum": "sgd", "lars": "lars"}
 # Replicas a device runs, where it is not one: a TPU v2/v3 chip has two TensorCores (tpu_peaks.csv), each
 # its own device and replica with its own HBM (v3: 16 of the chip's 32 GiB), as Google's own MLPerf v0.7
 # JAX ResNet-50 shows: it names its 4,096-chip platform 'TPUv3-{}'.format(jax.device_count()), TPUv3-8192,

@@ -110,6 +110,7 @@ def test_data_bench_tensorflow_says_whose_input_it_timed(imagenet_dir):
     result = json.loads(proc.stdout)
     assert (result["framework"], result["input"], result["workers"], result["synthetic_jpegs"]) == (
         "tensorflow", "tf.data", None, False)
+    assert result["image_dtype"] == "float32"  # tf.data normalises on the host unless --uint8
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +139,7 @@ def test_data_bench_jax_reads_through_grain_without_tensorflow(synthetic_dir, tm
     result = json.loads(proc.stdout)
     assert (result["framework"], result["input"], result["workers"], result["synthetic_jpegs"]) == (
         "jax", "grain", 2, True)
+    assert result["image_dtype"] == "uint8"  # grain hands over bytes, --uint8 or not
     assert result["num_examples"] == 24 and result["measured_steps"] == 6 and result["images_per_sec"] > 0
     assert "through grain alone (2 worker processes)" in proc.stderr
 

@@ -350,6 +350,8 @@ def test_weight_update_sharding_is_shown_and_saves_the_update(capsys):
     _, named, _ = run_cli(capsys, "project", *argv, "--weight-update", "sharded")
     p, s = strict_json(plain), strict_json(sharded)
     assert s["weight_update_sharding"]["on"] and s["rows"][0]["update_saved_s"] > 0
+    # The older block as it was: the update sharding saves where on, 0 where off.
+    assert s["weight_update_sharding"]["update_s"] > 0 and p["weight_update_sharding"] == {"on": False, "update_s": 0.0}
     assert s["rows"][0]["images_per_sec"] > p["rows"][0]["images_per_sec"]
     assert s["rows"] == strict_json(named)["rows"] and s["weight_update"]["modes"] == ["sharded"]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bench.data import grain_input, jpeg, pipeline, records, tfrecord
+from bench.data import grain_input, jpeg, pipeline, record_index, records, tfrecord
 from bench.data.grain_input import GrainInput, count_examples
 from bench.data.spec import DataCounts, InputSpec
 from bench.errors import UsageError
@@ -254,7 +254,7 @@ def test_each_pass_of_validation_starts_again(data_dir):
                                   "missing_image"])
 def test_a_bad_record_is_named_with_shard_record_byte_and_fix(tmp_path, kind):
     data_dir, bad_file, bad_index = write_bad_record_dir(tmp_path, kind=kind, num_classes=NUM_CLASSES)
-    offset = grain_input.index_records([bad_file]).offset[bad_index]
+    offset = record_index.index_records([bad_file]).offset[bad_index]
     with input_of(eval_spec(data_dir, 1, eval_padding=False)) as source, pytest.raises(UsageError) as raised:
         list(source.batches())
     line = str(raised.value)

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bench.data import records
-from bench.data.record_index import RecordIndex, TFRecordSource, index_records
+from bench.data.record_index import RecordIndex, TFRecordSource, index_of, index_records
 from bench.errors import UsageError
 from imagenet_fixture import flip_byte, record_offsets, truncate_file, write_imagenet_dir
 
@@ -100,3 +100,18 @@ def test_an_index_is_validated_on_creation(columns, message):
     with pytest.raises(ValueError, match=message):
         RecordIndex(**{"files": ("a", "b"), "shard": np.zeros(3, np.int32), "position": three, "offset": three,
                        "length": three, **columns})
+
+
+def test_an_unchanged_split_is_indexed_once_a_process_and_a_changed_one_again(tmp_path):
+    """The input benchmark, training and a resume's reopened input share one index while the files are the same;
+    a shard written since is read again, and one that cannot be read is named as index_records names it."""
+    root = write_imagenet_dir(tmp_path / "data", num_classes=2, train_per_class=3, validation_per_class=1)
+    files = records.list_shards(str(root), "train")
+    first = index_of(files)
+    assert index_of(list(files)) is first and len(first) == 6
+    truncate_file(files[0])
+    with pytest.raises(UsageError, match="truncated"):
+        index_of(files)
+    Path(files[0]).unlink()
+    with pytest.raises(UsageError, match=f"cannot read {files[0]}"):
+        index_of(files)

@@ -82,7 +82,8 @@ def _register_bench(cmds) -> None:
     b.add_argument("--warmup-batches", type=checks.count(0), default=5, metavar="N",
                    help="batches excluded first: buffers fill, files open (default 5)")
     b.add_argument("--num-classes", type=checks.count(2), default=1000, metavar="N", help="label range checked (default 1000)")
-    b.add_argument("--uint8", action="store_true", help="output bytes, as a GPU run does (normalised on the device)")
+    b.add_argument("--uint8", action="store_true", help="output bytes, as a GPU run does (normalised on the device); "
+                   "--framework jax always does")
     b.add_argument("--skip-corrupt", action="store_true", help="skip and count bad records instead of stopping")
     b.add_argument("--cache", action="store_true", help="keep records in memory after the first pass")
     b.add_argument("--workers", type=checks.count(0, 1024, "processes that decode"), metavar="N",
@@ -231,6 +232,8 @@ def handle_bench(args: argparse.Namespace) -> int:
         "framework": args.framework, "input": "grain" if args.framework == "jax" else "tf.data", "workers": workers,
         "data": args.data, "data_dir": args.data_dir, "split": args.split, "image_size": args.image_size,
         "batch_size": args.batch_size,
+        # What a batch holds: grain's input always hands over bytes (the JAX engine normalises on the device).
+        "image_dtype": "uint8" if args.framework == "jax" else spec.image_dtype,
         "num_examples": counts.train_examples if args.split == "train" else counts.eval_examples,
         "synthetic_jpegs": synthetic_jpegs_marker(args.data_dir) is not None,
         "skipped_records": skipped,
@@ -278,7 +281,7 @@ def _bench_text(r: dict) -> str:
     data = "synthetic JPEGs" if r["synthetic_jpegs"] else r["data"]
     lines = [
         f"input pipeline alone: {reader}, {data} {r['split']}, {r['image_size']}x{r['image_size']}, "
-        f"batch {r['batch_size']}" + (f", {r['num_examples']:,} records" if r["num_examples"] else ""),
+        f"batch {r['batch_size']} as {r['image_dtype']}" + (f", {r['num_examples']:,} records" if r["num_examples"] else ""),
         f"  images/sec   {r['images_per_sec']:,.1f} ± {r['images_per_sec_uncertainty']:,.1f} "
         f"(jitter {r['images_per_sec_jitter']:,.1f})",
         f"  batch time   median {step['median']:.4f} s, p90 {step['p90']:.4f} s, p99 {step['p99']:.4f} s",

@@ -79,7 +79,7 @@ def _run_optimizer(path: Path) -> str | None:
         name = (resolved.get("schedule") or {}).get("optimizer")
     except (OSError, ValueError, AttributeError):
         return None
-    return {"momentum": "sgd", "lars": "lars"}.get(name)
+    return update.SCHEDULE_OPTIMIZERS.get(name)
 
 
 def run_update(path: Path, s) -> RunUpdate:

@@ -36,7 +36,8 @@ def _update_json(model: projection.Model, rows, source, whole: update.UpdateTime
     return {"modes": modes, "update_s": whole.seconds if whole else None,
             "optimizer": whole.optimizer if whole else None, "measured": bool(whole and whole.measured),
             "update_source": whole.source if whole else (
-                f"not modelled: no measured update_time_s, and {model.fabric.device}'s memory bandwidth is not "
+                f"not modelled: no measured update_time_s, and "
+                f"{source.anchor.device if source.anchor else model.fabric.device}'s memory bandwidth is not "
                 "sourced (methodology/device_memory.csv)"),
             "replicas_per_device": model.replicas_per_device, "curve_update_shards": model.curve_update_shards,
             "optimizer_state_bytes_per_device": source.optimizer_state_bytes,
@@ -88,6 +89,8 @@ def projection_answer(args: argparse.Namespace, source, model: projection.Model,
     target, target_notes = _target(args, model.recipe)
     dtype = args.all_reduce_dtype or "float32"
     recipe = ttt.RECIPES[model.recipe]
+    sharded = any(r.weight_update == "sharded" for r in rows)
+    k_rows = _k_rows(args, model, source)
     return {
         "target_top1": constants.TARGETS[target], "target_claim": constants.TARGET_SOURCES[target],
         "recipe": {"name": recipe.name, "description": recipe.description, "source": recipe.source,
@@ -108,9 +111,9 @@ def projection_answer(args: argparse.Namespace, source, model: projection.Model,
         "global_batch_max": model.global_batch_max,
         "weight_update": _update_json(model, rows, source, whole),
         # The older block (--weight-update-sharding), kept for readers of earlier JSON.
-        "weight_update_sharding": {"on": any(r.weight_update == "sharded" for r in rows), "update_s": model.update_s},
+        "weight_update_sharding": {"on": sharded, "update_s": model.update_s if sharded else 0.0},
         "prices": {"label": pricing.label, "parts": [common.part_json(p) for p in pricing.parts]},
-        "rows": [_row_json(r, model, source, _k_rows(args, model, source)) for r in rows],
+        "rows": [_row_json(r, model, source, k_rows) for r in rows],
         "notes": [*source.notes, *_below_the_points(model, rows), *target_notes, *pricing.notes],
     }
 

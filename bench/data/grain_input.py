@@ -44,7 +44,7 @@ import numpy as np
 
 from bench.cluster import gpus
 from bench.data import grain_records, records
-from bench.data.record_index import TFRecordSource, index_records
+from bench.data.record_index import TFRecordSource, index_of
 from bench.data.spec import DataCounts, InputSpec
 from bench.errors import UsageError
 from methodology.throughput import StepRecord
@@ -166,7 +166,7 @@ class GrainInput:
             raise UsageError(f"no {spec.split} shards were counted; count the {spec.split} split with count_examples")
         self.spec = spec
         self.worker_count = default_worker_count() if worker_count is None else worker_count
-        self.index = index_records(files)
+        self.index = index_of(files)
         expected = counts.train_examples if spec.training else counts.eval_examples
         if len(self.index) != expected:
             why = ("ImageNet's published count, taken for its 1024/128 shards: these are not ImageNet's; re-create "

@@ -10,10 +10,8 @@ import grain
 import numpy as np
 
 from bench.data import jpeg
-from bench.data.record_index import FIX, RecordIndex
-from bench.data.record_problems import examine, fix_for
-
-SKIP_FIX = f"{FIX}, or pass --skip-corrupt to skip and count bad records"
+from bench.data.record_index import RecordIndex
+from bench.data.record_problems import SKIP_FIX, examine, fix_for
 
 
 @dataclass(frozen=True)

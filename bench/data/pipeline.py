@@ -201,9 +201,9 @@ def diagnose(err: tf.errors.OpError, pipeline: Pipeline, num_classes: int, progr
     own errors (a truncated shard, a JPEG that does not decode) name no file,
     so the shards are searched for the first bad record.
     """
-    fix = "re-create or remove that shard, or pass --skip-corrupt to skip and count bad records"
+    fix = record_problems.SKIP_FIX
     if pipeline.skipped_records is not None:  # --skip-corrupt is on, and this record passed its checks
-        fix = ("re-create or remove that shard (--skip-corrupt skips records that fail the checks before "
+        fix = (f"{record_problems.FIX} (--skip-corrupt skips records that fail the checks before "
                "decoding; this one passed them)")
     bad = record_checks.bad_record_from_error(str(err))
     if bad is None and pipeline.files:
@@ -212,7 +212,7 @@ def diagnose(err: tf.errors.OpError, pipeline: Pipeline, num_classes: int, progr
                      f"in {len(pipeline.files)} shard(s)…")
         bad = record_checks.locate_corruption(pipeline.files, num_classes)
     if bad is not None and not bad.skippable:
-        return f"bad input data: {bad.message()}; re-create or remove that shard"
+        return f"bad input data: {bad.message()}; {record_problems.FIX}"
     if bad is not None:
         return f"bad input data: {bad.message()}; {record_problems.fix_for(bad.reason, num_classes, fix)}"
     return f"the input pipeline failed: {record_checks.op_error_text(err)}; check the data with `podbench data inspect`"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from bench.data.example import parse_example
-from bench.data.records import ENCODED_KEY, LABEL_KEY, LABEL_OFFSET
+from bench.data.records import ENCODED_KEY, IMAGENET_CLASSES, LABEL_KEY, LABEL_OFFSET
 
 NOT_AN_EXAMPLE = "not a tf.train.Example"
 NO_IMAGE = f"no {ENCODED_KEY} (missing or empty)"
@@ -21,7 +21,10 @@ NOT_JPEG = "not a JPEG (no start marker FF D8 FF)"
 TRUNCATED_JPEG = "truncated JPEG (no end marker FF D9)"
 
 JPEG_START, JPEG_END = b"\xff\xd8\xff", b"\xff\xd9"
-IMAGENET_CLASSES = 1000
+
+# The fixes a bad record's line ends with.
+FIX = "re-create or remove that shard"
+SKIP_FIX = f"{FIX}, or pass --skip-corrupt to skip and count bad records"
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from methodology import constants
 
 IMAGENET_SHARDS = {"train": 1024, "validation": 128}
 LABEL_OFFSET = 1  # stored labels are 1..1000
+IMAGENET_CLASSES = 1000
 ENCODED_KEY, LABEL_KEY = "image/encoded", "image/class/label"
 HEIGHT_KEY, WIDTH_KEY = "image/height", "image/width"
 FORMAT_KEY, FILENAME_KEY, SYNSET_KEY = "image/format", "image/filename", "image/class/synset"

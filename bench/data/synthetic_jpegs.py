@@ -31,7 +31,6 @@ from bench.cluster import gpus
 from bench.data import records, tfrecord
 from bench.data.synthetic_set import SyntheticSet, write_marker
 
-NUM_CLASSES = 1000
 JPEG_QUALITY = 95
 # (height, width, share): ImageNet's training images are mostly 500 pixels on the long side, landscape
 # 4:3 and 3:2 above all (approximate shares, for the decode cost's mix, not a census).
@@ -90,11 +89,11 @@ def _field(rng: np.random.Generator, height: int, width: int, cell: int, channel
 
 
 def example(seed: int, split: str, number: int) -> tuple[bytes, int]:
-    """Image ``number`` of ``split`` as a serialized record, and its JPEG's bytes: the same for the same seed."""
+    """Image ``number`` of ``split`` as a serialized record, and its JPEG's size in bytes (the same each seed)."""
     rng = np.random.default_rng([seed, _SPLIT_STREAMS[split], number])
     height, width = _size(rng)
     encoded = simplejpeg.encode_jpeg(photo(rng, height, width), quality=JPEG_QUALITY, colorsubsampling="420")
-    label = int(rng.integers(NUM_CLASSES)) + records.LABEL_OFFSET
+    label = int(rng.integers(records.IMAGENET_CLASSES)) + records.LABEL_OFFSET
     record = records.encode_example(encoded, label, height=height, width=width,
                                     filename=f"synthetic_{split}_{number:08d}.JPEG", synset=f"synthetic{label:04d}")
     return record, len(encoded)
@@ -172,7 +171,7 @@ def write_set(spec: SyntheticSet, processes: int | None = None,
                 progress(f"{done:,}/{total:,} images, {shard_number}/{len(tasks)} shards, {elapsed:.1f} s, "
                          f"{done / elapsed:,.0f} images/s")
         seconds = time.perf_counter() - start
-        marker = write_marker(spec, num_classes=NUM_CLASSES, jpeg_quality=JPEG_QUALITY,
+        marker = write_marker(spec, num_classes=records.IMAGENET_CLASSES, jpeg_quality=JPEG_QUALITY,
                               mean_jpeg_bytes=round(jpeg_bytes / total), processes=processes,
                               seconds=round(seconds, 2), images_per_sec=round(total / seconds, 1))
     except BaseException:  # no half set left behind: it would pass for a whole one

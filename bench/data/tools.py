@@ -11,7 +11,7 @@ import statistics
 
 import tensorflow as tf
 
-from bench.data import record_checks, records
+from bench.data import record_checks, record_problems, records
 from bench.errors import UsageError
 
 JPEG_SUFFIXES = (".jpg", ".jpeg")
@@ -155,7 +155,7 @@ def _describe(files: list[str], split: str, sample: int, num_classes: int) -> di
     except tf.errors.DataLossError:  # a checksum mismatch: TensorFlow names no file
         bad = record_checks.locate_corruption(files, num_classes, decode=False)
         where = bad.message() if bad else "a corrupt record"
-        raise UsageError(f"{where}; re-create or remove that shard") from None
+        raise UsageError(f"{where}; {record_problems.FIX}") from None
 
 
 def _read(files: list[str], count: int, sample: int, num_classes: int) -> dict:
