@@ -145,3 +145,31 @@ def text_boxes(fig, texts):
     fig.canvas.draw()  # runs the constrained layout
     renderer = fig.canvas.get_renderer()
     return [t.get_window_extent(renderer) for t in texts if t.get_text()]
+
+
+# What an ML project's folder holds of its own that could stand in for podbench's packages: a `models.py`
+# (and a `models/` beside it), a `bench/` package, a `methodology/` folder without an __init__.py (a
+# namespace package would shadow podbench's silently). Each, if imported, leaves a mark and fails.
+USER_MODULE = ("import pathlib\n"
+               "pathlib.Path(__file__).with_name('IMPORTED-' + __name__.replace('.', '-')).touch()\n"
+               "raise ImportError(\"the user's own \" + __name__ + ' was imported')\n")
+
+
+def user_project(folder: Path) -> Path:
+    """Fills ``folder`` (made if missing) with a project's own models.py, models/, bench/ and methodology/;
+    returns it. ``imported_user_files`` says afterwards whether any was imported."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "models.py").write_text(USER_MODULE)
+    (folder / "models").mkdir(exist_ok=True)
+    (folder / "models" / "resnet.py").write_text(USER_MODULE)
+    (folder / "bench").mkdir(exist_ok=True)
+    (folder / "bench" / "__init__.py").write_text(USER_MODULE)
+    (folder / "bench" / "cli.py").write_text(USER_MODULE)
+    (folder / "methodology").mkdir(exist_ok=True)
+    (folder / "methodology" / "constants.py").write_text(USER_MODULE)
+    return folder
+
+
+def imported_user_files(folder: Path) -> list[str]:
+    """The marks a user_project's files left where they were imported."""
+    return sorted(p.name for p in folder.rglob("IMPORTED-*"))

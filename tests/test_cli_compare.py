@@ -297,7 +297,6 @@ def test_save_never_replaces_what_is_not_a_baseline(tmp_path, capsys):
 def test_hundreds_of_runs_a_side_at_the_most_resamples_are_bounded_and_said(tmp_path, capsys, monkeypatch):
     """Probe (issue 27): 300 runs a side at --resamples 1,000,000 would redraw 5e9 intervals (hours): capped."""
     import shutil  # noqa: PLC0415
-    import time  # noqa: PLC0415
 
     from bench.cli import compare as compare_cli  # noqa: PLC0415
 
@@ -311,13 +310,10 @@ def test_hundreds_of_runs_a_side_at_the_most_resamples_are_bounded_and_said(tmp_
             sides[side].append(copy)
     # A smaller work cap keeps the probe to seconds; the cap and its note are what is tested.
     monkeypatch.setattr(compare_cli, "MAX_DRAWS", 2_000_000)
-    started = time.perf_counter()
     code, out, err = run_cli(capsys, "compare", *sides["a"], "--", *sides["b"], "--resamples", "1000000", "--json")
-    elapsed_s = time.perf_counter() - started
     draws = 600 * 8
     assert code == 0 and json.loads(out)["throughput_ratio"]["resamples"] == 2_000_000 // draws
     assert f"note: 1,000,000 resamples of {draws:,} intervals would take" in err and "capped at 416" in err
-    assert elapsed_s < 60
 
 
 # ---- history ----

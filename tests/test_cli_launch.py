@@ -18,7 +18,8 @@ import pytest
 from bench.cli import launch as launch_cli
 from bench.results import jsonl
 from bench.results import rundir as results
-from console import ENV, PODBENCH, REPO, alive, error_lines, podbench_in_process, podbench_probing_tf
+from console import (ENV, PODBENCH, REPO, alive, error_lines, imported_user_files, podbench_in_process,
+                     podbench_probing_tf, user_project)
 from console import podbench as podbench_child
 
 EXIT_USAGE = 2
@@ -207,10 +208,10 @@ def test_a_killed_worker_ends_the_launch(tmp_path):
 
 
 @contextlib.contextmanager
-def _launch(*args):
+def _launch(*args, cwd=REPO):
     """`podbench launch ARGS` with stderr piped; a hung launch fails the test, never hangs it."""
     proc = subprocess.Popen([str(PODBENCH), "launch", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=ENV, cwd=REPO)
+                            text=True, env=ENV, cwd=cwd)
     watchdog = threading.Timer(RUN_TIMEOUT_S, proc.kill)
     watchdog.start()
     try:
@@ -264,9 +265,11 @@ def test_max_restarts_resumes_every_worker_from_the_checkpoint(tmp_path):
 
 
 def test_sigterm_to_the_launcher_stops_every_worker_at_a_step(tmp_path):
-    out = tmp_path / "run"
+    # From a project folder holding a models.py, models/, bench/ and methodology/ of its own: never imported.
+    project = user_project(tmp_path / "project")
+    out = project / "run"
     with _launch("--workers", "2", "--", "run", *map(str, SMALL[:-2]),
-                 "--train-steps", "400", "--output", str(out)) as proc:
+                 "--train-steps", "400", "--output", "run", cwd=project) as proc:
         pids = _pids_then_first_step(proc)
         worker1 = out / "workers" / "worker-1.log"
         deadline = time.monotonic() + RUN_TIMEOUT_S
@@ -281,6 +284,7 @@ def test_sigterm_to_the_launcher_stops_every_worker_at_a_step(tmp_path):
     checkpoint = [e for e in jsonl.read_lifecycle(out / results.LIFECYCLE_FILE) if e["event"] == "checkpoint"]
     assert checkpoint and checkpoint[-1]["step"] == summary["steps_completed"]  # the last one, on the notice
     assert not any(alive(pid) for pid in pids)
+    assert not imported_user_files(project)
 
 
 # --- a stop notice to ONE worker stops every worker (review N1, N2, N3) ---------------------------

@@ -58,8 +58,8 @@ def test_parse_replicas_rejects(text, fragment):
 
 def test_run_command_sets_strategy_replicas_and_directory(tmp_path):
     command = sweep.run_command(4, ["--image-size", "32"], tmp_path / "replicas-4")
-    assert command[:4] == [sys.executable, "-m", "bench.cli", "run"]
-    tail = command[4:]
+    assert command[:5] == [sys.executable, "-P", "-m", "bench.cli", "run"]
+    tail = command[5:]
     assert tail[:2] == ["--image-size", "32"]
     assert tail[tail.index("--strategy") + 1] == "mirrored"
     assert tail[tail.index("--replicas") + 1] == "4"

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -72,7 +71,5 @@ def test_nothing_beyond_loopback_answers():
     assert unreachable.value.errno == errno.ENETUNREACH
     with pytest.raises(OSError):
         socket.getaddrinfo("storage.googleapis.com", 443)  # no resolver answers either
-    start_s = time.monotonic()
     with socket.create_server(("127.0.0.1", 0)) as server:  # while loopback does
         socket.create_connection(server.getsockname(), timeout=5).close()
-    assert time.monotonic() - start_s < 5

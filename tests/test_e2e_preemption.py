@@ -21,7 +21,7 @@ from bench.plan import presets
 from bench.results import jsonl, rundir
 from bench.results.runfiles import read_run
 from bench.train.run import execute
-from console import ENV, PODBENCH, REPO, error_lines, podbench
+from console import ENV, PODBENCH, REPO, error_lines, imported_user_files, podbench, user_project
 
 TRAIN_STEPS = 24
 # steps.jsonl lines (a fit-start record, then one per step) by which the smoke preset's warm-up
@@ -102,7 +102,8 @@ def test_mirrored_sigterm_then_resume_through_the_console_script(tmp_path):
     # Blocks of 4 steps: the stop falls inside a block and waits for its end (one step a block, the
     # simpler case, is the in-process test's first case above).
     # As a user runs it: from a project folder, a relative --output and --resume.
-    project, out, spe = tmp_path, "runs/mirrored", 4
+    # The project holds a models.py, models/, bench/ and methodology/ of its own: never imported.
+    project, out, spe = user_project(tmp_path / "project"), "runs/mirrored", 4
     flags = (*RUN_FLAGS, "--strategy", "mirrored", "--replicas", "2", "--steps-per-execution", spe,
              "--warmup-steps", 4, "--output", out)
     proc = subprocess.Popen([str(PODBENCH), "run", *map(str, flags)], stdout=subprocess.PIPE,
@@ -118,6 +119,7 @@ def test_mirrored_sigterm_then_resume_through_the_console_script(tmp_path):
     assert summary["num_replicas"] == 2 and summary["lost_steps"] == 0
     assert summary["data_position"].startswith("not restored: each resumed segment reads")
     assert end_events(project / out)[-1]["optimizer_steps"] == TRAIN_STEPS
+    assert not imported_user_files(project)
 
 
 def test_resume_refuses_flags_that_would_change_the_benchmark(tmp_path, capsys):

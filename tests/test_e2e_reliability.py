@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.cluster.peers import default_peer_timeout_s
 from bench.results import rundir, runlock
 from console import ENV, PODBENCH, REPO, alive, error_lines, fill_filesystem, podbench
 
@@ -394,11 +395,9 @@ def test_a_credentials_file_that_never_ends_is_refused_at_once(tmp_path, kind):
     else:
         path = Path(kind)
     env = {**ENV, "GOOGLE_APPLICATION_CREDENTIALS": str(path)}
-    start_s = time.monotonic()
     proc = podbench("run", *SHORT, "--results-uri", "gs://podbench-bucket/runs", "--output", tmp_path / "run",
                     env=env, timeout=60)
-    assert time.monotonic() - start_s < 30
-    line = one_error(proc.stderr)
+    line = one_error(proc.stderr)  # at once: a read that blocked would have run into the 60 s timeout
     assert proc.returncode == 2 and "GOOGLE_APPLICATION_CREDENTIALS" in line and "not a regular file" in line
     assert not (tmp_path / "run").exists()
 
@@ -447,7 +446,7 @@ def test_a_cluster_whose_other_worker_never_starts_is_announced_bounded_and_fail
     (line,) = error_lines(done.stderr)
     assert "did not join within 20 s" in line and f"worker 1 at {workers[1]}" in line and "TF_CONFIG" in line
     assert "Traceback" not in done.stderr
-    assert 20 <= took_s < 20 + 60, took_s  # bounded: the bound, plus loading and summarizing
+    assert took_s >= 20, took_s  # the whole bound waited; that it ended there is the guard's end record, below
     summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
     assert summary["status"] == "failed" and "did not join" in summary["error"], summary
     ends = [json.loads(x) for x in (run_dir / rundir.LIFECYCLE_FILE).read_text().splitlines()]
@@ -485,7 +484,8 @@ def test_a_supervisor_sigkilled_while_its_cluster_joins_leaves_no_training_proce
         time.sleep(0.01)
     took_s = time.monotonic() - killed_s
     _, err = proc.communicate(timeout=30)  # the guard has written the summary once the stderr pipe closes
-    assert took_s < 5, took_s  # at once (RELIABILITY.md, class 4), not after the 320 s peer wait
+    # At once (RELIABILITY.md, class 4), not after the peer wait: a quarter of it tells the two apart on any machine.
+    assert took_s < default_peer_timeout_s(2) / 4, took_s
     assert not listening(ports[0])  # its port is free again
     summary = json.loads((run_dir / rundir.SUMMARY_FILE).read_text())
     assert (summary["status"], summary["signal"]) == ("interrupted", "SIGTERM"), summary

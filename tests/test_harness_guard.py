@@ -79,7 +79,13 @@ def child_pid(run_dir: Path, timeout_s: float = 60) -> int:
     return int(path.read_text())
 
 
-def seconds_until_gone(pid: int, timeout_s: float = 60) -> float:
+# The peer wait the stand-ins are given. "At once" is told from "after the wait" by a quarter of it: a margin no
+# machine's speed closes, where a fixed few seconds would fail on a loaded one.
+PEER_TIMEOUT_S = 300
+AT_ONCE_S = PEER_TIMEOUT_S / 4
+
+
+def seconds_until_gone(pid: int, timeout_s: float = 90) -> float:
     start_s = time.monotonic()
     while alive(pid):
         assert time.monotonic() - start_s < timeout_s, f"pid {pid} still alive after {timeout_s} s"
@@ -108,11 +114,11 @@ def kill_supervisor(proc: subprocess.Popen) -> None:
 def test_a_process_holding_the_gil_before_its_cluster_joined_dies_at_once_with_its_supervisor(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    proc = start(tmp_path, run_dir, "hold-gil", peers=["worker 1 at localhost:2"], peer_timeout_s=300)
+    proc = start(tmp_path, run_dir, "hold-gil", peers=["worker 1 at localhost:2"], peer_timeout_s=PEER_TIMEOUT_S)
     pid = child_pid(run_dir)
     time.sleep(0.5)  # inside its C wait
     kill_supervisor(proc)
-    assert seconds_until_gone(pid) < 5  # at once: bounded by the guard's start-up, not by any timeout
+    assert seconds_until_gone(pid) < AT_ONCE_S  # at once: bounded by the guard's start-up, not by the peer wait
     guard_done(run_dir)
     (end,) = ends(run_dir)
     assert (end["by"], end["status"], end["signal"]) == ("guard", "interrupted", "SIGTERM")
@@ -121,12 +127,12 @@ def test_a_process_holding_the_gil_before_its_cluster_joined_dies_at_once_with_i
 
 def test_a_joined_process_that_does_not_stop_is_killed_after_its_grace_period(tmp_path):
     run_dir = write_run(tmp_path, "20261126T100000Z-joined", ended=False, write_summary=False)
-    proc = start(tmp_path, run_dir, "joined-hold-gil", peers=["worker 1 at localhost:2"], peer_timeout_s=300)
+    proc = start(tmp_path, run_dir, "joined-hold-gil", peers=["worker 1 at localhost:2"], peer_timeout_s=PEER_TIMEOUT_S)
     pid = child_pid(run_dir)
     time.sleep(0.5)
     kill_supervisor(proc)
     took_s = seconds_until_gone(pid)
-    assert 0.5 <= took_s < 10  # grace 0.5 s + 0.5 s to summarize, then SIGKILL (not at once)
+    assert 0.5 <= took_s < AT_ONCE_S  # grace 0.5 s + 0.5 s to summarize, then SIGKILL (not at once, nor the wait)
     guard_done(run_dir)
     (end,) = ends(run_dir)
     assert (end["by"], end["status"]) == ("guard", "interrupted") and "grace period (0.5 s)" in end["error"]
@@ -139,7 +145,7 @@ def test_a_process_that_stops_on_the_parent_death_signal_keeps_its_own_end(tmp_p
     proc = start(tmp_path, run_dir, "stops")
     pid = child_pid(run_dir)
     kill_supervisor(proc)
-    assert seconds_until_gone(pid) < 5
+    seconds_until_gone(pid)  # gone (its own bound fails a process that stays)
     guard_done(run_dir)
     assert [e["by"] for e in ends(run_dir)] == ["child"]
 
@@ -150,8 +156,7 @@ def test_the_peer_wait_is_the_guards_bound_while_the_supervisor_lives(tmp_path):
     proc = start(tmp_path, run_dir, "hold-gil", peers=["worker 1 at localhost:2"], peer_timeout_s=1.0)
     try:
         pid = child_pid(run_dir)
-        took_s = seconds_until_gone(pid)
-        assert took_s < 10
+        seconds_until_gone(pid)  # gone after the 1 s wait (its own bound fails a process that stays)
         # written before the kill: a supervisor summarizes the moment its child is gone
         assert (run_dir / rundir.SUMMARY_FILE).exists()
         written = summary(run_dir)

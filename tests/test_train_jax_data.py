@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from bench.results import jsonl, rundir
-from console import ENV, PODBENCH, REPO, error_lines, podbench
+from console import ENV, PODBENCH, REPO, error_lines, imported_user_files, podbench, user_project
 from imagenet_fixture import write_imagenet_dir
 from test_train_jax_run import BLOCK_TF_FORBIDDEN, RUN_TIMEOUT_S, without_tensorflow
 
@@ -52,49 +52,55 @@ def test_tfrecords_train_with_tensorflow_made_unimportable_and_the_run_says_whet
 SLOW_DECODER = """import time
 from bench.data import jpeg
 _decode = jpeg.train_image
-def train_image(*args, **kwargs):  # the input made slow on purpose: 50 ms more an image
-    time.sleep(0.05)
+def train_image(*args, **kwargs):  # the input made slow on purpose: 250 ms more an image
+    time.sleep(0.25)
     return _decode(*args, **kwargs)
 jpeg.train_image = train_image
 """
 
 
 def test_an_input_slow_on_purpose_is_named_input_bound(tmp_path):
-    """Every training image's decode made 50 ms slower (a sitecustomize in the run's processes): 100 ms of input
-    a batch of 8 over the input's 4 reading threads, against a ResNet-10 step of some tens of ms. The steps
-    wait, and the run says so."""
+    """Every training image's decode made 250 ms slower (a sitecustomize in the run's processes): 500 ms of input
+    a batch of 8 over the input's 4 reading threads, against a ResNet-10 step of some tens of ms: the input is
+    the slower side by a factor no machine's speed (or a busy machine's slowness) reverses. The steps wait, and
+    the run says so."""
     data = write_imagenet_dir(tmp_path / "data", num_classes=10, train_per_class=4, validation_per_class=1)
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SLOW_DECODER)
     env = {**ENV, "PYTHONPATH": f"{REPO}:{site}"}
     out = tmp_path / "run"
-    # 40 steps: well past what the input reads ahead (bench/data/grain_input.py READ_AHEAD_RECORDS: 8 batches),
-    # which the compilation fills.
+    # 24 steps: past what the input reads ahead (bench/data/grain_input.py READ_AHEAD_RECORDS: 8 batches), which
+    # the compilation may fill; at least 11 of the 19 measured steps wait for a batch made as they ask for it.
     run = podbench("run", *SMALL, "--data", "imagenet", "--data-dir", data, "--num-classes", "10", "--batch-size", "8",
-                   "--train-steps", "40", "--warmup-steps", "5", "--output", out, "--json", env=env,
+                   "--train-steps", "24", "--warmup-steps", "5", "--output", out, "--json", env=env,
                    timeout=RUN_TIMEOUT_S)
     assert run.returncode == 0, run.stderr[-3000:]
     summary = json.loads(run.stdout)
-    assert summary["input_bound"] is True and summary["input_wait_share"] > 0.3, summary["input_wait_share"]
+    # The verdict is the code's (bench/harness/summary.py: a share above its threshold); how large the share
+    # is depends on this machine's speed, so no figure of it is asserted.
+    assert summary["input_bound"] is True, summary["input_wait_share"]
     assert "input-bound: the steps waited for their batches" in podbench("summarize", out).stdout
 
 
 def test_two_processes_split_the_records_and_train_one_run(tmp_path):
     """`podbench launch --workers 2`: each JAX process reads its own half of the shards' records through grain
     (tests/test_data_grain_input.py proves the halves disjoint and whole); the run is one, of 2 replicas."""
-    data = write_imagenet_dir(tmp_path / "data", num_classes=10, train_per_class=4, validation_per_class=1)
-    out = tmp_path / "run"
+    # From a project folder holding a models.py, models/, bench/ and methodology/ of its own, relative paths.
+    project = user_project(tmp_path / "project")
+    write_imagenet_dir(project / "data", num_classes=10, train_per_class=4, validation_per_class=1)
+    out = project / "run"
     done = subprocess.run([str(PODBENCH), "launch", "--workers", "2", "--", "run", *SMALL, "--strategy",
-                           "multi_worker", "--data", "imagenet", "--data-dir", str(data), "--num-classes", "10",
+                           "multi_worker", "--data", "imagenet", "--data-dir", "data", "--num-classes", "10",
                            "--batch-size", "4", "--steps-per-epoch", "4", "--train-steps", "8", "--warmup-steps", "2",
-                           "--output", str(out), "--json"], capture_output=True, text=True, env=ENV, cwd=REPO,
+                           "--output", "run", "--json"], capture_output=True, text=True, env=ENV, cwd=project,
                           timeout=RUN_TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
     assert (summary["status"], summary["num_replicas"], summary["global_batch_size"]) == ("completed", 2, 8)
     (pipelines,) = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "input_pipelines"]
     assert pipelines["count"] == 2 and summary["input_wait_share"] is not None
+    assert not imported_user_files(project)
 
 
 def test_a_bucket_without_tensorflow_is_one_line(tmp_path):

@@ -17,7 +17,7 @@ import pytest
 
 from bench.harness.checkpoints import checkpoint_number
 from bench.results import jsonl, rundir, runlock
-from console import ENV, PODBENCH, REPO, alive, error_lines, podbench
+from console import ENV, PODBENCH, REPO, alive, error_lines, imported_user_files, podbench, user_project
 
 SMALL = ("--framework", "jax", "--preset", "smoke", "--depth", "10", "--no-peak")
 RUN_TIMEOUT_S = 600
@@ -165,8 +165,8 @@ def stopped_run(tmp_path_factory):
     output (results/runs/<run_id>, a relative path). orbax refuses relative paths: a run started so once
     lost its checkpoint. Returns (a pristine copy of the project folder, the run's relative path, stdout,
     stderr); each test works on its own copy of the project."""
-    project = tmp_path_factory.mktemp("stopped") / "project"
-    project.mkdir()
+    # The project holds a models.py, models/, bench/ and methodology/ of its own: never imported.
+    project = user_project(tmp_path_factory.mktemp("stopped") / "project")
     flags = (*SMALL, "--steps-per-epoch", 8, "--train-steps", STOPPED_STEPS, "--warmup-steps", 4,
              "--steps-per-execution", 2)
     proc = subprocess.Popen([str(PODBENCH), "run", *map(str, flags)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -189,6 +189,7 @@ def copy_of(stopped, tmp_path: Path) -> Path:
 def test_sigterm_checkpoints_at_the_block(stopped_run):
     project, out, stdout, stderr = stopped_run
     assert "interrupted by SIGTERM" in stdout and not error_lines(stderr)
+    assert not imported_user_files(project)
     stopped = json.loads((project / out / rundir.SUMMARY_FILE).read_text())
     assert stopped["status"] == "interrupted" and 0 < stopped["steps_completed"] < STOPPED_STEPS
     events = jsonl.read_lifecycle(project / out / rundir.LIFECYCLE_FILE)
@@ -209,6 +210,7 @@ def test_resume_by_a_relative_path_continues_at_the_exact_step(stopped_run, tmp_
     assert ends[-1]["optimizer_steps"] == STOPPED_STEPS  # the optimizer's own count: exactly the planned updates
     restore = [e for e in jsonl.read_lifecycle(project / out / rundir.LIFECYCLE_FILE) if e["event"] == "restore"]
     assert restore[-1]["step"] == stopped_at and "failed" not in restore[-1]
+    assert not imported_user_files(project)
 
 
 def edited(config_path: Path, part: str, key: str, value) -> None:

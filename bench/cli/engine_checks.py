@@ -13,9 +13,9 @@ import importlib.util
 import os
 import re
 import subprocess
-import sys
 from typing import Callable, Mapping
 
+from bench import interpreter
 from bench.errors import UsageError
 from bench.plan.config_jax import INSTALL_JAX
 
@@ -58,7 +58,7 @@ def check_xla_flags(environ: Mapping[str, str]) -> None:
     """
     env = {**environ, "JAX_PLATFORMS": "cpu"}
     try:
-        done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env,
+        done = subprocess.run(interpreter.code_argv(PROBE), capture_output=True, text=True, env=env,
                               timeout=PROBE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return  # nothing learnt: the run itself will say what it finds

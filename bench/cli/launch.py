@@ -17,6 +17,7 @@ import sys
 from collections import deque
 from pathlib import Path
 
+from bench import interpreter
 from bench.plan import config as cfg
 from bench.cli import checks
 from bench.cli.run_flags import RUN_FLAGS
@@ -148,7 +149,7 @@ def worker_specs(command: list[str], addresses: list[str], run_id: str, log_dir:
         return {**environ, **gpu, "TF_CONFIG": tf_config.make_tf_config(addresses, k), tf_config.RUN_ID_ENV: run_id}
 
     return [
-        launch.WorkerSpec(index=k, argv=(sys.executable, "-m", "bench.cli", *command), env=env(k),
+        launch.WorkerSpec(index=k, argv=tuple(interpreter.module_argv("bench.cli", *command)), env=env(k),
                           log_path=log_dir / f"worker-{k}.log", echo=k == 0)
         for k in range(len(addresses))
     ]

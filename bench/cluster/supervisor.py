@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import interpreter
 from bench.cluster import peers
 from bench.cluster.launch import describe_exit, die_with_parent
 from bench.errors import EXIT_USAGE
@@ -147,7 +148,7 @@ def run_child(request: dict, grace_s: float, argv: list[str] | None = None, lock
 def child_argv(request: dict) -> list[str]:
     """The training process of the request's engine, in this interpreter."""
     framework = request.get("config", {}).get("runtime", {}).get("framework") or "tensorflow"
-    return [sys.executable, "-m", ENGINE_CHILDREN[framework]]
+    return interpreter.module_argv(ENGINE_CHILDREN[framework])
 
 
 def _watch(run_dir: str | None) -> DirWatch | None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence, TextIO
 
+from bench import interpreter
 from bench.cluster.launch import die_with_parent
 from bench.results import rundir
 from bench.results.summary import Summary, read_summary
@@ -93,8 +94,8 @@ def run_command(value: int, flags: Sequence[str], run_dir: Path, axis: str = REP
     ``strategy``: mirrored under TensorFlow; auto under JAX (its replicas are the devices it sees).
     """
     size = ["--replicas", str(value)] if axis == REPLICAS else ["--replicas", "1", "--batch-size", str(value)]
-    return [sys.executable, "-m", "bench.cli", "run", *flags, "--strategy", strategy, *size,
-            "--output", str(run_dir)]
+    return interpreter.module_argv("bench.cli", "run", *flags, "--strategy", strategy, *size,
+                                  "--output", str(run_dir))
 
 
 def prepare_sweep_dir(output: str | None, sweep_id: str) -> Path:

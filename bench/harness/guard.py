@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from bench import interpreter
 from bench.cluster import peers
 from bench.harness.ending import end_run
 from bench.harness.stopping import HANDLED, SUMMARY_WAIT_S
@@ -141,7 +142,7 @@ def start(watch: Watch) -> subprocess.Popen:
     Raises:
       OSError: the guard could not be started.
     """
-    proc = subprocess.Popen([sys.executable, "-m", "bench.harness.guard"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen(interpreter.module_argv("bench.harness.guard"), stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL)
     try:
         proc.stdin.write(watch.to_line())
