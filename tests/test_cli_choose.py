@@ -231,3 +231,17 @@ def test_tpu_v2_projects_with_the_validations_stand_in_bandwidth_and_says_so(cap
 def test_an_80gb_a100_vm_uses_its_8_gpu_fabric(capsys):
     r = choose_json(capsys, "a2-ultragpu-8g")[0]
     assert r["rate_detail"].startswith("published at this size: mlperf-v2.0-a100-80gbx8")
+
+
+def test_every_candidate_says_whether_a_split_would_pay(capsys, tmp_path):
+    run = write_run(tmp_path, "cpu-run", step_s=1.25)
+    found = {c["name"]: c for c in choose_json(capsys, "v4-32", "v3-32", "mlperf-v0.7-tpu-v4-16",
+                                                 "v5e-16=30000", str(run))}
+    for name, c in found.items():
+        assert c["partitioning"]["verdict"] == "not-split", name
+        assert c["partitioning"]["largest_converged_batch"] == 67_840
+    # A TPU v3 chip runs two replicas: data parallelism alone reaches half as many chips.
+    assert found["v3-32"]["partitioning"]["data_parallel_devices"] == 33_920
+    assert found["v4-32"]["partitioning"]["data_parallel_devices"] == 67_840
+    _, out, _ = run_cli(capsys, "choose", "v4-32")
+    assert "  split   spatial partitioning would not pay here: every replica holds whole images" in out
