@@ -135,6 +135,7 @@ class Choice:
       price_parts: the price rows the price adds up from, each with its count (JSON-ready dicts).
       replicas, replicas_per_device: its data-parallel replicas and how many a device runs (a TPU v2/v3
         chip two), where known: whether splitting each image would pay (``partitioning``).
+      spatial_partitions: the ways a measured run split each image (1: not split).
       partitioning: spatial_verdict's Verdict for the candidate (None where its replicas are unknown).
     """
 
@@ -155,6 +156,7 @@ class Choice:
     price_parts: tuple[dict, ...] = field(default_factory=tuple)
     replicas: int | None = None
     replicas_per_device: int = 1
+    spatial_partitions: int = 1
     partitioning: spatial_verdict.Verdict | None = None
 
     def __post_init__(self):
@@ -189,8 +191,10 @@ def complete(choice: Choice) -> Choice:
       A new Choice; time None without a rate or epochs, dollars None without a price too.
     """
     if choice.replicas and choice.global_batch and choice.partitioning is None:
-        choice = dataclasses.replace(choice, partitioning=spatial_verdict.unsplit(
-            choice.replicas, choice.global_batch, choice.replicas_per_device))
+        k, rpd = choice.spatial_partitions, choice.replicas_per_device
+        verdict = (spatial_verdict.measured_split(choice.replicas, k, choice.global_batch, rpd) if k > 1
+                   else spatial_verdict.unsplit(choice.replicas, choice.global_batch, rpd))
+        choice = dataclasses.replace(choice, partitioning=verdict)
     epochs = choice.epochs_span
     if choice.images_per_sec is None or epochs is None:
         return choice

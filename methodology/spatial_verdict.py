@@ -26,9 +26,10 @@ from methodology import projection
 from methodology.epochs import LARGEST_CONVERGED_BATCH, LARGEST_CONVERGED_SOURCE
 from methodology.projection import Model, SizeProjection, images
 
-PAYS, ONLY_WAY, SAME, LARGER, FEWER, CLOSE, NO_TIME, UNSPLIT = (
-    "pays", "only-way", "data-parallel", "larger-batch", "fewer-devices", "close", "no-time", "not-split")
-VERDICTS = (PAYS, ONLY_WAY, SAME, LARGER, FEWER, CLOSE, NO_TIME, UNSPLIT)
+PAYS, ONLY_WAY, SAME, LARGER, FEWER, CLOSE, NO_TIME, UNSPLIT, MEASURED = (
+    "pays", "only-way", "data-parallel", "larger-batch", "fewer-devices", "close", "no-time", "not-split",
+    "measured-split")
+VERDICTS = (PAYS, ONLY_WAY, SAME, LARGER, FEWER, CLOSE, NO_TIME, UNSPLIT, MEASURED)
 _ALTERNATIVES = {SAME: "data parallelism on the same devices at the same batch",
                  LARGER: "data parallelism on the same devices at a larger batch, one image a replica",
                  FEWER: "data parallelism on fewer devices at the same batch"}
@@ -97,6 +98,21 @@ def unsplit(replicas: int, global_batch: int, replicas_per_device: int = 1) -> V
     return Verdict(UNSPLIT, f"spatial partitioning would not pay here: every replica holds whole images, and a split "
                             f"adds halo exchanges without taking work off a device; {where}",
                    data_parallel_devices=most)
+
+
+def measured_split(replicas: int, partitions: int, global_batch: int, replicas_per_device: int = 1) -> Verdict:
+    """A run that split each image ``partitions`` ways over ``replicas`` replicas: what data parallelism on its
+    devices would have had instead (its rate holds the split's own costs, measured)."""
+    devices = replicas * partitions
+    share = f"{images(global_batch / devices)} images a device ({global_batch:,} over {devices:,})"
+    if global_batch >= devices:
+        line = (f"this run split each image {partitions} ways: {share}, so data parallelism on the same devices "
+                "would run this batch without the split's halo exchanges and all-reduces over the partitions")
+    else:
+        line = (f"this run split each image {partitions} ways: {share}, fewer images than devices, which data "
+                "parallelism alone cannot share; the split is what runs this batch on them")
+    return Verdict(MEASURED, f"{line} (`project --spatial-partitions` sets it against data parallelism)",
+                   data_parallel_devices=data_parallel_devices(replicas_per_device))
 
 
 def _alternative(kind: str, model: Model, devices: int, global_batch: int) -> Alternative:

@@ -95,3 +95,11 @@ def test_past_the_largest_batch_only_fewer_devices_compare():
     assert larger.blog_s is None and "131,072 on 65,536 devices, more than the largest" in larger.why_not
     assert (fewer.devices, fewer.global_batch) == (32_768, 65_536) and fewer.blog_s
     assert sv.verdict(model, row).verdict == sv.CLOSE  # PROJECTION.md: decided by what nothing has measured
+
+
+def test_a_measured_split_run_said_as_it_ran():
+    whole = sv.measured_split(replicas=4, partitions=2, global_batch=128)
+    assert whole.verdict == sv.MEASURED and "16 images a device (128 over 8)" in whole.line
+    assert "data parallelism on the same devices would run this batch without" in whole.line
+    half = sv.measured_split(replicas=4, partitions=4, global_batch=8)
+    assert "0.5 images a device (8 over 16), fewer images than devices" in half.line

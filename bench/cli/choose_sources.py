@@ -74,7 +74,7 @@ def resolve_all(candidates: list[str], settings: Settings) -> list[Choice]:
                 seen.add(checks.dir_key(run))
                 # Runs written before the engine was recorded are TensorFlow's.
                 key = tuple((summary.framework or DEFAULT_FRAMEWORK) if k == "framework" else getattr(summary, k)
-                            for k in _RUN_KEY)
+                            for k in _RUN_KEY) + (common.spatial_partitions_of(run),)  # a split run is its own
                 if key not in groups:
                     order.append(key)
                 groups.setdefault(key, []).append((run, summary))
@@ -209,6 +209,9 @@ def measured(runs: list[tuple[str, Summary]], settings: Settings) -> Choice:
         label += " (JAX)"
     if first.synthetic_jpegs:  # real decoding, not ImageNet: said wherever the run appears
         label += " (synthetic JPEGs)"
+    ways = common.spatial_partitions_of(runs[0][0])
+    if ways > 1:
+        label += f" (each image split {ways} ways)"
     engine = f" under JAX {first.framework_version}" if first.framework == "jax" else ""
     names = ", ".join(Path(r).name for r, _ in runs)
     if first.status != "completed":
@@ -217,7 +220,7 @@ def measured(runs: list[tuple[str, Summary]], settings: Settings) -> Choice:
                   f"measured here{engine}: {names}", span, spread, first.global_batch_size,
                   _epochs(first.global_batch_size, settings), cost.usd_per_hour, cost.detail, measured_here=True,
                   notes=notes, price_parts=cost.parts, replicas=first.num_replicas,
-                  replicas_per_device=update.replicas_per_device(hw.device) if hw else 1)
+                  replicas_per_device=update.replicas_per_device(hw.device) if hw else 1, spatial_partitions=ways)
 
 
 def _anchor_hardware(result: published.PublishedResult) -> hardware.Hardware | None:

@@ -148,20 +148,6 @@ def physical_devices(where: Path, platform: str | None, device_kind: str | None,
     return devices
 
 
-def spatial_partitions_of(run_dir: Path) -> int:
-    """The ways a run split each image (summary.json ``spatial_partitions``; 1 where it does not say, or
-    where the summary cannot be read: that is said elsewhere)."""
-    try:
-        return _ways(rundir.read_json(run_dir / rundir.SUMMARY_FILE).get("spatial_partitions"))
-    except (OSError, ValueError, AttributeError):
-        return 1
-
-
-def _ways(value) -> int:
-    """A recorded ``spatial_partitions``: a whole number above 1, else 1 (absent: runs before the split existed)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
-
-
 def refuse_split(where: Path, partitions: int) -> None:
     """A spatially partitioned run's rate holds its split's halo exchanges and all-reduces: it is no point of the
     data-parallel device curve the model splits itself.
@@ -209,7 +195,8 @@ def _sweep_points(path: Path) -> tuple[dict, list]:
     rows = [r for r in document.get("sizes", []) if r.get("status") != "failed" and r.get("images_per_sec")]
     points, described = {}, []
     for r in rows:
-        refuse_split(path, max(_ways(r.get("spatial_partitions")), spatial_partitions_of(_sweep_run_dir(path, r))))
+        refuse_split(path, max(common.ways_split(r.get("spatial_partitions")),
+                               common.spatial_partitions_of(_sweep_run_dir(path, r))))
         devices = physical_devices(path, r.get("platform"), r.get("device_kind"), r.get("replicas"))
         batch = _per_device_batch(path, r.get("global_batch_size"), r.get("per_replica_batch_size"),
                                   r.get("replicas"), devices)
@@ -225,7 +212,7 @@ def _run_point(path: Path) -> tuple[dict, list]:
         raise UsageError(str(err)) from None
     if not s.measured:
         raise UsageError(f"{path} has no steady-state images_per_sec (status {s.status}); rerun it with more steps")
-    refuse_split(path, spatial_partitions_of(path))
+    refuse_split(path, common.spatial_partitions_of(path))
     found = common.run_hardware(str(path), s)
     devices = found.devices if found else physical_devices(path, s.platform, s.device_kind, s.num_replicas)
     batch = _per_device_batch(path, s.global_batch_size, s.per_replica_batch_size, s.num_replicas, devices)
