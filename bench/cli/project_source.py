@@ -148,6 +148,19 @@ def physical_devices(where: Path, platform: str | None, device_kind: str | None,
     return devices
 
 
+def refuse_split(where: Path, partitions: int) -> None:
+    """A spatially partitioned run's rate holds its split's halo exchanges and all-reduces: it is no point of the
+    data-parallel device curve the model splits itself.
+
+    Raises:
+      UsageError: ``partitions`` > 1.
+    """
+    if partitions > 1:
+        raise UsageError(f"{where} split each image {partitions} ways (--spatial-partitions): its rate holds the "
+                         "split's halo exchanges and all-reduces, and the device curve is data parallelism's; give "
+                         "unsplit runs and model the split with `podbench project --spatial-partitions K`")
+
+
 def _per_device_batch(where: Path, global_batch: int | None, per_replica_batch: int | None, replicas: int | None,
                       devices: int) -> int:
     total = global_batch or (per_replica_batch or 0) * int(replicas or 1)
@@ -156,11 +169,16 @@ def _per_device_batch(where: Path, global_batch: int | None, per_replica_batch: 
     return total // devices
 
 
+def _sweep_run_dir(path: Path, row: dict) -> Path:
+    """A sweep size's run directory as sweep.json names it, or (a sweep moved, or named relative to where it ran)
+    the one inside the sweep."""
+    run_dir = Path(row.get("run_dir") or "")
+    return run_dir if run_dir.is_dir() else path / run_dir.name
+
+
 def _sweep_run_update(path: Path, row: dict) -> RunUpdate | None:
     """A sweep size's run's weight update (its run directory, as sweep.json names it), None where unreadable."""
-    run_dir = Path(row.get("run_dir") or "")
-    if not run_dir.is_dir():
-        run_dir = path / run_dir.name  # a sweep moved, or named relative to where it ran: its sizes are inside it
+    run_dir = _sweep_run_dir(path, row)
     try:
         return run_update(run_dir, read_summary(run_dir))
     except (FileNotFoundError, ValueError, OSError):
@@ -177,6 +195,8 @@ def _sweep_points(path: Path) -> tuple[dict, list]:
     rows = [r for r in document.get("sizes", []) if r.get("status") != "failed" and r.get("images_per_sec")]
     points, described = {}, []
     for r in rows:
+        refuse_split(path, max(common.ways_split(r.get("spatial_partitions")),
+                               common.spatial_partitions_of(_sweep_run_dir(path, r))))
         devices = physical_devices(path, r.get("platform"), r.get("device_kind"), r.get("replicas"))
         batch = _per_device_batch(path, r.get("global_batch_size"), r.get("per_replica_batch_size"),
                                   r.get("replicas"), devices)
@@ -192,6 +212,7 @@ def _run_point(path: Path) -> tuple[dict, list]:
         raise UsageError(str(err)) from None
     if not s.measured:
         raise UsageError(f"{path} has no steady-state images_per_sec (status {s.status}); rerun it with more steps")
+    refuse_split(path, common.spatial_partitions_of(path))
     found = common.run_hardware(str(path), s)
     devices = found.devices if found else physical_devices(path, s.platform, s.device_kind, s.num_replicas)
     batch = _per_device_batch(path, s.global_batch_size, s.per_replica_batch_size, s.num_replicas, devices)
