@@ -4,7 +4,6 @@
 """
 from __future__ import annotations
 
-import os
 import sys
 
 from bench.errors import UsageError
@@ -39,16 +38,5 @@ def load_execute():
     return execute
 
 
-def main() -> int:
-    code = child.main(load_execute, before_jax)
-    peers = sys.modules.get("bench.train_jax.peers")
-    if peers is not None and peers.LOST_A_PEER.is_set():
-        # Its summary is written; jax.distributed's client would abort the exit at its shutdown barrier.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(child.main(load_execute, before_jax))
