@@ -36,14 +36,15 @@ def test_tensorflow_keeps_its_settings():
 
 
 def test_an_unknown_engine_is_named():
-    with pytest.raises(ValueError, match="unknown framework 'pytorch'; choose one of: tensorflow, jax"):
+    with pytest.raises(ValueError, match="unknown framework 'pytorch'; choose one of: tensorflow, jax, torch"):
         cfg.replace(cfg.RunConfig(), runtime=dict(framework="pytorch"))
 
 
 @pytest.mark.parametrize("parts, fragment", [
     pytest.param(dict(runtime=dict(weight_update="sharded")), "--weight-update sharded is the JAX engine's",
                  id="sharded_update"),
-    pytest.param(dict(measure=dict(measure_update=True)), "--update-probe is the JAX engine's", id="update_probe"),
+    pytest.param(dict(measure=dict(measure_update=True)), "--update-probe times the JAX or torch engine's step",
+                 id="update_probe"),
     pytest.param(dict(measure=dict(profile_step=True)), "--profile-step is the JAX engine's", id="profile_step"),
     pytest.param(dict(runtime=dict(weight_update="halved")), "weight_update", id="unknown_mode"),
     pytest.param(dict(model=dict(stem_channels=4)), "--stem-channels and --padding change the JAX engine's",

@@ -161,7 +161,8 @@ FACTS = (
     ("precision", "precision", None), ("xla", "XLA", None), ("strategy", "strategy", None),
     ("num_replicas", "replicas", None), ("steps_per_execution", "steps per execution", None),
     ("cpu_threads", "CPU threads (--cpu-threads)", None), ("framework", "engine", None),
-    ("framework_version", "engine version", None),
+    ("framework_version", "engine version", None), ("torch_compile", "torch.compile", None),
+    ("channels_last", "channels_last", None), ("cuda_graphs", "CUDA graphs", None),
 )
 
 

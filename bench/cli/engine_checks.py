@@ -1,5 +1,5 @@
-"""What the JAX engine needs of this machine, checked before a training process starts: its packages
-installed, and XLA_FLAGS that XLA knows.
+"""What the JAX and torch engines need of this machine, checked before a training process starts: their packages
+installed, and XLA_FLAGS that XLA knows (JAX).
 
 Both failures end a JAX process badly otherwise: a missing package is an
 ImportError traceback in the training process, and an unknown XLA flag aborts
@@ -18,6 +18,7 @@ from typing import Callable, Mapping
 from bench import interpreter
 from bench.errors import UsageError
 from bench.plan.config_jax import INSTALL_JAX
+from bench.plan.config_torch import INSTALL_TORCH
 
 # The JAX engine's packages (setup.cfg's jax extra), by import name, and how each is installed.
 JAX_PACKAGES = (("jax", "jax"), ("flax", "flax"), ("optax", "optax"), ("orbax.checkpoint", "orbax-checkpoint"))
@@ -40,6 +41,16 @@ def check_jax_engine(environ: Mapping[str, str] = os.environ,
         raise UsageError(f"--framework jax needs {', '.join(missing)}, not installed here: {INSTALL_JAX}")
     if environ.get("XLA_FLAGS", "").strip():
         check_xla_flags(environ)
+
+
+def check_torch_engine(find_spec: Callable[[str], object] = importlib.util.find_spec) -> None:
+    """torch is installed (the torch engine needs nothing else: neither TensorFlow nor JAX).
+
+    Raises:
+      UsageError: torch is missing (the line says how to install it).
+    """
+    if _spec(find_spec, "torch") is None:
+        raise UsageError(f"--framework torch needs torch, not installed here: {INSTALL_TORCH}")
 
 
 def _spec(find_spec, name: str):

@@ -234,7 +234,7 @@ def handle(args: argparse.Namespace) -> int:
         else:
             run_dir, lock = rundir.claim_run_dir(config.output.dir, run_id)
         reserve_room(run_dir)  # summary.json's room, taken now: a disk that fills still gets the summary
-        engine = "JAX" if config.runtime.framework == "jax" else "TensorFlow"
+        engine = cfg.ENGINE_NAMES[config.runtime.framework]
         print(f"podbench run {run_id}: {'resuming' if resume else f'loading {engine}'}…", file=sys.stderr,
               flush=True)
         return supervise(config, run_id, run_dir, resume, args.json, restore, lock,

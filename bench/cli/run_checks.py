@@ -40,6 +40,8 @@ def check_run(config: RunConfig, environ: Mapping[str, str] = os.environ,
     """
     if config.runtime.framework == "jax":
         engine_checks.check_jax_engine(environ)
+    if config.runtime.framework == "torch":
+        engine_checks.check_torch_engine()
     check_sizes(config, memory_bytes)
     check_replicas(config, environ, memory_bytes, gpu_count)
     check_cluster(config, environ)

@@ -119,20 +119,31 @@ RUN_FLAGS: tuple[Flag, ...] = (
     Flag("--mllog", "output.mllog", ACCURACY, "also append an MLPerf-style log (:::MLLOG lines) to FILE",
          metavar="FILE"),
     Flag("--framework", "runtime.framework", DISTRIBUTION,
-         "the engine: tensorflow (default: Keras under tf.distribute) or jax (Flax, optax, orbax: every device JAX "
-         "sees, data-parallel; needs no TensorFlow)", choices=cfg.FRAMEWORKS),
+         "the engine: tensorflow (default: Keras under tf.distribute), jax (Flax, optax, orbax: every device JAX "
+         "sees, data-parallel; needs no TensorFlow) or torch (PyTorch: one process on one GPU or the CPU; needs "
+         "neither)", choices=cfg.FRAMEWORKS),
+    Flag("--compile", "train.torch_compile", TRAINING,
+         "--framework torch: compile the step with torch.compile (platform default: on a GPU; its compilation "
+         "falls in the warm-up, as XLA's does)", action="bool", dest="torch_compile"),
+    Flag("--channels-last", "train.channels_last", TRAINING,
+         "--framework torch: the model and images in channels_last memory format (platform default: on a GPU)",
+         action="bool"),
+    Flag("--cuda-graphs", "train.cuda_graphs", TRAINING,
+         "--framework torch on a GPU: replay the compiled step as a CUDA graph (torch.compile's reduce-overhead "
+         "mode; default off)", action="bool"),
     Flag("--stem-channels", "model.stem_channels", DISTRIBUTION,
          "--framework jax: pad the images to N channels before the stem (4 or 8 suit cuDNN; the same network: "
          "default 3)", int, "N", choices=cfg.STEM_CHANNELS),
     Flag("--padding", "model.padding", DISTRIBUTION,
-         "--framework jax: same (default, the Keras model's) or symmetric (strided convs padded evenly, as the "
+         "--framework jax or torch: same (default, the Keras model's) or symmetric (strided convs padded evenly, as the "
          "TF1 reference's fixed_padding: the same shapes and weights, not the same function)", choices=cfg.PADDINGS),
     Flag("--weight-update", "runtime.weight_update", DISTRIBUTION,
          "replicated (default: every replica updates every weight after an all-reduce) or sharded (--framework "
          "jax: weight-update sharding, each replica updates 1/N of the weights with 1/N of the optimizer state)",
          choices=cfg.WEIGHT_UPDATES),
     Flag("--strategy", "runtime.strategy", DISTRIBUTION,
-         "tf.distribute strategy (default auto); under --framework jax: auto or multi_worker", choices=cfg.STRATEGIES),
+         "tf.distribute strategy (default auto); under --framework jax: auto or multi_worker; under torch: auto",
+         choices=cfg.STRATEGIES),
     Flag("--tpu", "runtime.tpu", DISTRIBUTION, "Cloud TPU name, grpc://HOST:PORT, or local (on a TPU VM)",
          checks.tpu_address, "ADDR"),
     Flag("--replicas", "runtime.replicas", DISTRIBUTION,
@@ -167,9 +178,9 @@ RUN_FLAGS: tuple[Flag, ...] = (
          "skip the matmul probe that measures the devices' peak before the warm-up (a few seconds; MFU is then "
          "against the datasheet only)", action="store_false", dest="measure_peak"),
     Flag("--update-probe", "measure.measure_update", OUTPUT,
-         "--framework jax: after the measured steps, time the step with and without its optimizer update, side by "
-         "side, for the update's share of a step (default on a GPU or TPU; on a CPU the second compile costs more "
-         "than it tells)", action="bool"),
+         "--framework jax or torch: after the measured steps, time the step with and without its optimizer update, "
+         "side by side, for the update's share of a step (default on a GPU or TPU; on a CPU the second compile "
+         "costs more than it tells)", action="bool"),
     Flag("--profile-step", "measure.profile_step", OUTPUT,
          "--framework jax: after the measured steps, profile a few (jax.profiler; the trace in RUN_DIR/profile) and "
          "say where a step's time goes: convolutions, batch norm and elementwise, the update, collectives, host",

@@ -51,7 +51,8 @@ from bench.results.runfiles import read_run
 from bench.results.summary import Summary, read_summary, release_room, write_summary
 
 # Each engine's training process (the supervisor does not care which one runs).
-ENGINE_CHILDREN = {"tensorflow": "bench.train.process", "jax": "bench.train_jax.process"}
+ENGINE_CHILDREN = {"tensorflow": "bench.train.process", "jax": "bench.train_jax.process",
+                   "torch": "bench.train_torch.process"}
 BY = "supervisor"  # the lifecycle's ``end`` says who recorded it
 POLL_S = 0.2
 # Every signal that ends a process by default ends the run with a summary: SIGHUP (a closed terminal

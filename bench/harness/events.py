@@ -33,13 +33,15 @@ class TrainingEvents:
       timer: the step clock (its newest records give the step and the interval's rate).
       schedule: the learning-rate schedule.
       steps_per_epoch, global_batch_size: the plan's.
-      hparams: the run's configuration for TensorBoard's HParams view (None: none).
+      hparams: the run's configuration for TensorBoard's HParams view (None: none); a key whose value is None
+        (a setting of another engine) is left out: HParams holds booleans, numbers and strings.
     """
 
     def __init__(self, writer: EventFileWriter, timer, schedule: lr.Schedule, steps_per_epoch: int,
                  global_batch_size: int, hparams: dict | None = None):
         self._writer, self._timer, self._schedule = writer, timer, schedule
-        self._steps_per_epoch, self._global_batch_size, self._hparams = steps_per_epoch, global_batch_size, hparams
+        self._steps_per_epoch, self._global_batch_size = steps_per_epoch, global_batch_size
+        self._hparams = {k: v for k, v in (hparams or {}).items() if v is not None}
 
     def begin(self) -> None:
         """Training starts: the configuration, once a process."""

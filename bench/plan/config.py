@@ -12,8 +12,17 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from bench.plan.config_jax import FRAMEWORKS, PADDINGS, STEM_CHANNELS, WEIGHT_UPDATES, check_jax_runtime
+from bench.plan.config_jax import PADDINGS, STEM_CHANNELS, WEIGHT_UPDATES, check_jax_runtime
+from bench.plan.config_torch import check_torch_runtime
 from methodology import schedule
+
+# The engines: TensorFlow (tf.distribute, bench/train/), JAX (bench/train_jax/) and PyTorch (bench/train_torch/),
+# with the name a person reads.
+FRAMEWORKS = ("tensorflow", "jax", "torch")
+ENGINE_NAMES = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
+# The engines that read ImageNet TFRecord shards on a file system with grain (bench/data/grain_input.py), no
+# TensorFlow.
+GRAIN_ENGINES = ("jax", "torch")
 
 MODELS = ("resnet50_v1.5",)
 DATA_SOURCES = ("synthetic", "imagenet", "tfds")
@@ -126,6 +135,14 @@ class DataConfig:
         return self.source in REAL_DATA_SOURCES
 
 
+def grain_reads(framework: str, source: str, data_dir: str | None) -> bool:
+    """Whether the engine reads this data with grain (bench/data/grain_input.py): under JAX and torch, ImageNet
+    TFRecord shards on a file system (local, or a bucket mounted with gcsfuse). TFDS, and shards in a bucket, go
+    through tf.data (TensorFlow needed; the torch engine refuses them). Grain's images travel as bytes and are
+    normalised on the device."""
+    return framework in GRAIN_ENGINES and source == "imagenet" and data_dir is not None and "://" not in data_dir
+
+
 # The same bound as `--seed`'s (bench/cli/checks.py SEED_MAX): config.json must not get past what the flag refuses.
 SEED_MAX = 2**32 - 1
 # Per 256 images. Far above any rate SGD or LARS trains with (the reference's is 0.1, Goyal et al. 2017), and
@@ -151,6 +168,9 @@ class TrainConfig:
       target_accuracy: top-1 to train to; training stops when an evaluation reaches it.
       eval_every_epochs: evaluate on the validation split every this many epochs
         (default 1 when training to a target).
+      torch_compile, channels_last, cuda_graphs: the torch engine's speed settings (None: its platform's
+        default): the step through torch.compile; the model and images in channels_last memory format;
+        the compiled step replayed as a CUDA graph (torch.compile's reduce-overhead mode, GPUs only).
     """
 
     per_replica_batch_size: int | None = None
@@ -167,6 +187,9 @@ class TrainConfig:
     label_smoothing: float | None = None
     target_accuracy: float | None = None
     eval_every_epochs: int | None = None
+    torch_compile: bool | None = None
+    channels_last: bool | None = None
+    cuda_graphs: bool | None = None
 
     def __post_init__(self):
         for name in ("per_replica_batch_size", "epochs", "train_steps",
@@ -200,7 +223,8 @@ class TrainConfig:
 @dataclass(frozen=True)
 class RuntimeConfig:
     """Attributes:
-      framework: the engine that trains: "tensorflow" (tf.distribute) or "jax" (Flax, optax, orbax).
+      framework: the engine that trains: "tensorflow" (tf.distribute), "jax" (Flax, optax, orbax) or "torch"
+        (PyTorch: one process, one device).
       strategy: tf.distribute strategy name, or "auto" (TPU, then GPUs, then CPU); under JAX "auto"
         (every device JAX sees, data-parallel) or "multi_worker" (several processes, one run).
       tpu: Cloud TPU name, grpc://host:port, or "local" (TPU VM); strategy tpu only.
@@ -242,6 +266,8 @@ class RuntimeConfig:
             raise ValueError(f"--tpu needs --strategy tpu (or auto), not {self.strategy}")
         if self.framework == "jax":
             check_jax_runtime(self)
+        if self.framework == "torch":
+            check_torch_runtime(self)
         if self.replicas is not None and self.strategy not in ("mirrored", "auto"):
             raise ValueError(f"--replicas applies to --strategy mirrored, not {self.strategy}")
         if self.peer_timeout_s is not None:

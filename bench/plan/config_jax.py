@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from methodology import update
 
-# The engines: TensorFlow (tf.distribute, bench/train/) and JAX (bench/train_jax/).
-FRAMEWORKS = ("tensorflow", "jax")
 # Under JAX every device it sees trains data-parallel; several processes (a Slurm step, `podbench
 # launch`, TF_CONFIG) are one run under multi_worker.
 JAX_STRATEGIES = ("auto", "multi_worker")
@@ -67,13 +65,6 @@ def check_jax_train(train) -> None:
                          "mixed_bfloat16 (its GPU and TPU default) or float32")
 
 
-def grain_reads(framework: str, source: str, data_dir: str | None) -> bool:
-    """Whether the JAX engine reads this data with grain (bench/data/grain_input.py): ImageNet TFRecord shards
-    on a file system (local, or a bucket mounted with gcsfuse). TFDS, and shards in a bucket, go through
-    tf.data (TensorFlow needed). Grain's images travel as bytes and are normalised on the device."""
-    return framework == "jax" and source == "imagenet" and data_dir is not None and "://" not in data_dir
-
-
 def check_jax_only(runtime, measure, model=None) -> None:
     """What only the JAX engine does, asked of the TensorFlow engine: one line each.
 
@@ -87,6 +78,8 @@ def check_jax_only(runtime, measure, model=None) -> None:
     if runtime.weight_update == "sharded":
         raise ValueError("--weight-update sharded is the JAX engine's (tf.distribute replicates the update): add "
                          "--framework jax")
-    if measure.measure_update or measure.profile_step:
-        flag = "--update-probe" if measure.measure_update else "--profile-step"
-        raise ValueError(f"{flag} is the JAX engine's (it reads the compiled step): add --framework jax")
+    if measure.measure_update:
+        raise ValueError("--update-probe times the JAX or torch engine's step without its update: add --framework "
+                         "jax or --framework torch")
+    if measure.profile_step:
+        raise ValueError("--profile-step is the JAX engine's (it reads the compiled step): add --framework jax")

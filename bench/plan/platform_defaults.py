@@ -26,6 +26,8 @@ class PlatformDefaults:
       precision, xla, steps_per_execution, log_steps: how the step computes and reports.
       steps_per_epoch: synthetic data: what counts as an epoch.
       epochs: total, the warm-up epoch included.
+      torch_compile, channels_last: the torch engine's: the step through torch.compile, the model and images
+        in channels_last memory format (False under the other engines).
     """
 
     per_replica_batch_size: int
@@ -36,6 +38,8 @@ class PlatformDefaults:
     epochs: int
     log_steps: int
     float32_batch_size: int | None = None
+    torch_compile: bool = False
+    channels_last: bool = False
 
 
 PLATFORM_DEFAULTS = {
@@ -80,11 +84,31 @@ JAX_PLATFORM_DEFAULTS = {
 }
 
 
+TORCH_CPU_BF16_DEFAULTS = PlatformDefaults(8, "mixed_bfloat16", False, 1, 4, 4, 1)
+TORCH_PLATFORM_DEFAULTS = {
+    "cpu": PlatformDefaults(8, "float32", False, 1, 4, 4, 1),
+    # NVIDIA DeepLearningExamples' PyTorch ResNet-50 v1.5 trains under AMP in channels_last
+    # (PyTorch/Classification/ConvNets: --amp --memory-format nhwc, batch 256 a GPU); bfloat16 here, which
+    # needs no loss scaling, and torch.compile on top (to be confirmed on the device: methodology/TORCH.md).
+    "gpu": PlatformDefaults(256, "mixed_bfloat16", False, 25, 200, 3, 50, float32_batch_size=128,
+                            torch_compile=True, channels_last=True),
+}
+
+
 def platform_defaults(platform: str, native_bf16: bool = False, framework: str = "tensorflow") -> PlatformDefaults:
     """What ``platform`` runs by default under ``framework``; a CPU with bfloat16 units (``native_bf16``)
-    has its own."""
+    has its own.
+
+    Raises:
+      ValueError: an unknown platform or engine, or a TPU under torch (which trains on CPUs and GPUs).
+    """
     cfg.choice("platform", platform, PLATFORMS)
     cfg.choice("framework", framework, cfg.FRAMEWORKS)
+    if framework == "torch":
+        if platform not in TORCH_PLATFORM_DEFAULTS:
+            raise ValueError(f"the torch engine trains on a CPU or an NVIDIA GPU, not a {platform}: use --framework "
+                             "jax there")
+        return TORCH_CPU_BF16_DEFAULTS if platform == "cpu" and native_bf16 else TORCH_PLATFORM_DEFAULTS[platform]
     if framework == "jax":
         return JAX_CPU_BF16_DEFAULTS if platform == "cpu" and native_bf16 else JAX_PLATFORM_DEFAULTS[platform]
     return CPU_BF16_DEFAULTS if platform == "cpu" and native_bf16 else PLATFORM_DEFAULTS[platform]

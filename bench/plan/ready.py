@@ -7,6 +7,7 @@ refused here when the flags alone fix both.)
 from __future__ import annotations
 
 from bench.plan.config import RunConfig
+from bench.plan import config_torch
 from bench.plan.config_jax import check_jax_checkpoint, check_jax_only, check_jax_train
 
 MULTI_WORKER_XLA = ("--xla cannot run under --strategy multi_worker: XLA cannot all-reduce across processes "
@@ -21,10 +22,15 @@ def check_ready(config: RunConfig) -> RunConfig:
     """
     if config.runtime.strategy == "tpu" and not config.runtime.tpu:
         raise ValueError("--strategy tpu needs --tpu NAME, grpc://HOST:PORT or local (on a TPU VM)")
-    if config.runtime.framework == "jax":
+    framework = config.runtime.framework
+    if framework == "torch":
+        _check_torch(config)
+    else:
+        config_torch.check_torch_only(config.train, framework)
+    if framework == "jax":
         check_jax_train(config.train)
         check_jax_checkpoint(config.checkpoint)
-    else:
+    elif framework == "tensorflow":
         check_jax_only(config.runtime, config.measure, config.model)
         if config.runtime.strategy == "multi_worker" and config.train.xla:
             raise ValueError(MULTI_WORKER_XLA)
@@ -39,6 +45,15 @@ def check_ready(config: RunConfig) -> RunConfig:
             f"({total} {unit}{'s' * (total != 1)}): raise --epochs/--train-steps or lower --warmup-steps"
         )
     return config
+
+
+def _check_torch(config: RunConfig) -> None:
+    """What the torch engine cannot mean (bench/plan/config_torch.py), one line each."""
+    config_torch.check_torch_train(config.train)
+    config_torch.check_torch_data(config.data)
+    config_torch.check_torch_checkpoint(config.checkpoint)
+    config_torch.check_torch_model(config.model)
+    config_torch.check_torch_measure(config.measure)
 
 
 def _lengths_known_without_platform(config: RunConfig) -> tuple[int, int, str] | None:

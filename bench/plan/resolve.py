@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from bench.plan import config as cfg
-from bench.plan.config_jax import grain_reads
+from bench.plan.config import grain_reads
 from bench.plan.ready import MULTI_WORKER_XLA
 from bench.data.spec import DataCounts, InputSpec
 from bench.plan.platform_defaults import PLATFORMS, PlatformDefaults, defaults_of
@@ -52,6 +52,7 @@ class ResolvedRun:
         per-replica batch, padded with zero-weight examples).
       input_bench_batches, input_bench_warmup_batches: the input-only benchmark (0: none).
       num_examples, eval_examples: records in the real data's training and validation splits.
+      torch_compile, channels_last, cuda_graphs: the torch engine's speed settings (None under the others).
     """
 
     platform: str
@@ -76,6 +77,9 @@ class ResolvedRun:
     input_bench_warmup_batches: int = 0
     num_examples: int | None = None
     eval_examples: int | None = None
+    torch_compile: bool | None = None
+    channels_last: bool | None = None
+    cuda_graphs: bool | None = None
 
     def __post_init__(self):
         cfg.choice("platform", self.platform, PLATFORMS)
@@ -189,6 +193,9 @@ def check_hardware(config: cfg.RunConfig, platform: str, strategy: str, num_repl
     if default_precision(config, platform, native_bf16) == "mixed_float16" and platform == "cpu":
         raise ValueError("mixed_float16 is for GPUs and TensorFlow sees none: use --precision float32 on a CPU, "
                          "or install podbench with pip install -e '.[gpu]' on a GPU VM")
+    if t.cuda_graphs and platform != "gpu":
+        raise ValueError(f"--cuda-graphs replays the step as a CUDA graph, and torch sees no GPU here (the "
+                         f"{platform}): drop --cuda-graphs")
     if platform == "tpu" and t.xla is False:
         raise ValueError("a TPU always compiles the step with XLA: drop --no-xla")
     if strategy == "multi_worker" and t.xla:
@@ -291,7 +298,20 @@ def resolve(config: cfg.RunConfig, platform: str, num_replicas: int, counts: Dat
         input_bench_warmup_batches=min(warmup, INPUT_BENCH_MAX_WARMUP) if bench_batches else 0,
         num_examples=counts.train_examples,
         eval_examples=counts.eval_examples,
+        **_torch_settings(config, d),
     )
+
+
+def _torch_settings(config: cfg.RunConfig, d: PlatformDefaults) -> dict:
+    """The torch engine's speed settings: the user's, else the platform's (CUDA graphs come through
+    torch.compile); nothing under the other engines."""
+    if config.runtime.framework != "torch":
+        return {}
+    t = config.train
+    cuda_graphs = bool(t.cuda_graphs)
+    return {"torch_compile": (d.torch_compile or cuda_graphs) if t.torch_compile is None else t.torch_compile,
+            "channels_last": d.channels_last if t.channels_last is None else t.channels_last,
+            "cuda_graphs": cuda_graphs}
 
 
 def _xla(config: cfg.RunConfig, d: PlatformDefaults, strategy: str) -> bool:

@@ -43,11 +43,13 @@ class Summary:
         or killed (no end recorded: rebuilt from the raw logs after the fact).
       signal: the signal that stopped an interrupted run ("SIGTERM", "SIGINT").
       error: the one-line error of a failed run.
-      framework, framework_version: the engine that trained (tensorflow, jax) and its version.
+      framework, framework_version: the engine that trained (tensorflow, jax, torch) and its version.
       strategy, platform: the tf.distribute strategy (under JAX: data_parallel, or multi_worker) and cpu/gpu/tpu.
       depth, image_size, num_classes: the model.
       num_replicas, per_replica_batch_size, global_batch_size: replicas and batches.
       precision, xla, steps_per_execution: how the step computes.
+      torch_compile, channels_last, cuda_graphs: the torch engine's speed settings (None under the others):
+        the step through torch.compile, channels_last memory format, the step replayed as a CUDA graph.
       train_steps: planned steps; steps_completed: the last step logged.
       warmup_steps .. num_intervals: methodology.throughput.ThroughputSummary.
       setup_s: process start to the first step (TensorFlow, strategy, model, data).
@@ -104,6 +106,9 @@ class Summary:
     precision: str | None = None
     xla: bool | None = None
     steps_per_execution: int | None = None
+    torch_compile: bool | None = None
+    channels_last: bool | None = None
+    cuda_graphs: bool | None = None
     train_steps: int | None = None
     steps_completed: int = 0
     warmup_steps: int | None = None
@@ -309,7 +314,7 @@ def release_room(run_dir: str | Path) -> None:
 # configurations (aggregate refuses to mix them; report shows what differs; the
 # event files carry them as TensorBoard hparams).
 CONFIGURATION_KEYS = ("framework", "image_size", "depth", "num_classes", "precision", "xla", "strategy",
-                      "num_replicas", "global_batch_size", "data")
+                      "num_replicas", "global_batch_size", "data", "torch_compile", "channels_last", "cuda_graphs")
 # Runs written before the JAX engine name no framework: TensorFlow trained them.
 DEFAULT_FRAMEWORK = "tensorflow"
 
@@ -335,7 +340,8 @@ def configuration_of(requested, plan) -> dict:
     return {"framework": requested.runtime.framework, "image_size": m.image_size, "depth": m.depth, "num_classes": m.num_classes,
             "precision": plan.precision, "xla": plan.xla, "strategy": requested.runtime.strategy,
             "num_replicas": plan.num_replicas, "global_batch_size": plan.global_batch_size,
-            "data": data_name(requested.data.source, requested.data.data_dir)}
+            "data": data_name(requested.data.source, requested.data.data_dir), "torch_compile": plan.torch_compile,
+            "channels_last": plan.channels_last, "cuda_graphs": plan.cuda_graphs}
 
 
 def earlier_runs(run_dir: str | Path, summary: Summary) -> list[Summary]:

@@ -17,7 +17,6 @@ pipeline (bench/data/pipeline.py), where TensorFlow is installed.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +24,8 @@ import numpy as np
 
 from bench.data.spec import DataCounts, InputSpec
 from bench.errors import UsageError
-from bench.plan.config_jax import grain_reads
+from bench.harness.real_input import RealInput
+from bench.plan.config import grain_reads
 from bench.train_jax.devices import DeviceInfo
 
 NO_TENSORFLOW = ("--data {source} reads TFRecords through TensorFlow's tf.data, which is not installed here: "
@@ -34,7 +34,7 @@ NO_TENSORFLOW = ("--data {source} reads TFRecords through TensorFlow's tf.data, 
 
 
 def reads_with_grain(source: str, data_dir: str | None) -> bool:
-    """Whether grain reads this data: ImageNet TFRecord shards on a file system (bench/plan/config_jax.py)."""
+    """Whether grain reads this data: ImageNet TFRecord shards on a file system (bench/plan/config.py)."""
     return grain_reads("jax", source, data_dir)
 
 
@@ -81,53 +81,6 @@ def synthetic_batch(spec: InputSpec, info: DeviceInfo) -> tuple[jax.Array, jax.A
     return jax.jit(make, out_shardings=(batched, batched))()
 
 
-class RealInput:
-    """One process's real-data input: its pipeline and its global batches.
-
-    Args:
-      pipeline: grain's (bench/data/grain_input.py GrainInput: its position, its skipped records) or tf.data's
-        (bench/data/pipeline.py's Pipeline).
-      rows: () -> a new iterator of this process's rows of each global batch (grain's training stream
-        continues where it stands; a validation split is read again from its start).
-      info: the run's devices (where the batches go).
-    """
-
-    def __init__(self, pipeline, rows: Callable[[], Iterator], info: DeviceInfo):
-        self.pipeline, self._rows, self.info = pipeline, rows, info
-        self.batches = self.passes()  # global arrays (images, labels[, weights]), one part a replica
-
-    def passes(self) -> Iterator:
-        """A new iterator of global batches (an evaluation's pass)."""
-        return _global(self._rows(), self.info)
-
-    @property
-    def restorable(self) -> bool:
-        """Whether its position can be saved and continued (grain's can; tf.data's cannot here)."""
-        return hasattr(self.pipeline, "set_state")
-
-    def state(self) -> dict:
-        return self.pipeline.get_state()
-
-    def resumed(self, state: dict) -> Iterator:
-        """The global batches from ``state`` on (``state()`` of an earlier process reading this input)."""
-        self.pipeline.set_state(state)
-        self.batches = self.passes()
-        return self.batches
-
-    def close(self) -> None:
-        """Stops the pipeline's worker processes and frees their batches' memory (grain's; tf.data's has none)."""
-        close = getattr(self.pipeline, "close", None)
-        if close is not None:
-            close()
-
-    @property
-    def skipped_records(self) -> int | None:
-        counter = getattr(self.pipeline, "skipped_records", None)
-        if counter is None or isinstance(counter, int):
-            return counter
-        return int(counter.numpy())  # tf.data's: a variable
-
-
 def real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo, worker_count: int | None = None) -> RealInput:
     """This process's share of the real data, as global batches on the run's devices.
 
@@ -139,15 +92,14 @@ def real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo, worker_cou
 
         local = dataclasses.replace(spec, per_replica_batch_size=spec.per_replica_batch_size * len(info.local_devices))
         source = grain_input.GrainInput(local, counts, info.process_index, info.process_count, worker_count)
-        return RealInput(source, source.batches, info)
+        return RealInput(source, source.batches, _global(info))
     return _tf_real_input(spec, counts, info)
 
 
-def _global(batches: Iterator, info: DeviceInfo) -> Iterator:
-    """This process's rows of each global batch, put on its devices as parts of global arrays."""
+def _global(info: DeviceInfo):
+    """Puts this process's rows of a global batch on its devices, as parts of global arrays."""
     sharding = info.batched()
-    for parts in batches:
-        yield tuple(jax.make_array_from_process_local_data(sharding, part) for part in parts)
+    return lambda parts: tuple(jax.make_array_from_process_local_data(sharding, part) for part in parts)
 
 
 def _tf_real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo) -> RealInput:
@@ -167,7 +119,7 @@ def _tf_real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo) -> Rea
             # (local replicas, per-replica batch, ...) -> this process's rows of the global batch.
             yield tuple(np.reshape(p, (-1, *p.shape[2:])) for p in parts)
 
-    return RealInput(pipeline, stacked, info)
+    return RealInput(pipeline, stacked, _global(info))
 
 
 def time_input(spec: InputSpec, counts: DataCounts, num_batches: int, num_classes: int, say,

@@ -83,12 +83,28 @@ class ReferenceOptimizer(torch.optim.Optimizer):
                 self._update(group, params)
         return loss
 
-    def _update(self, group: dict, params: list[torch.Tensor]) -> None:
+    def init_state(self) -> None:
+        """Every parameter's state made now (a momentum of zeros, no update taken), not at the first step: a
+        compiled step then never sees an empty state (which would compile it twice), and a checkpoint has a
+        state to restore into."""
+        for group in self.param_groups:
+            self._states(group["params"])
+
+    def update_count(self) -> int:
+        """Updates taken (every parameter has taken the same number); 0 before the first."""
+        state = self.state.get(self.param_groups[0]["params"][0])
+        return int(state["step"]) if state else 0
+
+    def _states(self, params: list[torch.Tensor]) -> list[dict]:
         states = [self.state[p] for p in params]
         for p, state in zip(params, states):
             if not state:
                 state["step"] = torch.zeros((), dtype=torch.int64, device=p.device)
                 state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        return states
+
+    def _update(self, group: dict, params: list[torch.Tensor]) -> None:
+        states = self._states(params)
         grads = [p.grad for p in params]
         if group["lars"]:
             if group["weight_decay"]:
@@ -138,8 +154,14 @@ def l2_penalty(params: list[torch.Tensor], weight_decay: float) -> torch.Tensor:
     return weight_decay * torch.stack([torch.sum(torch.square(p.float())) for p in params]).sum()
 
 
+def autocast(device: torch.device, dtype: torch.dtype | None):
+    """torch.autocast in ``dtype`` on ``device`` (bfloat16: --precision mixed_bfloat16), or nothing (None)."""
+    return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
+
+
 def make_train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, decayed: Mapping[str, bool],
-                    label_smoothing: float, loss_decay: float) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+                    label_smoothing: float, loss_decay: float, compute_dtype: torch.dtype | None = None,
+                    update: bool = True) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
     """One process's step ``(images, labels) -> loss``: forward (batch norm on the batch's statistics,
     its moving ones updated), the loss with the L2 term, backward, the update.
 
@@ -152,17 +174,48 @@ def make_train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, de
       decayed: parameter name -> whether it is decayed (models/resnet_torch.py ``decayed_mask``).
       loss_decay: the L2 term's factor: the weight decay with momentum, 0 with LARS (whose optimizer
         applies the decay; a loss term as well would decay twice).
+      compute_dtype: the forward pass under torch.autocast in this dtype (bfloat16), the weights, the
+        gradients and the update staying float32 (flax's ``dtype``, Keras' mixed policy); None: float32.
+      update: False: the step without its optimizer update (forward, backward, the gradients left in each
+        parameter's ``.grad``), for the update's share of a step (bench/train_torch/update_probe.py).
     """
     model.train()
     kernels = [p for name, p in model.named_parameters() if decayed[name]]
+    device = next(model.parameters()).device
 
     def train_step(images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        loss = torch.mean(cross_entropy(model(images), labels, label_smoothing))
+        with autocast(device, compute_dtype):
+            logits = model(images)
+        loss = torch.mean(cross_entropy(logits, labels, label_smoothing))
         if loss_decay:
             loss = loss + l2_penalty(kernels, loss_decay)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        optimizer.step()
+        if update:
+            optimizer.step()
         return loss.detach()
 
     return train_step
+
+
+def make_eval_step(model: torch.nn.Module, num_classes: int, compute_dtype: torch.dtype | None = None):
+    """The evaluation step ``(images, labels, weights) -> [top-1 hits, top-5 hits, weight]`` (a tensor of 3
+    on the device), as the JAX engine's: padding examples weigh 0 and count nowhere; batch norm uses its
+    moving statistics (the model is in evaluation mode for the call, and back in training mode after)."""
+    k = min(5, num_classes)
+    device = next(model.parameters()).device
+
+    @torch.no_grad()
+    def eval_step(images: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        model.eval()
+        try:
+            with autocast(device, compute_dtype):
+                logits = model(images)
+        finally:
+            model.train()
+        top = torch.topk(logits.float(), k, dim=1).indices
+        hit_1 = (top[:, 0] == labels).float()
+        hit_k = (top == labels[:, None]).any(dim=1).float()
+        return torch.stack([torch.sum(hit_1 * weights), torch.sum(hit_k * weights), torch.sum(weights)])
+
+    return eval_step

@@ -1,0 +1,91 @@
+"""The torch engine's input: synthetic batches made on the device, or ImageNet TFRecords through grain (no TensorFlow).
+
+Synthetic data is one fixed ImageNet-shaped batch, made on the device once (as the JAX
+engine's): a step then costs no input work and no host-to-device copy. Its images are what
+real data's would be (``image_dtype``: bytes the model normalises on the device, or the
+normalised scale), so a synthetic and a real run compute the same.
+
+Real data is the shards the other engines read, through the JAX engine's loader
+(bench/data/grain_input.py: worker processes that decode and crop as the reference does, a
+checkpointable position). A batch arrives as NHWC bytes; it travels to the device as bytes
+(a quarter of float32's traffic, from pinned memory on a GPU) and becomes NCHW there by a
+permutation, which is channels_last in memory: ``channels_last`` keeps that layout, else the
+images are made contiguous. The model normalises the bytes.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from bench.data.spec import DataCounts, InputSpec
+from bench.harness.real_input import RealInput
+from bench.train_torch.devices import DeviceInfo
+
+DTYPES = {"uint8": torch.uint8, "float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def count_examples(source: str, data_dir: str | None, num_classes: int, splits: tuple[str, ...]) -> DataCounts:
+    """What the real data holds (grain's count of the shards); nothing for synthetic data."""
+    if source == "synthetic":
+        return DataCounts()
+    from bench.data import grain_input  # noqa: PLC0415 (grain loads for real data only)
+
+    return grain_input.count_examples(source, data_dir, num_classes, splits)
+
+
+def synthetic_batch(spec: InputSpec, info: DeviceInfo, channels_last: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(images NCHW, labels int64) of one batch, made on the device from ``spec.seed``."""
+    shape = (spec.per_replica_batch_size, 3, spec.image_size, spec.image_size)
+    generator = torch.Generator(info.device).manual_seed(spec.seed)
+    if spec.image_dtype == "uint8":  # bytes, normalised by the model on the device
+        images = torch.randint(0, 256, shape, generator=generator, device=info.device, dtype=torch.uint8)
+    else:  # already on the normalised scale
+        images = (torch.rand(shape, generator=generator, device=info.device) * 4.0 - 2.0).to(DTYPES[spec.image_dtype])
+    labels = torch.randint(0, spec.num_classes, shape[:1], generator=generator, device=info.device)
+    return _laid_out(images, channels_last), labels
+
+
+def _laid_out(images: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    return images.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+
+
+def placer(info: DeviceInfo, channels_last: bool):
+    """Puts one batch's host arrays (NHWC uint8 images, int32 labels[, float32 weights]) on the device: images
+    NCHW in the run's memory format, labels int64 (what torch's cross-entropy takes)."""
+    pin = info.device.type == "cuda"
+
+    def tensor(array: np.ndarray) -> torch.Tensor:
+        host = torch.from_numpy(np.ascontiguousarray(array))
+        return host.pin_memory().to(info.device, non_blocking=True) if pin else host
+
+    def place(parts) -> tuple:
+        images, labels, *weights = parts
+        on_device = _laid_out(tensor(images).permute(0, 3, 1, 2), channels_last)
+        return (on_device, tensor(labels).long(), *(tensor(w) for w in weights))
+
+    return place
+
+
+def real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo, channels_last: bool,
+               worker_count: int | None = None) -> RealInput:
+    """This process's share of the real data (grain), as batches on the run's device."""
+    from bench.data import grain_input  # noqa: PLC0415 (grain loads for real data only)
+
+    source = grain_input.GrainInput(spec, counts, info.process_index, info.process_count, worker_count)
+    return RealInput(source, source.batches, placer(info, channels_last))
+
+
+def time_input(spec: InputSpec, counts: DataCounts, num_batches: int, worker_count: int | None = None):
+    """The input pipeline alone, timed like training, to tell an input bottleneck (grain's, as the JAX engine)."""
+    from bench.data import grain_input  # noqa: PLC0415
+
+    with grain_input.GrainInput(spec, counts, worker_count=worker_count) as source:
+        return grain_input.time_input(source, num_batches)
+
+
+def reopened(spec: InputSpec, counts: DataCounts, info: DeviceInfo, channels_last: bool, seed: int,
+             worker_count: int | None) -> RealInput:
+    """A new training input with another seed and worker count (a resumed segment reading as it was saved)."""
+    return real_input(dataclasses.replace(spec, seed=seed), counts, info, channels_last, worker_count)
