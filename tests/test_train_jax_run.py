@@ -17,7 +17,8 @@ import pytest
 
 from bench.harness.checkpoints import checkpoint_number
 from bench.results import jsonl, rundir, runlock
-from console import ENV, PODBENCH, REPO, alive, error_lines, imported_user_files, podbench, user_project
+from console import (ENV, JAXLIB_MISMATCH, PODBENCH, REPO, alive, broken_jax, error_lines, imported_user_files, podbench,
+                     user_project)
 
 SMALL = ("--framework", "jax", "--preset", "smoke", "--depth", "10", "--no-peak")
 RUN_TIMEOUT_S = 600
@@ -343,14 +344,33 @@ def blocking_jax(tmp_path: Path) -> dict:
                  "(--xla_not_a_flag=true)", id="unknown_xla_flag"),
     pytest.param("no_jax", "--framework jax needs jax, flax, optax, orbax-checkpoint, not installed here: pip "
                  "install -e '.[jax]'", id="jax_not_installed"),
+    # XLA's parser refuses the value (a C++ abort and a 90-line dump of its flags, before).
+    pytest.param({"XLA_FLAGS": "--xla_force_host_platform_device_count=abc"}, "XLA_FLAGS gives "
+                 "--xla_force_host_platform_device_count a value XLA cannot read ('abc'): it takes int32",
+                 id="xla_flag_value_unreadable"),
+    # XLA takes it and JAX's CPU backend fails (a line blaming the JAX install, before).
+    pytest.param({"XLA_FLAGS": "--xla_force_host_platform_device_count=0"}, "XLA_FLAGS gives "
+                 "--xla_force_host_platform_device_count=0, below 1", id="xla_no_cpu_devices"),
+    pytest.param({"XLA_FLAGS": "--xla_gpu_enable_command_buffer=FOO"}, "XLA refused "
+                 "--xla_gpu_enable_command_buffer=FOO in XLA_FLAGS (Illegal value for", id="xla_flag_value_illegal"),
+    # A jax/jaxlib version mismatch: RuntimeError where JAX is first imported, in the training process (a
+    # traceback, then "could not record how the training process ended", before); with --replicas, before
+    # JAX's CPU backend is split.
+    pytest.param("broken_jax", f"--framework jax could not import jax (RuntimeError: {JAXLIB_MISMATCH}); jax ",
+                 id="jax_import_raises"),
+    pytest.param("broken_jax_replicas", f"could not import jax (RuntimeError: {JAXLIB_MISMATCH})",
+                 id="jax_import_raises_replicas"),
 ])
 def test_the_environment_jax_reads_is_one_line_and_exit_2(tmp_path, environ, fragment):
     """As a user meets it, from a project folder with the default output: one line, no traceback, no C++
     abort, nothing left behind (no run directory: nothing ran)."""
-    env = blocking_jax(tmp_path) if environ == "no_jax" else {**ENV, **environ}
-    run = podbench("run", *SMALL, env=env, cwd=tmp_path, timeout=RUN_TIMEOUT_S)
+    env = (blocking_jax(tmp_path) if environ == "no_jax" else broken_jax(tmp_path / "site")
+           if str(environ).startswith("broken_jax") else {**ENV, **environ})
+    replicas = ("--replicas", "2") if environ == "broken_jax_replicas" else ()
+    run = podbench("run", *SMALL, *replicas, env=env, cwd=tmp_path, timeout=RUN_TIMEOUT_S)
     assert run.returncode == 2, run.stderr[-3000:]
     assert "Traceback" not in run.stderr and "parse_flags_from_env" not in run.stderr
+    assert "could not record" not in run.stderr and "Flags:" not in run.stderr
     (line,) = error_lines(run.stderr)
     assert fragment in line, line
     runs = tmp_path / "results" / "runs"
