@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness.checkpoints import checkpoint_number
+from bench.harness.checkpoints import OWNER_FILE, checkpoint_number
 from bench.results import jsonl, rundir, runlock
 from console import (ENV, JAXLIB_MISMATCH, PODBENCH, REPO, alive, broken_jax, error_lines, imported_user_files, podbench,
                      user_project)
@@ -200,10 +200,16 @@ def test_sigterm_checkpoints_at_the_block(stopped_run):
 
 
 def test_resume_by_a_relative_path_continues_at_the_exact_step(stopped_run, tmp_path):
+    """Its checkpoint directory's owner record left empty, as an older podbench left one that stopped between
+    creating and writing it (it refused that run's own resume forever): said, and the run resumes."""
     project, out = copy_of(stopped_run, tmp_path), stopped_run[1]
     stopped_at = json.loads((project / out / rundir.SUMMARY_FILE).read_text())["steps_completed"]
+    owner = project / out / rundir.CHECKPOINTS_DIR / OWNER_FILE
+    assert json.loads(owner.read_text())["run_id"] == out.name
+    owner.write_text("")
     resumed = podbench("run", "--resume", out, "--json", timeout=RUN_TIMEOUT_S, cwd=project)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"{OWNER_FILE} names no run (empty or unparseable" in resumed.stderr
     summary = json.loads(resumed.stdout)
     assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", STOPPED_STEPS, 1)
     assert summary["lost_steps"] == 0 and summary["framework"] == "jax"
