@@ -112,11 +112,40 @@ def test_the_update_probe_times_the_step_with_and_without_its_update(smoke_run):
     assert "timing the step with and without its optimizer update" in stderr
 
 
+def vendored_in_another_users_repository(tmp_path: Path) -> Path:
+    """A copy of podbench's code committed inside another project's git repository (tools/podbench), the whole
+    owned by another uid (a bind mount in a container): returns the copy."""
+    outer = tmp_path / "project"
+    copy = outer / "tools" / "podbench"
+    for name in ("bench", "models", "methodology"):
+        shutil.copytree(REPO / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (("init", "-q"), ("add", "."), ("commit", "-qm", "vendored podbench")):
+        subprocess.run(["git", "-C", str(outer), *args], check=True, capture_output=True, env={**ENV, **identity})
+    subprocess.run(["chown", "-R", "12345", str(outer)], check=True)
+    return copy
+
+
 def test_runs_with_tensorflow_made_unimportable_its_update_sharded_one_step_profiled(tmp_path):
+    """From a copy of podbench inside another project's repository owned by another uid, as a container's bind
+    mount has it, HOME holding no git config: environment.json names the outer repository, whose commit is not
+    podbench's (it was recorded as podbench's, "a clean tree"), and git's dubious ownership."""
     out = tmp_path / "run"
+    copy = vendored_in_another_users_repository(tmp_path)
+    (tmp_path / "home").mkdir()
+    env = without_tensorflow(tmp_path, BLOCK_TF_FORBIDDEN)
+    env.update(PYTHONPATH=env["PYTHONPATH"].replace(str(REPO), str(copy)), HOME=str(tmp_path / "home"),
+               GIT_CONFIG_NOSYSTEM="1")
     run = podbench("run", *SMALL, "--replicas", "2", "--weight-update", "sharded", "--profile-step", "--output", out,
-                   "--json", env=without_tensorflow(tmp_path, BLOCK_TF_FORBIDDEN), timeout=RUN_TIMEOUT_S)
+                   "--json", env=env, timeout=RUN_TIMEOUT_S)
     assert run.returncode == 0, run.stderr[-3000:]
+    environment = json.loads((out / rundir.ENVIRONMENT_FILE).read_text())
+    assert environment["podbench_commit"] is None and environment["podbench_git_sha"] is None
+    words = environment["podbench_provenance"]
+    assert words.startswith(f"{copy} lies inside another repository ({tmp_path / 'project'}, commit ") and \
+        f"git called {tmp_path / 'project'} of dubious ownership (owned by uid 12345" in words, words
+    assert words.endswith(f"the code is identified by its source digest "
+                          f"{environment['podbench_source_sha256'][:12]} only")
     summary = json.loads(run.stdout)
     assert (summary["status"], summary["weight_update"], summary["num_replicas"]) == ("completed", "sharded", 2)
     assert summary["update_time_s"] is None  # no probe on a CPU unless asked
