@@ -476,6 +476,48 @@ def test_the_text_says_which_update_it_used(capsys, tmp_path):
                                                                "a100 1555 GB/s")
 
 
+# A probe whose difference lay within its own noise (methodology/update_share.py): 4 pairs from -1.1 to +0.9 ms.
+UNRESOLVED = {"resolved": False, "difference_s": -0.00005, "low_s": -0.0011, "high_s": 0.0009, "pairs": 4,
+              "coverage": 0.875}
+
+
+@pytest.mark.parametrize("fields, why", [
+    pytest.param({"update_time_s": None, "update_share": None, "update_probe": UNRESOLVED},
+                 "the update probe did not resolve the update: with it minus without, -0.05 ms a step, its 4 pairs "
+                 "from -1.1 to +0.9 ms, which holds 0: within the probe's own noise", id="not_resolved"),
+    # An older podbench floored such a difference at 0, and project took the update as measured and free.
+    pytest.param({"update_time_s": 0.0, "update_share": 0.0}, "update_time_s 0, which an older podbench recorded for "
+                 "an update its probe did not resolve", id="older_run_floored_at_0"),
+])
+def test_an_update_the_probe_did_not_resolve_is_estimated_saying_why(tmp_path, fields, why):
+    run = _run_with_update(tmp_path, "20261122T130000Z-repl08", weight_update="replicated", **fields)
+    done = podbench("project", "--run", run, "--interconnect", "a100-nvlink", "--devices", "1,8", "--json")
+    assert done.returncode == 0, done.stderr
+    w = strict_json(done.stdout)["weight_update"]
+    assert not w["measured"] and w["update_s"] > 0
+    assert w["update_source"].startswith("estimated from memory bandwidth (device_memory.csv: a100 1555 GB/s")
+    assert w["update_source"].endswith(f"; not measured: {run}: {why}")
+    text = podbench("project", "--run", run, "--interconnect", "a100-nvlink", "--devices", "1,8").stdout
+    assert "              estimated from memory bandwidth" in text and why in text
+
+
+def test_a_sweep_size_whose_probe_did_not_resolve_leaves_the_others_measured_update(capsys, tmp_path):
+    results = []
+    for batch, fields in ((16, {"update_time_s": 0.003}), (32, {"update_probe": UNRESOLVED})):
+        run = _run_with_update(tmp_path, f"batch-{batch}", batch, weight_update="replicated", **fields)
+        results.append(sweep.SizeResult(batch, 0, read_summary(run), None, run, sweep.BATCH))
+    rows = sweep.sweep_rows(results)
+    assert [r["update_resolved"] for r in rows] == [None, False]
+    assert "unresolved" in sweep.format_table(rows, sweep.BATCH).splitlines()[2]
+    sweep.write_files(tmp_path, {"axis": sweep.BATCH, "notes": [], "sizes": rows})
+    _, out, _ = run_cli(capsys, "project", "--run", tmp_path, "--interconnect", "a100-nvlink", "--devices", "8",
+                        "--json")
+    data = strict_json(out)
+    assert data["weight_update"]["measured"] and data["weight_update"]["update_s"] == pytest.approx(0.003)
+    assert any(n.startswith("the update is what the other runs measured; ") and "did not resolve" in n
+               for n in data["notes"])
+
+
 def test_runs_that_differ_in_weight_update_are_refused(capsys, tmp_path):
     sharded = _run_with_update(tmp_path, "20261122T130000Z-shard8", weight_update="sharded", update_time_s=0.0005)
     plain = write_run(tmp_path, "20261122T130001Z-plain8", **{**A100_RUN, "per_replica_batch": 64})

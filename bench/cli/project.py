@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import dataclasses
 from dataclasses import dataclass
 
 from bench.cli import checks, common, project_charts, project_source, project_text, validate_text
@@ -306,7 +307,13 @@ def _device(source: project_source.Source, fabric: interconnect.Interconnect) ->
 def update_time(source: project_source.Source, fabric: interconnect.Interconnect) -> update.UpdateTime | None:
     """The whole optimizer update a step: what the runs measured, else the estimate from the device's memory
     bandwidth (LARS; scaled by its bytes where a size runs momentum SGD), else None (not modelled)."""
-    return source.update or update.estimated(_device(source, fabric), "lars")
+    if source.update is not None:
+        return source.update
+    estimate = update.estimated(_device(source, fabric), "lars")
+    if estimate is not None and source.update_unresolved:  # the runs probed it: the estimate says why it stands in
+        estimate = dataclasses.replace(estimate, source=f"{estimate.source}; not measured: "
+                                                        f"{'; '.join(source.update_unresolved)}")
+    return estimate
 
 
 def parse_devices(text: str | None) -> tuple[int, ...]:

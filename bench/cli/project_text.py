@@ -37,13 +37,18 @@ def _update_json(model: projection.Model, rows, source, whole: update.UpdateTime
     return {"modes": modes, "update_s": whole.seconds if whole else None,
             "optimizer": whole.optimizer if whole else None, "measured": bool(whole and whole.measured),
             "update_source": whole.source if whole else (
-                f"not modelled: no measured update_time_s, and "
+                f"not modelled: no measured update_time_s{_unresolved(source)}, and "
                 f"{source.anchor.device if source.anchor else model.fabric.device}'s memory bandwidth is not "
                 "sourced (methodology/device_memory.csv)"),
             "replicas_per_device": model.replicas_per_device, "curve_update_shards": model.curve_update_shards,
             "optimizer_state_bytes_per_device": source.optimizer_state_bytes,
             "batch_note": "the update touches every weight once a step whatever the batch: a time measured at one "
                           "per-device batch stands for every batch"}
+
+
+def _unresolved(source) -> str:
+    """Why the runs measured no update, where their probes ran and did not resolve it."""
+    return f" ({'; '.join(source.update_unresolved)})" if source.update_unresolved else ""
 
 
 def _k_rows(args: argparse.Namespace, model: projection.Model, source) -> tuple[str, ...]:

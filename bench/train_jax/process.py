@@ -9,16 +9,15 @@ import sys
 from bench.errors import UsageError
 from bench.harness import child
 from bench.plan.config_jax import INSTALL_JAX
+from bench.train_jax import packages
 
 
 def before_jax(request: dict) -> None:
     """--replicas N on a CPU splits it into N devices, which JAX must be told before its CPU backend starts."""
     replicas = request["config"].get("runtime", {}).get("replicas")
     if replicas:
-        try:
-            import jax  # noqa: PLC0415 (after the CPU pins; its backends start later, at first use)
-        except ImportError:
-            return  # load_execute says what is missing, in one line
+        packages.load(("jax",))  # after the CPU pins; a missing or broken JAX is one line (UsageError)
+        import jax  # noqa: PLC0415 (its backends start later, at first use)
 
         jax.config.update("jax_num_cpu_devices", int(replicas))
 
@@ -27,9 +26,10 @@ def load_execute():
     """The engine's ``execute``; JAX, Flax, optax load here.
 
     Raises:
-      UsageError: one of them is not installed (`podbench run` checks first, bench/cli/engine_checks.py;
-        this is the word for a package that is there but cannot be imported).
+      UsageError: one of them is not installed (`podbench run` checks first, bench/cli/engine_checks.py), or
+        is there but its import fails (a jaxlib of another version: bench/train_jax/packages.py).
     """
+    packages.load()
     try:
         from bench.train_jax.run import execute  # noqa: PLC0415
     except ImportError as err:
