@@ -29,6 +29,7 @@ from dataclasses import dataclass
 BASE_LEARNING_RATE_PER_256 = 0.1
 REFERENCE_EPOCHS = 90
 MOMENTUM_WARMUP_EPOCHS = 5.0
+SGD_MOMENTUM = 0.9  # the reference's --optimizer=momentum / --momentum=0.9, every engine's
 # (first epoch, multiplier of the peak): resnet_main.py LR_SCHEDULE.
 MOMENTUM_DECAYS = ((30.0, 0.1), (60.0, 0.01), (80.0, 0.001))
 LARGE_BATCH = 16_384  # LARS and label smoothing from here on

@@ -33,7 +33,7 @@ def step_log(train_steps: int, warmup_steps: int, step_s: float, first_step_s: f
     return records
 
 
-FRAMEWORK_VERSIONS = {"tensorflow": "2.20.0", "jax": "0.10.2"}
+FRAMEWORK_VERSIONS = {"tensorflow": "2.20.0", "jax": "0.10.2", "torch": "2.13.0"}
 
 
 def write_run(root: Path, run_id: str, *, train_steps: int = 12, warmup_steps: int = 4, step_s: float = 0.5,

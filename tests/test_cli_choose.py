@@ -102,6 +102,16 @@ def test_a_jax_run_is_a_candidate_of_its_own_priced_from_what_it_recorded(capsys
     assert by_engine[False]["usd_per_hour"] == by_engine[True]["usd_per_hour"]
 
 
+def test_a_torch_run_is_a_candidate_of_its_own_named_by_its_engine(capsys, tmp_path):
+    kind = "NVIDIA H100 80GB HBM3"
+    torch_run = write_run(tmp_path, "torch", platform="gpu", device_kind=kind, replicas=1, framework="torch")
+    tf_run = write_run(tmp_path, "tf", platform="gpu", device_kind=kind, replicas=1)
+    rows = choose_json(capsys, str(torch_run), str(tf_run))
+    assert len(rows) == 2  # the engines are never one configuration
+    (torch_row,) = [r for r in rows if r["hardware"].endswith("(PyTorch)")]
+    assert torch_row["hardware"].startswith("h100x1") and "under PyTorch 2.13.0" in torch_row["rate_detail"]
+
+
 def test_runs_from_before_the_engine_was_recorded_are_tensorflows(capsys, tmp_path):
     kind = "NVIDIA H100 80GB HBM3"
     old = write_run(tmp_path, "old", platform="gpu", device_kind=kind, replicas=1)

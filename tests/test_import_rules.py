@@ -223,9 +223,12 @@ def test_the_grain_input_loads_no_tensorflow():
     assert "numpy" in loaded and not {"tensorflow", "tf_keras", "official", "tensorflow_datasets"} & set(loaded)
 
 
-def test_the_torch_model_and_recipe_load_neither_tensorflow_nor_jax():
+def test_the_torch_engine_loads_neither_tensorflow_nor_jax():
+    """Its model, recipe, run, process and peak (real data loads grain, which takes JAX's tree utilities
+    where JAX is installed: only inside the run, and it needs none)."""
     pytest.importorskip("torch")
-    loaded = loaded_after("import models.resnet_torch, bench.train_torch.recipe")
+    loaded = loaded_after("import models.resnet_torch, bench.train_torch.recipe, bench.train_torch.run, "
+                          "bench.train_torch.process, bench.train_torch.peak")
     assert "torch" in loaded and not {"tensorflow", "tf_keras", "official", "jax", "flax"} & set(loaded)
 
 

@@ -303,3 +303,10 @@ def test_the_engine_is_a_column_and_said_in_a_jax_runs_label_and_family(tmp_path
     assert list(table["framework"]) == ["tensorflow", "jax"]
     assert ", JAX" in table["label"][1] and "JAX" not in table["label"][0]
     assert table["family"][1].endswith(", JAX") and table["family"][0] != table["family"][1]
+
+
+def test_a_torch_runs_label_and_family_name_the_engine_and_its_settings(tmp_path):
+    torch_run = write_run(tmp_path, run_id_at(1), framework="torch")
+    table = report.runs_table(report.load_runs([torch_run])[0])
+    assert list(table["framework"]) == ["torch"]
+    assert ", PyTorch (eager)" in table["label"][0] and table["family"][0].endswith(", PyTorch (eager)")

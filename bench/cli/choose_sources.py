@@ -22,6 +22,7 @@ from bench.cli.common import check_imagenet_shaped, run_hardware
 from bench.cli.cost import IMAGES_PER_SEC
 from bench.cluster.sweep import SWEEP_JSON
 from bench.errors import UsageError
+from bench.plan.config import ENGINE_NAMES
 from bench.results import rundir
 from bench.results.summary import DEFAULT_FRAMEWORK, Summary, read_summary
 from methodology import all_reduce, choice, hardware, interconnect, prices, projection, published, update, validation
@@ -205,14 +206,15 @@ def measured(runs: list[tuple[str, Summary]], settings: Settings) -> Choice:
     cost = price(hw, settings, f"no price: {first.platform} ({kind}) is not in the catalogue")
     notes = cost.notes
     label = hw.label if hw else f"{kind} ({first.platform}) x {first.num_replicas}"
-    if first.framework == "jax":  # the engine is part of what was measured: never mixed, always said
-        label += " (JAX)"
+    engine_name = ENGINE_NAMES.get(first.framework or DEFAULT_FRAMEWORK)
+    if first.framework not in (None, DEFAULT_FRAMEWORK):  # the engine is part of what was measured: never mixed, always said
+        label += f" ({engine_name})"
     if first.synthetic_jpegs:  # real decoding, not ImageNet: said wherever the run appears
         label += " (synthetic JPEGs)"
     ways = common.spatial_partitions_of(runs[0][0])
     if ways > 1:
         label += f" (each image split {ways} ways)"
-    engine = f" under JAX {first.framework_version}" if first.framework == "jax" else ""
+    engine = f" under {engine_name} {first.framework_version}" if first.framework not in (None, DEFAULT_FRAMEWORK) else ""
     names = ", ".join(Path(r).name for r, _ in runs)
     if first.status != "completed":
         notes += (f"the run is {first.status}: its rate covers only the steps it completed",)

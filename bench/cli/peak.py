@@ -13,7 +13,7 @@ import os
 import sys
 
 from bench.plan import config as cfg
-from bench.cli import checks, xla_flags
+from bench.cli import checks, engine_checks, xla_flags
 from bench.errors import UsageError
 from bench.cli.common import text_table
 from bench.report.summary_text import flops_text
@@ -35,13 +35,16 @@ own precision, under its own strategy, before the warm-up (--no-peak skips it).
 
 Under --framework jax the same probe runs through JAX (bench/train_jax/peak.py): the CPU,
 each GPU, and a TPU VM's chips, which JAX finds itself (no --tpu); float32 on a GPU runs
-in TF32 there too (JAX's default matmul precision).
+in TF32 there too (JAX's default matmul precision). Under --framework torch it runs
+through PyTorch (bench/train_torch/peak.py): the CPU and each GPU torch sees; float32 on a
+GPU counts TF32's peak only where torch allows TF32 matmuls (its default does not).
 
 examples:
   podbench peak                 # the CPU and every GPU (a few seconds a device and precision)
   podbench peak --json          # the measurements as JSON on stdout
   podbench peak --tpu local     # on a TPU VM: its chips too
   podbench peak --framework jax # the same, measured through JAX (no TensorFlow needed)
+  podbench peak --framework torch  # through PyTorch (neither TensorFlow nor JAX needed)
 """
 
 
@@ -52,7 +55,8 @@ def register(sub) -> None:
                        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", action="store_true", help="print the measurements as JSON")
     p.add_argument("--framework", choices=cfg.FRAMEWORKS, default="tensorflow",
-                   help="measure through tensorflow (default) or jax, the engine `podbench run --framework` trains with")
+                   help="measure through tensorflow (default), jax or torch, the engine `podbench run --framework` "
+                        "trains with")
     p.add_argument("--tpu", metavar="ADDR", type=checks.tpu_address,
                    help="also measure a Cloud TPU: its name, grpc://HOST:PORT, or local")
     p.add_argument("--repetitions", default=5, metavar="N",
@@ -63,7 +67,15 @@ def register(sub) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    if args.framework == "jax":
+    if args.framework == "torch":
+        if args.tpu is not None:
+            raise UsageError("--tpu names a TPU for TensorFlow's client; the torch engine measures this host's CPU "
+                             "and GPUs: drop --tpu")
+        engine_checks.check_torch_engine()
+        say("podbench peak: loading PyTorch…")
+        from bench.train_torch import peak as torch_peak  # noqa: PLC0415 (torch loads here, after every check)
+        report = torch_peak.survey(args.repetitions, say=say)
+    elif args.framework == "jax":
         if args.tpu is not None:
             raise UsageError("--tpu names a TPU for TensorFlow's client; JAX on a TPU VM measures its chips "
                              "itself: drop --tpu")
@@ -111,6 +123,7 @@ def format_report(report: dict) -> str:
 
     table = text_table(rows, ("device", "dtype", "measured", "datasheet/nominal", "measured/sheet", "unit"), cells)
     engine = (f" through JAX {report['jax']}" if report.get("framework") == "jax"
+              else f" through PyTorch {report['torch']}" if report.get("framework") == "torch"
               else f" through TensorFlow {report['tensorflow']}" if report.get("tensorflow") else "")
     head = (f"podbench peak: dense matmul FLOP/s{engine}, best of {report['repetitions']}, measured in "
             f"{report['probe_s']:.1f} s")

@@ -46,7 +46,8 @@ from. Give --replicas or --batch-sizes, not both.
 
 Under --framework jax each size runs `podbench run --framework jax --strategy auto`
 instead: JAX's replicas are the devices it sees (--replicas N: the first N; on a
-CPU, N devices XLA splits it into).
+CPU, N devices XLA splits it into). Under --framework torch a sweep is a batch sweep
+(--batch-sizes) on the one device the torch engine trains on.
 
 examples:
   podbench sweep --replicas 1,2,4,8                       # the default benchmark at 4 sizes
@@ -55,6 +56,7 @@ examples:
   podbench sweep --batch-sizes 32,64,128,256 --output results/sweeps/curve       # one GPU's device curve
   podbench sweep --batch-sizes 4,8 --preset smoke                                # the curve on a CPU, 32x32
   podbench sweep --framework jax --batch-sizes 32,64,128,256,512                  # one GPU's curve under JAX
+  podbench sweep --framework torch --batch-sizes 64,128,256                       # one GPU's curve under PyTorch
 """
 
 
@@ -114,7 +116,7 @@ def check_args(args: argparse.Namespace) -> tuple[str, tuple[int, ...], str]:
     `podbench run` would.
 
     Returns:
-      (sweep.REPLICAS or sweep.BATCH, the sizes sorted, mirrored or, under JAX, auto).
+      (sweep.REPLICAS or sweep.BATCH, the sizes sorted, mirrored or, under JAX and torch, auto).
 
     Raises:
       UsageError: a bad list, a flag that clashes with the sweep, or a run flag
@@ -137,9 +139,10 @@ def check_args(args: argparse.Namespace) -> tuple[str, tuple[int, ...], str]:
     if args.tpu is not None:
         raise UsageError("--tpu does not apply to a sweep: it runs --strategy mirrored on this "
                          "machine's CPU or GPUs; drop --tpu")
-    # Under JAX every size's replicas are the devices it sees (--strategy auto); under TensorFlow, mirrored.
+    # Under JAX every size's replicas are the devices it sees (--strategy auto), under torch its one device;
+    # under TensorFlow, mirrored.
     framework = args.framework or (load_config(args.config).runtime.framework if args.config else "tensorflow")
-    strategy = "auto" if framework == "jax" else "mirrored"
+    strategy = "mirrored" if framework == "tensorflow" else "auto"
     largest = copy.copy(args)
     largest.strategy, largest.replicas, largest.output = strategy, max(sizes) if axis == sweep.REPLICAS else 1, None
     if axis == sweep.BATCH:

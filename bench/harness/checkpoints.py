@@ -1,7 +1,10 @@
-"""What both engines' checkpoints share: how many are kept, how they are numbered, a full disk named. No framework.
+"""What every engine's checkpoints share: how many are kept, how they are numbered, a full disk named, the
+directory's owner; and the directory the JAX and torch engines write theirs in (``CheckpointDir``: the claim,
+the input positions beside each checkpoint, the rotation, the newest that restores). No framework.
 
 Each engine writes its own format (TensorFlow's tf.train.Checkpoint, bench/train/checkpoints.py;
-orbax, bench/train_jax/checkpoints.py), as ``ckpt-STEP`` under the run's checkpoint directory.
+orbax, bench/train_jax/checkpoints.py; torch.save, bench/train_torch/checkpoints.py), as ``ckpt-STEP``
+under the run's checkpoint directory.
 """
 from __future__ import annotations
 
@@ -10,11 +13,12 @@ import errno
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 from typing import Callable
 
-from bench.errors import RunFailed
+from bench.errors import RunFailed, UsageError
 
 MAX_TO_KEEP = 2  # the newest, and the one before it in case the newest was cut short
 # A failed write with less than this free is a full disk (a checkpoint is MBs; a write stops short of 0).
@@ -181,3 +185,175 @@ def check_owner(directory: str, run_id: str, error: type[Exception], say: Callab
         raise error(f"the checkpoint directory {directory} holds {whose}'s checkpoints ({OWNER_FILE}), not "
                     f"this run's ({run_id}): podbench never writes over them; give this run its own "
                     "--checkpoint-dir")
+
+
+# The input's position saved beside a checkpoint: ckpt-STEP.input-PROCESS.json (not a ckpt-STEP name: never
+# taken for a checkpoint).
+INPUT_SUFFIX = ".input-"
+
+
+class CheckpointDir:
+    """A run's checkpoint directory, whatever writes the checkpoints: claimed by its run before the first is
+    written, each process's input position beside each checkpoint, the newest kept and the rest rotated out,
+    and the newest that reads back whole found, the damaged ones before it named.
+
+    The engine writes and reads its own format (``save``'s ``write(path)``, ``restore_newest``'s
+    ``read(path)``); a checkpoint is ``ckpt-STEP`` (a directory or a file), written under a temporary name
+    and renamed when whole, so a write cut short leaves no ``ckpt-STEP`` behind.
+
+    Args:
+      directory: where the run's checkpoints go (relative to the working directory, or absolute: it is made
+        absolute once, as the engines' writers want and a resume from elsewhere needs).
+      run_id: the run's id: the directory is this run's, or refused.
+      process_index: this process among the run's (0 writes the checkpoints; every process its position).
+    """
+
+    def __init__(self, directory: str, run_id: str, process_index: int = 0):
+        self.directory = os.path.abspath(directory)
+        self.run_id, self.process_index = run_id, process_index
+        self._claimed = False
+
+    @property
+    def is_chief(self) -> bool:
+        return self.process_index == 0
+
+    def path(self, step: int) -> str:
+        return f"{self.directory}/ckpt-{step}"
+
+    def save(self, step: int, write: Callable[[str], None] | None, input_state: Callable[[], dict] | None) -> str:
+        """Writes the checkpoint after ``step`` (``write(path)``, the first process only) and this process's input
+        position beside it; rotates the old ones out; returns its path.
+
+        The position is written first and removed again when the checkpoint's write fails (a position of no
+        checkpoint is never left behind).
+
+        Raises:
+          RunFailed: the directory is another run's, or its disk is full (said in one line).
+        """
+        path = self.path(step)
+        position = None
+        try:
+            self._claim_once()
+            if input_state is not None:  # every process its own position (a shared file system's, multi-host)
+                os.makedirs(self.directory, exist_ok=True)
+                position = self.position_path(step, self.process_index)
+                write_json_whole(position, input_state())
+            if not self.is_chief or write is None:
+                return path
+            remove(path)  # a resumed segment that redoes a step overwrites its own checkpoint
+            write(path)
+        except BaseException as err:  # a stop signal's exception included: the checkpoint is not there
+            if position is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(position)
+            full = directory_full(self.directory) if isinstance(err, OSError) else None
+            if full is None:
+                raise
+            raise RunFailed(full) from err
+        for old in self.found()[MAX_TO_KEEP:]:
+            remove(old)
+        self.remove_positions(lambda saved: saved < step)  # the rotated ones', and earlier writes' cut short
+        return path
+
+    def _claim_once(self) -> None:
+        if self._claimed:
+            return
+        if self.is_chief:
+            claim(self.directory, self.run_id)
+        else:  # its input position goes there too: another run's directory is refused before a write
+            check_owner(self.directory, self.run_id, RunFailed)
+        self._claimed = True
+
+    def position_path(self, step: int, process: int) -> str:
+        return os.path.join(self.directory, f"ckpt-{step}{INPUT_SUFFIX}{process}.json")
+
+    def position_at(self, step: int) -> tuple[object, str | None]:
+        """This process's input position saved with the checkpoint of ``step``, as its JSON holds it (not
+        checked: the input does), or None and why there is none to read."""
+        try:
+            with open(self.position_path(step, self.process_index), encoding="utf-8") as f:
+                return json.load(f), None
+        except FileNotFoundError:
+            return None, "no input position was saved for this process"
+        except OSError as err:
+            return None, f"the saved input position cannot be read ({err.strerror or err})"
+        except ValueError:
+            return None, "the saved input position is not JSON (damaged, or written in part)"
+
+    def remove_positions(self, of_step: Callable[[int], bool]) -> None:
+        """Removes the input positions of steps ``of_step`` accepts that no complete checkpoint has (the first
+        process only: the others may be writing theirs for the checkpoint it writes next)."""
+        if not self.is_chief:
+            return
+        kept = {checkpoint_number(path) for path in self.found()}
+        with contextlib.suppress(OSError):
+            for name in os.listdir(self.directory):
+                if INPUT_SUFFIX not in name or not name.endswith(".json"):
+                    continue
+                step = checkpoint_number(name.split(INPUT_SUFFIX, 1)[0])
+                if step >= 0 and step not in kept and of_step(step):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(self.directory, name))
+
+    def found(self) -> list[str]:
+        """Every complete checkpoint in the directory, newest first."""
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return []
+        paths = [f"{self.directory}/{n}" for n in names if checkpoint_number(n) >= 0]
+        return sorted(paths, key=checkpoint_number, reverse=True)
+
+    def restore_newest(self, read: Callable[[str], object]) -> tuple[object, str | None, list[tuple[str, str]]]:
+        """The newest checkpoint that ``read(path)`` reads back whole.
+
+        Returns:
+          (what ``read`` returned, its path, [(path, why) of each newer one passed over]); (None, None, []) when
+          the directory holds no checkpoint.
+
+        Raises:
+          UsageError: checkpoints are there but none reads back (damaged, or another model's), or they are
+            another run's.
+        """
+        check_owner(self.directory, self.run_id, UsageError)
+        # Positions of checkpoints that never completed (a write cut short by a kill): no process writes now.
+        self.remove_positions(lambda step: True)
+        damaged = []
+        for path in self.found():
+            try:
+                return read(path), path, damaged
+            except Exception as err:  # noqa: BLE001 (a framework raises many kinds for a bad checkpoint)
+                lines = str(err).strip().splitlines()
+                damaged.append((path, f"{type(err).__name__}: {lines[0][:160] if lines else ''}"))
+        if damaged:
+            newest, why = damaged[0]
+            raise UsageError(f"no checkpoint in {self.directory} restores ({len(damaged)} tried; the newest, "
+                             f"{newest}: {why}); if config.json was edited, restore it, else start a new run "
+                             "(what was measured stays in the run directory)")
+        return None, None, []
+
+    def bytes(self, path: str) -> int | None:
+        """Bytes of a checkpoint (a file, or every file under a directory); None: not here, or unreadable."""
+        try:
+            if os.path.isfile(path):
+                return os.path.getsize(path) or None
+            return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files) or None
+        except OSError:
+            return None
+
+
+def write_json_whole(path: str, value) -> None:
+    """Written whole or not at all: to a temporary name, then renamed."""
+    temporary = f"{path}.tmp"
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump(value, f)
+    os.replace(temporary, path)
+
+
+def remove(path: str) -> None:
+    """Removes a checkpoint, a directory (orbax's) or a file (torch's); nothing if it is not there."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)

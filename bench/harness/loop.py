@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TextIO
 
 from bench.harness.block_end import BlockEnd
 from bench.harness.evaluation import Evaluations
@@ -29,8 +29,10 @@ from bench.harness.events import TrainingEvents
 from bench.harness.mlperf import MLPerfSegment
 from bench.harness.progress import Progress
 from bench.harness.steps import StepClock
-from bench.harness.stopping import Interrupted
+from bench.harness.stopping import Interrupted, StopRequest
+from bench.plan.config import RunConfig
 from bench.plan.resolve import ResolvedRun
+from bench.results.summary import configuration_of
 from methodology.target import EvalRecord
 
 
@@ -55,6 +57,60 @@ class Hooks:
     evaluations: Evaluations | None = None
     mlperf: MLPerfSegment | None = None
     announce: Callable[[EvalRecord], None] = field(default=lambda record: None)
+
+
+def make_hooks(config: RunConfig, plan: ResolvedRun, files, request: StopRequest, checkpointer, segment: int,
+               initial_step: int, agree, stream: TextIO, say: Callable[[str], None]) -> Hooks:
+    """The harness's pieces of one fit, as the TensorFlow engine's make_callbacks builds them.
+
+    Args:
+      files: the run's RunFiles.
+      checkpointer: the engine's (None: no checkpoints).
+      agree: the engine's agreement across processes (None: one process).
+      stream: where progress lines go; say: a line for the user.
+    """
+    timer = StepClock(files.steps)
+    evaluations = None
+    if plan.eval_every_epochs:
+        evaluations = Evaluations(timer, config.train.target_accuracy, files.evals, segment)
+    # A resumed fit recompiles: its first block is warm-up, as the summary counts it.
+    warmup = plan.warmup_steps if not initial_step else max(plan.warmup_steps, initial_step + 1)
+    events = TrainingEvents(files.events, timer, plan.schedule, plan.steps_per_epoch, plan.global_batch_size,
+                            {**configuration_of(files.requested, plan), "optimizer": plan.schedule.optimizer,
+                             "steps_per_execution": plan.steps_per_execution})
+    block_end = BlockEnd(timer, request, files.lifecycle, checkpointer,
+                         config.checkpoint.every_s if checkpointer is not None else None, config.checkpoint.grace_s,
+                         segment, agree, timer.clock, on_save=lambda _: events.flush())
+    mlperf = MLPerfSegment(files.mllog, request, segment, initial_step) if files.mllog is not None else None
+    return Hooks(timer, Progress(timer, plan.global_batch_size, warmup, plan.train_steps, plan.log_steps, stream,
+                                 evaluations), events, block_end, evaluations, mlperf, announcer(say))
+
+
+def announcer(say: Callable[[str], None]) -> Callable[[EvalRecord], None]:
+    """An evaluation's line for the user."""
+    def announce(e: EvalRecord) -> None:
+        top_5 = "" if e.top_5 is None else f", top-5 {e.top_5:.4f}"
+        say(f"epoch {e.epoch}: top-1 {e.top_1:.4f}{top_5} (evaluation {e.duration_s:.1f} s, not counted)")
+    return announce
+
+
+def training_line(config: RunConfig, plan: ResolvedRun, initial_step: int) -> str:
+    """The line said before the first step: what is trained, what is not measured, the evaluations."""
+    evaluation = ""
+    if plan.eval_every_epochs:
+        goal = f", stopping at top-1 {config.train.target_accuracy:g}" if config.train.target_accuracy else ""
+        evaluation = f", evaluating every {plan.eval_every_epochs} epoch(s){goal}"
+    if initial_step:
+        return (f"training steps {initial_step + 1}-{plan.train_steps} of {plan.train_steps} (the first block "
+                f"is not measured){evaluation}…")
+    return (f"training {plan.train_steps} steps ({plan.warmup_steps} warm-up, not measured){evaluation}; "
+            "the first block includes the step's first run…")
+
+
+def probes_update(config: RunConfig, plan: ResolvedRun) -> bool:
+    """--update-probe as given, else on a GPU or TPU (bench/plan/config.py MeasureConfig)."""
+    asked = config.measure.measure_update
+    return asked if asked is not None else plan.platform != "cpu"
 
 
 def _floats(values: Sequence[Any]) -> list[float]:

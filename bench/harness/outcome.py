@@ -93,3 +93,33 @@ def signals_deferred():
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def record_end(files, ending: dict, request, segment: int, trained: bool, built, optimizer_steps: int | None,
+               say) -> dict:
+    """How a training process's segment ended, said and recorded in lifecycle.jsonl, as every engine records it;
+    returns ``ending``.
+
+    Args:
+      files: the run's RunFiles.
+      ending: {"status", "signal"/"error", "usage"} as the engine's train caught it.
+      request: the stop request (a notice another process received is said so).
+      trained: whether the fit began (a resumed segment that failed before it stays resumable).
+      built: the engine's built run, whose ``close`` ends its inputs' worker processes, and whose ``real``
+        input counts the records --skip-corrupt dropped (None: it was not built).
+      optimizer_steps: the optimizer's own update count at the end (None: unknown).
+    """
+    if ending["status"] == "interrupted":
+        peer = " (another process received it: every process stops)" if request.from_peer else ""
+        say(f"interrupted ({ending['signal']}){peer}: summarizing the steps measured so far")
+    if ending["status"] == "failed" and segment and not trained:
+        ending["resume_failed"] = True  # as the TensorFlow engine: the run stays resumable
+    fields = {k: v for k, v in ending.items() if k != "usage"}
+    skipped = built.real.skipped_records if built is not None and built.real is not None else None
+    if built is not None:
+        try:
+            built.close()  # grain's worker processes, not left running while the summary is written
+        except Exception as err:  # noqa: BLE001 (what was measured is summarized whatever closing did)
+            say(f"closing the input failed ({type(err).__name__}: {err}); its processes end with this one")
+    files.end(skipped_records=skipped, optimizer_steps=optimizer_steps, **fields)
+    return ending

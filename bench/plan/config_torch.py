@@ -57,12 +57,15 @@ def check_torch_data(data) -> None:
     """The torch engine reads ImageNet TFRecord shards on a file system through grain, never through TensorFlow.
 
     Raises:
-      ValueError: --data tfds, or shards in a bucket (both need TensorFlow's tf.data).
+      ValueError: --data tfds, or shards in a bucket (both need TensorFlow's tf.data), or --cache (tf.data's).
     """
     if data.source == "tfds":
         raise ValueError("--data tfds reads through TensorFlow's tf.data, which the torch engine never loads: give "
                          "--data imagenet --data-dir with the TFRecord shards (grain reads them), or use "
                          "--framework tensorflow")
+    if data.cache:
+        raise ValueError("--cache keeps tf.data's records in memory; the torch engine reads through grain, which "
+                         "reads records by their place (the OS page cache keeps data that fits in RAM): drop --cache")
     if data.data_dir and "://" in data.data_dir:
         raise ValueError(f"--data-dir {data.data_dir}: the torch engine reads shards on a file system (grain); "
                          "mount the bucket (gcsfuse) or copy the shards, and give the directory")
@@ -113,3 +116,10 @@ def check_torch_only(train, framework: str) -> None:
             given = flag if value else f"--no-{flag[2:]}"
             raise ValueError(f"{given} is a setting of the torch engine, not of {framework}'s: drop it, or add "
                              "--framework torch")
+
+
+def settings_text(torch_compile: bool | None, channels_last: bool | None, cuda_graphs: bool | None) -> str:
+    """The torch engine's speed settings as a person reads them: "torch.compile, channels_last", or "eager"."""
+    said = [name for name, on in (("torch.compile", torch_compile), ("channels_last", channels_last),
+                                  ("CUDA graphs", cuda_graphs)) if on]
+    return ", ".join(said) if said else "eager"

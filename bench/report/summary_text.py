@@ -4,6 +4,7 @@ from __future__ import annotations
 import statistics
 from typing import Sequence
 
+from bench.plan.config_torch import settings_text
 from bench.results.summary import Summary
 from methodology import update_share
 from methodology.throughput import MIN_SPREAD_INTERVALS
@@ -166,9 +167,9 @@ def _compiled_flops(s: Summary) -> str:
 
 
 def _update_rows(s: Summary) -> list[tuple[str, str]]:
-    """How the weights were updated (the JAX engine), the optimizer state a device holds, and the update's
-    measured share of a step."""
-    if s.framework != "jax" or s.weight_update is None:
+    """How the weights were updated (the JAX and torch engines), the optimizer state a device holds, and the
+    update's measured share of a step."""
+    if s.framework not in ("jax", "torch") or s.weight_update is None:
         return []
     text = s.weight_update + (f" over {s.num_replicas} replicas" if s.weight_update == "sharded" else "")
     if s.optimizer_state_bytes_per_device is not None:
@@ -179,6 +180,13 @@ def _update_rows(s: Summary) -> list[tuple[str, str]]:
     elif s.update_probe is not None:
         text += f"; {update_share.unresolved_why(s.update_probe)}"
     return [("update", text)]
+
+
+def compiler_text(s: Summary) -> str:
+    """How the step was compiled and laid out: XLA on or off; under torch, its own settings."""
+    if s.framework != "torch":
+        return f"XLA {'on' if s.xla else 'off'}"
+    return settings_text(s.torch_compile, s.channels_last, s.cuda_graphs)
 
 
 def format_summary(s: Summary, earlier: Sequence[Summary] = ()) -> str:
@@ -195,7 +203,7 @@ def format_summary(s: Summary, earlier: Sequence[Summary] = ()) -> str:
     rows = [
         ("hardware", f"{s.device_kind} ({s.platform}), strategy {s.strategy}, {s.num_replicas} replica(s)"),
         ("batch", f"{s.per_replica_batch_size} per replica, {s.global_batch_size} global; "
-                  f"{s.precision}, XLA {'on' if s.xla else 'off'}"),
+                  f"{s.precision}, {compiler_text(s)}"),
         ("warm-up", f"{s.warmup_steps} steps excluded, {_num(s.warmup_s, '.1f', ' s')} "
                     f"(startup + tracing {_num(s.startup_s, '.1f', ' s')}); setup {_num(s.setup_s, '.1f', ' s')}"),
         ("measured", f"{s.measured_steps} steps in {s.measured_s:.1f} s"),

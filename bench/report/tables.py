@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.plan.config import ENGINE_NAMES
+from bench.plan.config_torch import settings_text
 from bench.results import rundir
 from bench.results.runfiles import read_run
 from bench.results.summary import DEFAULT_FRAMEWORK, Summary, read_summary
@@ -195,7 +197,10 @@ def measured_row(run: Run) -> dict:
     hardware = short_hardware(s.device_kind)
     precision = _precision_short(s.precision)
     framework = s.framework or DEFAULT_FRAMEWORK
-    engine = ", JAX" if framework == "jax" else ""  # the engine is part of what was measured: always said
+    # The engine is part of what was measured: always said, and torch's speed settings with it.
+    engine = "" if framework == DEFAULT_FRAMEWORK else f", {ENGINE_NAMES.get(framework, framework)}"
+    if framework == "torch":
+        engine += f" ({settings_text(s.torch_compile, s.channels_last, s.cuda_graphs)})"
     flag = engine + (", XLA" if s.xla else "") + (", interrupted" if s.status != "completed" else "")
     if s.restarts:
         flag += f", resumed ({s.restarts} restart{'s' * (s.restarts > 1)}, {s.lost_steps} steps redone)"

@@ -17,7 +17,7 @@ from bench.plan.resolve import ResolvedRun
 from methodology import schedule as lr
 from models.resnet import build_resnet50
 
-SGD_MOMENTUM = 0.9  # the reference's --optimizer=momentum / --momentum=0.9
+SGD_MOMENTUM = lr.SGD_MOMENTUM
 # LARS applies weight decay itself, and neither decays nor adapts these
 # (tensorflow/tpu lars_util.py: skip_list=['batch_normalization', 'bias']).
 LARS_EXCLUDED = ["batch_normalization", "bias"]

@@ -22,7 +22,7 @@ from bench.train_jax import weight_update as weight_update_sharding
 from bench.train_jax.devices import DATA_AXIS, DeviceInfo
 from methodology import schedule as lr
 
-SGD_MOMENTUM = 0.9  # the reference's --optimizer=momentum / --momentum=0.9
+SGD_MOMENTUM = lr.SGD_MOMENTUM
 # tf-models-official's LARS (official/modeling/optimization/lars.py): eeta 0.001, classic momentum,
 # no epsilon; it neither decays nor adapts batch norm and biases (the Keras side excludes them by name).
 LARS_TRUST_COEFFICIENT = 0.001

@@ -28,26 +28,19 @@ import optax
 from bench.plan.config import RunConfig
 from bench.errors import UsageError
 from bench.harness import host, outcome
-from bench.harness.block_end import BlockEnd
-from bench.harness.evaluation import Evaluations
-from bench.harness.events import TrainingEvents
-from bench.harness.mlperf import MLPerfSegment
-from bench.harness.outcome import Outcome, outcome_of, signals_deferred
-from bench.harness.progress import Progress
-from bench.harness.segment import check_same_plan, mllog_path, start_segment
-from bench.harness.steps import StepClock
-from bench.harness.stopping import StopRequest, graceful, handling_stop_signals, reclaim
-from bench.harness.summary import build_summary
-from bench.plan.resolve import ResolvedRun, resolve
-from bench.results import jsonl, mllog
+from bench.harness.execute import execute as harness_execute
+from bench.harness.execute import model_line
+from bench.harness.outcome import Outcome
+from bench.harness.segment import check_same_plan
+from bench.harness.stopping import StopRequest, graceful, reclaim
+from bench.plan.resolve import resolve
+from bench.results import jsonl
 from bench.results.rundir import PROFILE_DIR
 from bench.results.runfiles import RunFiles, read_run
-from bench.results.summary import configuration_of, write_summary
 from bench.harness import loop, peer_watch
 from bench.train_jax import data, devices, environment, peak, recipe, resume, step_profile, update_probe
 from bench.train_jax.build import Built, Setup, build
 from methodology import peaks
-from methodology.target import EvalRecord
 
 
 def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopRequest | None = None) -> Setup:
@@ -79,39 +72,22 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopReq
 
 def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.stderr,
             resume: bool = False, restore_checkpoint: bool | None = None) -> Outcome:
-    """Runs the benchmark described by ``config`` under JAX (or resumes it) and writes ``run_dir``.
+    """Runs the benchmark described by ``config`` under JAX (or resumes it) and writes ``run_dir``
+    (bench/harness/execute.py: the flow).
 
     Args and errors: as bench/train/run.py's ``execute``.
     """
-    request = StopRequest()
-    say = _printer(stream)
-    with handling_stop_signals(request):
-        start_s = time.perf_counter()
-        setup = outcome.prepared(lambda: prepare(config, run_dir if resume else None, request), run_dir, run_id,
-                                 framework="jax")
-        if isinstance(setup, Outcome):  # stopped before anything was measured
-            return setup
-        plan, info = setup.plan, setup.info
-        say(f"{'resuming' if resume else 'building'} ResNet-{config.model.depth}"
-            f"{' v1.5' * (config.model.depth >= 50)} ({config.model.image_size}x{config.model.image_size}) under "
-            f"JAX {jax.__version__} ({info.name}) on {plan.platform}, {plan.num_replicas} replica(s), global batch "
-            f"{plan.global_batch_size}, {plan.precision}…")
-        with RunFiles(run_dir, run_id, config, plan, mllog_path(run_dir, config), resume=resume) as files:
-            segment = start_segment(files, run_id)
-            if info.process_count > 1:  # every process joined (bench/cluster/peers.py waits for this event)
-                files.lifecycle.event(jsonl.CLUSTER, workers=info.process_count, joined_s=time.perf_counter() - start_s)
-            if files.mllog is not None and not resume:  # a resumed segment continues the same MLPerf run
-                mllog.log_run_config(files.mllog, plan, config.train.seed, recipe.SGD_MOMENTUM)
-            restoring = resume if restore_checkpoint is None else restore_checkpoint
-            end = train(config, setup, files, request, segment, start_s, say, stream, restoring)
-        with signals_deferred():  # a second signal must not cut the summary short
-            summary = build_summary(read_run(run_dir))
-            write_summary(run_dir, summary)
-    return outcome_of(summary, run_dir, end)
+    def describe(setup: Setup) -> str:
+        return model_line(config, setup.plan, f"JAX {jax.__version__} ({setup.info.name})", resume)
+
+    return harness_execute(config, run_id, run_dir, framework="jax",
+                           prepare=lambda request: prepare(config, run_dir if resume else None, request),
+                           describe=describe, stream=stream, resume=resume, restore_checkpoint=restore_checkpoint,
+                           train=lambda *args: train(config, *args, stream=stream))
 
 
 def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest, segment: int, start_s: float,
-          say, stream: TextIO, restoring: bool) -> dict:
+          say, restoring: bool, stream: TextIO = sys.stderr) -> dict:
     """Measured peak, environment, model and data, the input benchmark, fit; records how it ended (as the
     TensorFlow engine's ``train`` does)."""
     plan, info = setup.plan, setup.info
@@ -126,17 +102,18 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         checkpointer, state, initial_step = resume.restore(config, setup, files, built, segment, say, restoring)
         with _data_errors(config, built):
             bench_input(config, setup, files, say)
-            say(_training_line(config, plan, initial_step))
+            say(loop.training_line(config, plan, initial_step))
             files.lifecycle.event(jsonl.SETUP, setup_s=time.perf_counter() - start_s)
             with graceful(request):
                 trained = True
-                hooks = _hooks(config, setup, files, request, checkpointer, segment, initial_step, stream, say)
+                hooks = loop.make_hooks(config, plan, files, request, checkpointer, segment, initial_step,
+                                        devices.agreement(info), stream, say)
                 state = loop.fit(state, built.steps, plan, hooks, initial_step, checkpointer)
         request.agreed = True  # fit returned: every process at this step
         if request.requested:
             ending = {"status": "interrupted", "signal": request.signal_name}
         else:
-            if _probes_update(config, plan):
+            if loop.probes_update(config, plan):
                 probe_update(built, state, files, request, say)
             if config.measure.profile_step and not request.requested:
                 profile_step(built, state, files, say)
@@ -150,26 +127,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
             ending = _peer_ending(watch, ending, files.run_dir, say)
     if watch is not None:
         watch.stop()
-    if ending["status"] == "interrupted":
-        peer = " (another process received it: every process stops)" if request.from_peer else ""
-        say(f"interrupted ({ending['signal']}){peer}: summarizing the steps measured so far")
-    if ending["status"] == "failed" and segment and not trained:
-        ending["resume_failed"] = True  # as the TensorFlow engine: the run stays resumable
-    fields = {k: v for k, v in ending.items() if k != "usage"}
-    skipped = _skipped_records(built)
-    if built is not None:
-        try:
-            built.close()  # grain's worker processes, not left running while the summary is written
-        except Exception as err:  # noqa: BLE001 (what was measured is summarized whatever closing did)
-            say(f"closing the input failed ({type(err).__name__}: {err}); its processes end with this one")
-    files.end(skipped_records=skipped, optimizer_steps=_optimizer_steps(state), **fields)
-    return ending
-
-
-def _probes_update(config: RunConfig, plan: ResolvedRun) -> bool:
-    """--update-probe as given, else on a GPU or TPU (bench/plan/config.py MeasureConfig)."""
-    asked = config.measure.measure_update
-    return asked if asked is not None else plan.platform != "cpu"
+    return outcome.record_end(files, ending, request, segment, trained, built, _optimizer_steps(state), say)
 
 
 def probe_update(built: Built, state, files: RunFiles, request: StopRequest, say) -> None:
@@ -239,56 +197,12 @@ def bench_input(config: RunConfig, setup: Setup, files: RunFiles, say) -> None:
                           records=[[r.step, r.time_s] for r in log])
 
 
-def _hooks(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest, checkpointer,
-           segment: int, initial_step: int, stream: TextIO, say) -> loop.Hooks:
-    """The harness's pieces of one fit, as the TensorFlow engine's make_callbacks builds them."""
-    plan = setup.plan
-    timer = StepClock(files.steps)
-    evaluations = None
-    if plan.eval_every_epochs:
-        evaluations = Evaluations(timer, config.train.target_accuracy, files.evals, segment)
-    # A resumed fit recompiles: its first block is warm-up, as the summary counts it.
-    warmup = plan.warmup_steps if not initial_step else max(plan.warmup_steps, initial_step + 1)
-    events = TrainingEvents(files.events, timer, plan.schedule, plan.steps_per_epoch, plan.global_batch_size,
-                            {**configuration_of(files.requested, plan), "optimizer": plan.schedule.optimizer,
-                             "steps_per_execution": plan.steps_per_execution})
-    block_end = BlockEnd(timer, request, files.lifecycle, checkpointer,
-                         config.checkpoint.every_s if checkpointer is not None else None, config.checkpoint.grace_s,
-                         segment, devices.agreement(setup.info), timer.clock, on_save=lambda _: events.flush())
-    mlperf = MLPerfSegment(files.mllog, request, segment, initial_step) if files.mllog is not None else None
-    return loop.Hooks(timer, Progress(timer, plan.global_batch_size, warmup, plan.train_steps, plan.log_steps, stream,
-                                      evaluations), events, block_end, evaluations, mlperf, _announcer(say))
-
-
-def _announcer(say):
-    def announce(e: EvalRecord) -> None:
-        top_5 = "" if e.top_5 is None else f", top-5 {e.top_5:.4f}"
-        say(f"epoch {e.epoch}: top-1 {e.top_1:.4f}{top_5} (evaluation {e.duration_s:.1f} s, not counted)")
-    return announce
-
-
-def _skipped_records(built: Built | None) -> int | None:
-    return built.real.skipped_records if built is not None and built.real is not None else None
-
-
 def _optimizer_steps(state) -> int | None:
     """The optimizer's own update count at the end: a resumed run must end with exactly the planned steps."""
     with contextlib.suppress(Exception):  # noqa: BLE001 (a failed run's state may be gone)
         counts = optax.tree_utils.tree_get_all_with_path(state.opt_state, "count")
         return int(jax.device_get(counts[0][1].addressable_data(0)))
     return None
-
-
-def _training_line(config: RunConfig, plan: ResolvedRun, initial_step: int) -> str:
-    evaluation = ""
-    if plan.eval_every_epochs:
-        goal = f", stopping at top-1 {config.train.target_accuracy:g}" if config.train.target_accuracy else ""
-        evaluation = f", evaluating every {plan.eval_every_epochs} epoch(s){goal}"
-    if initial_step:
-        return (f"training steps {initial_step + 1}-{plan.train_steps} of {plan.train_steps} (the first block "
-                f"is not measured){evaluation}…")
-    return (f"training {plan.train_steps} steps ({plan.warmup_steps} warm-up, not measured){evaluation}; "
-            "the first block includes the step's first run…")
 
 
 @contextlib.contextmanager
@@ -306,7 +220,3 @@ def _data_errors(config: RunConfig, built: Built):
         if not pipeline.is_input_error(err):
             raise
         raise UsageError(pipeline.diagnose(err, built.real.pipeline, config.model.num_classes)) from None
-
-
-def _printer(stream: TextIO):
-    return lambda line: print(line, file=stream, flush=True)

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from methodology import schedule as lr
 
-SGD_MOMENTUM = 0.9  # the reference's --optimizer=momentum / --momentum=0.9
+SGD_MOMENTUM = lr.SGD_MOMENTUM
 # tf-models-official's LARS (official/modeling/optimization/lars.py): eeta 0.001, classic momentum,
 # no epsilon; it neither decays nor adapts batch norm and biases (the Keras side excludes them by name).
 LARS_TRUST_COEFFICIENT = 0.001
