@@ -1,8 +1,7 @@
-"""The torch engine: one PyTorch process. For now its recipe alone (``recipe``: the reference's schedule,
-momentum SGD as Keras computes it, LARS as tf-models-official's, the smoothed loss with the L2 term, and one
-process's train step on models/resnet_torch.py); the devices and DDP, the loop, checkpoints and the
-process entry come next (issue 45).
+"""The torch engine: one PyTorch process on one device: the device, the recipe and its step (eager or through
+torch.compile), data, checkpoints, the peak probe, the environment, the run itself. What every engine shares
+is in bench/harness/.
 
-No module here imports TensorFlow or JAX: the engine runs where neither is installed. This ``__init__``
-imports nothing.
+No module here imports TensorFlow or JAX (but ``torchax_ops``, PyTorch as JAX, the path to a TPU): the engine
+runs where neither is installed. This ``__init__`` imports nothing.
 """

@@ -10,6 +10,7 @@ block, which the warm-up leaves out of the measurement as it leaves out XLA's co
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Callable
 
@@ -133,6 +134,9 @@ def stepper(step: Callable, plan: ResolvedRun) -> Callable:
     """
     if not plan.torch_compile:
         return lambda state, images, labels: (state, step(images, labels))
+    # Dynamo says once that it leaves out the profiler's record of Optimizer.step (which nothing here profiles).
+    logging.getLogger("torch._dynamo.variables.ctx_manager").addFilter(
+        lambda record: "Profiler record function" not in record.getMessage())
     compiled = torch.compile(step, mode="reduce-overhead" if plan.cuda_graphs else None)
     if not plan.cuda_graphs:
         return lambda state, images, labels: (state, compiled(images, labels))

@@ -86,6 +86,9 @@ def find_devices(cpu_threads: int | None = None, environ: Mapping[str, str] = os
         raise UsageError(f"LOCAL_RANK={rank}, and torch sees {count} GPU(s) here (CUDA_VISIBLE_DEVICES narrows "
                          f"them): give a LOCAL_RANK below {count}")
     torch.cuda.set_device(rank)
+    # cuDNN tries its convolution algorithms on the first steps (the warm-up) and keeps the fastest for the
+    # run's fixed shapes, as NVIDIA DeepLearningExamples' PyTorch ResNet-50 does (its main.py).
+    torch.backends.cudnn.benchmark = True
     return DeviceInfo(ONE_DEVICE, "gpu", torch.device("cuda", rank))
 
 

@@ -1,7 +1,7 @@
 """What a torch run ran on: torch's versions (CUDA's and cuDNN's where built with them) and its device, in the
 record every engine writes (bench/harness/environment.py: the host, the checkout, the GPU driver, the peaks'
 blocks; the engine's own keys added: ``torch``, ``torch_cuda``, ``cudnn``, ``tf32_matmul``, ``tf32_cudnn``,
-``torch_threads``).
+``torch_threads``, ``cudnn_benchmark``).
 """
 from __future__ import annotations
 
@@ -39,5 +39,6 @@ def describe(info: DeviceInfo, precision: str, cpu: dict | None = None, probe: M
         gpu=gpu,
         # A float32 run's convolutions, most of its FLOPs, run in TF32 where cuDNN may use it (torch's default).
         tf32=info.platform == "gpu" and tf32["tf32_cudnn"],
-        extra={**tf32, "torch_threads": torch.get_num_threads()})
+        extra={**tf32, "torch_threads": torch.get_num_threads(),
+               "cudnn_benchmark": bool(torch.backends.cudnn.benchmark)})
     return environment.describe(engine, precision, cpu, probe, probe_note)
