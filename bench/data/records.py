@@ -20,12 +20,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from pathlib import Path
 from typing import Sequence
 
 from bench.data.example import serialize_example
 from bench.data.spec import SPLITS
 from bench.data.tfrecord import FramingError, frames, spans
 from bench.errors import UsageError
+from bench.results import rundir
 from methodology import constants
 
 IMAGENET_SHARDS = {"train": 1024, "validation": 128}
@@ -86,7 +88,32 @@ def list_shards(data_dir: str, split: str) -> list[str]:
     if missing:
         raise UsageError(f"{data_dir}: {len(found)} of {count} {split} shards; {shard_name(split, missing[0], count)} "
                          "is missing (an interrupted copy?); copy the rest")
-    return [join(data_dir, found[i]) for i in range(count)]
+    paths = [join(data_dir, found[i]) for i in range(count)]
+    if "://" not in data_dir:  # a bucket holds objects, never a FIFO
+        for path in paths:
+            check_shard_file(path)
+    return paths
+
+
+def check_shard_file(path: str) -> None:
+    """Refuses a local shard that is not a regular file (a symbolic link to one is one).
+
+    Every reader opens only the shards ``list_shards`` lists (the count, grain's
+    record index, tf.data, `data inspect`), so the check is made once, here: a FIFO
+    named like a shard would block each of them in its ``open`` for ever, and a
+    device such as /dev/zero would never end.
+
+    Raises:
+      UsageError: the path, what it is, and the fix.
+    """
+    try:
+        rundir.regular_file(Path(path), max_bytes=None)
+    except FileNotFoundError:
+        raise UsageError(f"cannot read {path} (no such file: a broken symbolic link?); put the shard there or "
+                         "re-create the set") from None
+    except OSError as err:
+        raise UsageError(f"{path} is {rundir.os_reason(err)}, and a shard must be a file: remove it, or put the "
+                         "shard there (a symbolic link to the file will do)") from None
 
 
 def _listdir(data_dir: str) -> list[str] | None:
