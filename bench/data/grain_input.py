@@ -29,9 +29,10 @@ seed and the record's place in the stream, not from a shared generator).
 
 Worker processes hand their batches over in shared memory. Closed in the middle
 of a stream (a bad record, the end of a run), the batches grain had prefetched
-are garbage in reference cycles: ``close`` collects them, freeing their memory;
-one a worker hands over as it stops waits for the next collection (should the
-process end first, Python's resource tracker frees it, and warns).
+are garbage in reference cycles, and grain frees a collected batch's memory in a
+thread of its own: ``close`` collects them and waits for that thread, so that a
+process ending on a bad record leaves nothing in /dev/shm and no warning from
+Python's resource tracker (which frees what is left at exit, and says so).
 """
 from __future__ import annotations
 
@@ -204,7 +205,9 @@ class GrainInput:
         while (batch := next(self._grain_iterator(), None)) is not None:
             problem = next((str(problem) for problem in batch["problem"] if problem), None)  # the earliest
             if problem is not None:
-                del batch  # its arrays may be grain's shared memory: freed now, not with the traceback
+                # This batch's arrays, and the last one's, may be grain's shared memory: dropped before close
+                # frees it, not when the traceback goes (perhaps as the process ends, too late to free it).
+                batch = images = labels = None
                 self.close()
                 raise UsageError(problem)
             images, labels = batch["image"], batch["label"]
@@ -257,7 +260,7 @@ class GrainInput:
             if close is not None:
                 close()
             self._iterator = None
-            gc.collect()  # the prefetched batches, in grain's reference cycles: their shared memory freed now
+            _free_shared_memory()
 
     def __enter__(self) -> GrainInput:
         return self
@@ -285,6 +288,23 @@ class GrainInput:
             return _in_workers(stream.batch(spec.per_replica_batch_size, drop_remainder=True), self.worker_count)
         # Validation is batched here: each worker's last batch would be partial, and only the pass's last may be.
         return _in_workers(stream, self.worker_count).batch(spec.per_replica_batch_size, drop_remainder=False)
+
+
+def _free_shared_memory() -> None:
+    """Frees the shared memory of grain's batches no longer referenced, before returning.
+
+    The prefetched batches sit in grain's reference cycles: collected now. A
+    collected batch does not free its memory itself: grain 0.2 queues that to a
+    thread pool of one thread (``SharedMemoryArray.enable_async_del(1)``), whose
+    queue a process ending at once (a bad record's one line, exit 2) does not wait
+    for: Python's resource tracker then unlinks the rest and warns of "leaked
+    shared_memory objects", after the error line. A task queued behind them on that
+    one thread runs after them: waiting for it waits for them.
+    """
+    gc.collect()
+    pool = getattr(grain.multiprocessing.SharedMemoryArray, "_del_thread_pool", None)
+    if pool is not None:
+        pool.apply(int)  # any callable: the wait is the point
 
 
 def batch_shape(spec: InputSpec) -> tuple[int, int, int, int]:
