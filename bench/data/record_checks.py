@@ -18,10 +18,10 @@ from typing import Callable, Sequence
 import tensorflow as tf
 
 # (The words and BadRecord are also named through this module, as the pipeline's callers and the tests do.)
-from bench.data.record_problems import (JPEG_END, JPEG_START, NO_IMAGE, NO_LABEL, NOT_JPEG, TRUNCATED_JPEG,
-                                        BadRecord, examine, label_reason_prefix)
+from bench.data.record_problems import (JPEG_END, JPEG_START, MAX_RECORD_BYTES, NO_IMAGE, NO_LABEL, NOT_JPEG,
+                                        TRUNCATED_JPEG, BadRecord, examine, label_reason_prefix, too_large)
 from bench.data.records import ENCODED_KEY, LABEL_KEY, LABEL_OFFSET
-from bench.data.tfrecord import FramingError, frames
+from bench.data.tfrecord import FramingError, PayloadTooLarge, frames
 
 BAD_RECORD_TAG = "podbench bad record"
 
@@ -137,19 +137,22 @@ def locate_corruption(files: Sequence[str], num_classes: int, *, decode: bool = 
       progress: called with one line per shard, before it is read.
 
     Returns:
-      The first problem found (``skippable`` False for broken framing or an
-      unreadable file), or None when every record is good.
+      The first problem found (``skippable`` False for broken framing, a record too
+      large to read, which tf.data reads whole all the same, or an unreadable file),
+      or None when every record is good.
     """
     for n, path in enumerate(files, 1):
         if progress:
             progress(f"checking shard {n}/{len(files)}: {path}")
         try:
-            for index, payload in frames(path, read_payloads=True):
+            for index, payload in frames(path, read_payloads=True, max_payload_bytes=MAX_RECORD_BYTES):
                 reason = record_problem(payload, num_classes, decode=decode)
                 if reason:
                     return BadRecord(path, index, reason)
         except FramingError as err:
             return BadRecord(path, err.index, err.reason, skippable=False)
+        except PayloadTooLarge as err:
+            return BadRecord(path, err.index, too_large(err.length_bytes), False, err.offset_bytes)
         except tf.errors.OpError as err:
             return BadRecord(path, None, f"cannot read: {op_error_text(err)}", skippable=False)
     return None

@@ -22,6 +22,13 @@ TRUNCATED_JPEG = "truncated JPEG (no end marker FF D9)"
 
 JPEG_START, JPEG_END = b"\xff\xd8\xff", b"\xff\xd9"
 
+# The largest record read: a record is one image. ImageNet's average ~110 KB (138 GB over 1.28 M images), and a
+# JPEG of 64 MiB is a photograph of some hundreds of megapixels (a photograph compresses to a few bits a pixel),
+# a GB or more decoded, in each of a worker's decoding threads at once. A length beyond it is legal framing (64
+# bits) but no image to train on: such a record is indexed, and refused when read, in one line, rather than
+# read into memory (3 GB of it took tf.data's reader and the search for the bad record 12 GB and two minutes).
+MAX_RECORD_BYTES = 64 * 2**20
+
 # The fixes a bad record's line ends with.
 FIX = "re-create or remove that shard"
 SKIP_FIX = f"{FIX}, or pass --skip-corrupt to skip and count bad records"
@@ -100,6 +107,12 @@ def examine(serialized: bytes, num_classes: int) -> Examined:
     if problem is not None:
         return Examined(b"", 0, problem)
     return Examined(encoded, stored - LABEL_OFFSET, None)
+
+
+def too_large(length_bytes: int) -> str:
+    """A record longer than MAX_RECORD_BYTES, as its reason: ``a record of 3,000,000,000 bytes, …``."""
+    return (f"a record of {length_bytes:,} bytes, more than the {MAX_RECORD_BYTES:,} (64 MiB) an image's record "
+            "is read up to")
 
 
 def label_reason_prefix(num_classes: int) -> str:
