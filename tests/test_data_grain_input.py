@@ -196,9 +196,61 @@ def test_a_state_from_another_setup_is_refused(data_dir, change, name):
     assert "\n" not in str(raised.value)
 
 
-def test_a_state_that_is_not_the_inputs_is_refused(data_dir):
-    with input_of(spec_of(data_dir)) as source, pytest.raises(UsageError, match="not the grain input's"):
-        source.set_state({"next_index": 3})
+def _damaged(state: dict, how: str):
+    """``state`` damaged as a disk, an interrupted copy or a hand edit leaves a saved position."""
+    edited = json.loads(json.dumps(state))
+    if how == "list":
+        return []
+    if how == "empty":
+        return {}
+    if how == "key_missing":
+        del edited["grain"]
+    elif how == "key_of_another_type":
+        edited["skipped_records"] = "3"
+    elif how == "value_out_of_range":
+        edited["delivered_records"] = -1
+    elif how == "grains_position_edited":
+        edited["grain"] = {"next_index": -5}
+    elif how == "checksum_missing":
+        del edited["checksum"]
+    return edited
+
+
+@pytest.mark.parametrize("how, problem", [
+    pytest.param("list", "damaged (a JSON list, not an object)", id="list"),
+    pytest.param("empty", "from another version of the grain input (format None, not 2)", id="empty_object"),
+    *[pytest.param(how, "damaged (its checksum does not match its contents: edited, or written in part)", id=how)
+      for how in ("key_missing", "key_of_another_type", "value_out_of_range", "grains_position_edited",
+                  "checksum_missing")],
+])
+def test_a_damaged_state_is_refused_in_one_line_before_anything_reads_it(data_dir, how, problem):
+    with input_of(spec_of(data_dir)) as source:
+        take(source, 2)
+        state = source.get_state()
+        assert grain_input.state_problem(state) is None
+        damaged = _damaged(state, how)
+        assert grain_input.state_problem(damaged) == problem
+        with pytest.raises(UsageError) as raised:
+            source.set_state(damaged)
+        assert str(raised.value) == f"the saved input position is {problem}"
+
+
+def test_a_state_over_other_data_is_refused_and_over_a_copy_of_the_same_data_taken(data_dir, tmp_path):
+    """Data regenerated under the same shard names and record counts, other images: the records' digest tells
+    it. The same shards copied to another directory (new modification times) are the same data."""
+    with input_of(spec_of(data_dir)) as source:
+        take(source, 2)
+        state = source.get_state()
+        expected = take(source, 1)[0]
+    other = write_imagenet_dir(tmp_path / "other", num_classes=NUM_CLASSES, seed=7)
+    with input_of(spec_of(other)) as regenerated, pytest.raises(UsageError) as raised:
+        regenerated.set_state(state)
+    assert str(raised.value) == ("the training data changed since the position was saved (its records are not the "
+                                 "ones indexed then: regenerated or replaced?)")
+    copy = shutil.copytree(data_dir, tmp_path / "copy", copy_function=shutil.copyfile)  # new modification times
+    with input_of(spec_of(copy)) as copied:
+        copied.set_state(state)
+        assert all(np.array_equal(a, b) for a, b in zip(take(copied, 1)[0], expected))
 
 
 # --- evaluation ---------------------------------------------------------------------------------------------
