@@ -25,6 +25,7 @@ from typing import Sequence
 
 from bench.data.example import serialize_example
 from bench.data.spec import SPLITS
+from bench.data.synthetic_set import incomplete_set
 from bench.data.tfrecord import FramingError, frames, spans
 from bench.errors import UsageError
 from bench.results import rundir
@@ -56,9 +57,11 @@ def list_shards(data_dir: str, split: str) -> list[str]:
       The full paths, ``<data_dir>/<split>-00000-of-NNNNN`` first.
 
     Raises:
-      UsageError: unknown split, missing directory, no shards of the split
+      UsageError: unknown split, missing directory, a synthetic set whose writing stopped half-way
+        (bench/data/synthetic_set.py), no shards of the split
         (the message says "none named" and lists what is there), shards that
-        disagree on their count, or an incomplete set (names the first missing one).
+        disagree on their count, an incomplete set (names the first missing one), or a
+        local shard that is not a regular file (``check_shard_file``).
     """
     if split not in SPLITS:
         raise UsageError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
@@ -66,6 +69,9 @@ def list_shards(data_dir: str, split: str) -> list[str]:
     if names is None:
         raise UsageError(f"no data directory {data_dir}; give the directory (or gs:// URI) holding "
                          f"{shard_name(split, 0, IMAGENET_SHARDS[split])} …")
+    incomplete = incomplete_set(data_dir)  # a writer stopped half-way: its shards are not the set
+    if incomplete is not None:
+        raise UsageError(incomplete)
     found: dict[int, str] = {}
     counts: set[int] = set()  # from every name: two sets can share an index
     for name in names:
