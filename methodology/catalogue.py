@@ -8,6 +8,7 @@ row number an editor shows.
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 from typing import Callable, Hashable, Sequence, TypeVar
 
@@ -63,6 +64,26 @@ def _parse_rows(reader: csv.DictReader, path: Path, parse, required, key) -> lis
         seen[k] = line
         items.append(item)
     return items
+
+
+def positive_number(row: dict, column: str, kind, required: bool = False):
+    """A row's cell as a positive ``kind`` (int or float), None where empty and not ``required``.
+
+    Raises:
+      ValueError: empty where required, not a number, or not a positive finite one (naming the column).
+    """
+    text = (row.get(column) or "").strip()
+    if not text:
+        if required:
+            raise ValueError(f"column '{column}' must not be empty")
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ValueError(f"column '{column}': {text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"column '{column}': {text!r} must be positive")
+    return value
 
 
 def read_catalogue(path: str | Path, parse: Callable[[dict], Item], what: str) -> dict[str, Item]:

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from methodology import cost
+from methodology import cost, spatial_verdict
 from methodology.compare import DEFAULT_RUN_NOISE_SD
 
 MEASURED, PUBLISHED, TYPED, NONE = "measured", "published", "typed", "none"
@@ -133,6 +133,10 @@ class Choice:
       measured_here: the candidate is a run on this machine (the chart highlights it).
       notes: what the reader must know.
       price_parts: the price rows the price adds up from, each with its count (JSON-ready dicts).
+      replicas, replicas_per_device: its data-parallel replicas and how many a device runs (a TPU v2/v3
+        chip two), where known: whether splitting each image would pay (``partitioning``).
+      spatial_partitions: the ways a measured run split each image (1: not split).
+      partitioning: spatial_verdict's Verdict for the candidate (None where its replicas are unknown).
     """
 
     name: str
@@ -150,6 +154,10 @@ class Choice:
     measured_here: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
     price_parts: tuple[dict, ...] = field(default_factory=tuple)
+    replicas: int | None = None
+    replicas_per_device: int = 1
+    spatial_partitions: int = 1
+    partitioning: spatial_verdict.Verdict | None = None
 
     def __post_init__(self):
         if self.rate_from not in RATE_FROM:
@@ -171,15 +179,22 @@ class Choice:
                 "usd_per_hour": span(self.usd_per_hour), "price_detail": self.price_detail,
                 "price_parts": list(self.price_parts),
                 "train_hours": span(self.train_hours), "cost_usd": span(self.cost_usd),
-                "measured_here": self.measured_here, "notes": list(self.notes)}
+                "measured_here": self.measured_here, "notes": list(self.notes),
+                "partitioning": self.partitioning.to_json() if self.partitioning else None}
 
 
 def complete(choice: Choice) -> Choice:
-    """``choice`` with its time and dollar ranges computed from its rate, epochs and price.
+    """``choice`` with its time and dollar ranges computed from its rate, epochs and price, and whether
+    splitting its images would pay (where its replicas and batch are known).
 
     Returns:
       A new Choice; time None without a rate or epochs, dollars None without a price too.
     """
+    if choice.replicas and choice.global_batch and choice.partitioning is None:
+        k, rpd = choice.spatial_partitions, choice.replicas_per_device
+        verdict = (spatial_verdict.measured_split(choice.replicas, k, choice.global_batch, rpd) if k > 1
+                   else spatial_verdict.unsplit(choice.replicas, choice.global_batch, rpd))
+        choice = dataclasses.replace(choice, partitioning=verdict)
     epochs = choice.epochs_span
     if choice.images_per_sec is None or epochs is None:
         return choice

@@ -67,7 +67,7 @@ class Rate:
     extrapolation: str | None = None
 
 
-def hyperbolic_rate(rate: float, batch: int, at_batch: int, batch_half: float) -> float:
+def hyperbolic_rate(rate: float, batch: float, at_batch: int, batch_half: float) -> float:
     """The rate at ``batch`` of a device doing ``rate`` at ``at_batch``, if a step costs (b + K) / r_max."""
     return rate * (batch / (batch + batch_half)) / (at_batch / (at_batch + batch_half))
 
@@ -103,6 +103,34 @@ class DeviceCurve:
           ValueError: a non-positive batch.
         """
         _positive_int("batch", batch)
+        return self._rate(batch)
+
+    def rate_at_images(self, images: float) -> Rate:
+        """The rate at a device's share of a step that need not be whole images: a spatially partitioned
+        device computes 1/K of each of its replica's images (methodology/spatial.py), half an image's
+        work when a replica of 4 holds 2.
+
+        Whole numbers are ``rate_at``. A fraction is read on the same curve: between two points the
+        power law, below the smallest the step's (b + K) / r_max with b the images' worth of work, so the
+        per-step cost worth K images stays whole however little each device computes. Below one image
+        no measured or published step exists, and the note says so.
+
+        Raises:
+          ValueError: not a positive finite number.
+        """
+        if isinstance(images, bool) or not (isinstance(images, (int, float)) and math.isfinite(images)
+                                             and images > 0):
+            raise ValueError(f"images must be a positive number, got {images!r}")
+        if float(images).is_integer():
+            return self.rate_at(int(images))
+        below_one = ", less than one image," if images < 1 else ""
+        rate = self._rate(images, f"{images:.3g} images' worth a device{below_one}")
+        if images >= 1 or rate.extrapolation is None:
+            return rate
+        return Rate(rate.images_per_sec, f"{rate.extrapolation}; no measured or published step ran below one image "
+                                         "a device")
+
+    def _rate(self, batch: float, what: str = "") -> Rate:
         first, last = self.points[0], self.points[-1]
         for low, high in zip(self.points, self.points[1:]):
             if low.per_device_batch < batch < high.per_device_batch:
@@ -115,8 +143,8 @@ class DeviceCurve:
         edge = first if batch < first.per_device_batch else last
         side = "below the curve's smallest" if edge is first else "above the curve's largest"
         return Rate(hyperbolic_rate(edge.images_per_sec, batch, edge.per_device_batch, self.batch_half),
-                    f"batch {batch} is {side} ({edge.per_device_batch}): extrapolated as b/(b+{self.batch_half:.1f}) "
-                    f"(a per-step cost worth {self.batch_half:.1f} images)")
+                    f"{what or f'batch {batch}'} is {side} ({edge.per_device_batch}): extrapolated as "
+                    f"b/(b+{self.batch_half:.1f}) (a per-step cost worth {self.batch_half:.1f} images)")
 
 
 def device_point(system_images_per_sec: float, per_device_batch: int, devices: int,

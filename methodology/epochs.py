@@ -57,6 +57,16 @@ RCP_POINTS: tuple[RcpPoint, ...] = (
     RcpPoint(67_840, 85.85, "NVIDIA, MLPerf 2.0, 28 runs"),
 )
 
+# The largest global batch any published run has reached 75.9% top-1 with: the table's largest
+# point (67,840: NVIDIA's MLPerf 2.0 reference runs, 85-87 epochs); Google's 65,536 (TPU v3-512,
+# 83-86 epochs; its MLPerf v0.7 4,096-chip runs took 84-88, methodology/published.csv) is the other.
+# Past it no epochs figure exists (rcp_epochs says so), and data parallelism alone cannot use more
+# replicas than it has images: more devices than this (in replicas) need the images split.
+LARGEST_CONVERGED_BATCH = RCP_POINTS[-1].global_batch
+LARGEST_CONVERGED_SOURCE = (f"{RCP_SOURCE}: its largest point, {RCP_POINTS[-1].global_batch:,} in "
+                            f"{RCP_POINTS[-1].epochs:g} epochs ({RCP_POINTS[-1].creator}); "
+                            f"{RCP_POINTS[-2].global_batch:,} in {RCP_POINTS[-2].epochs:g} ({RCP_POINTS[-2].creator})")
+
 
 def _check_batch(global_batch: int) -> None:
     if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:

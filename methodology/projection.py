@@ -36,13 +36,19 @@ The model, each part a stated assumption (methodology/PROJECTION.md says more):
    and MLPerf's (methodology/time_to_target.py); cost = time x hourly price.
 6. **Interval.** Every row carries the model's own out-of-sample error
    band for its device family and scale (methodology/error_band.py).
+7. **Spatial partitioning** (an option: ``Model.with_spatial_partitions``).
+   Each replica's images split K ways on height: a device computes its share
+   of them (a fraction of an image where the global batch is below the
+   devices), the halo exchanges and the all-reduces over the partitions are
+   added (methodology/spatial.py), and the row's band is widened for them
+   (``split_band``): no published ResNet-50 run was partitioned.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Mapping, Sequence
 
-from methodology import all_reduce, cost, error_band, published, time_to_target as ttt, update, validation
+from methodology import all_reduce, cost, error_band, published, spatial, time_to_target as ttt, update, validation
 from methodology.band import Band
 from methodology.device_curve import (BATCH_HALF, EXPOSED_FRACTION, CurvePoint, DeviceCurve, Rate, device_point,
                                      hyperbolic_rate)
@@ -51,8 +57,8 @@ from methodology.step_model import SYNC_S, Model, StepParts, curve_from_anchor, 
 
 # The step model's names, where the projection's callers have always found them.
 __all__ = ["BATCH_HALF", "EXPOSED_FRACTION", "SYNC_S", "Band", "CurvePoint", "DeviceCurve", "Model", "Rate",
-           "SizeProjection", "StepParts", "curve_from_anchor", "device_point", "family_of", "hyperbolic_rate", "project", "project_config",
-           "project_size", "step_parts"]
+           "SizeProjection", "StepParts", "config_model", "curve_from_anchor", "device_point", "family_of",
+           "hyperbolic_rate", "images", "project", "project_config", "project_size", "split_band", "step_parts"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,8 @@ class SizeProjection:
     """One size of a projection. Times in seconds a step; rates over all devices unless named.
 
     Attributes:
-      devices, per_device_batch, global_batch: the size and its batches.
+      devices, per_device_batch, global_batch: the size and its batches (split, per_device_batch is the images'
+        worth a device computes, a fraction where the global batch is below the devices).
       compute_s: the device curve's step time at that batch.
       sync_s: the coordination cost added a step (0 at one device, or where the curve holds it).
       all_reduce_s, latency_s: the all-reduce's bandwidth and latency terms.
@@ -68,7 +75,7 @@ class SizeProjection:
       update_saved_s: optimizer-update time weight-update sharding saves a step (update_whole_s - update_s).
       optimizer, optimizer_s: the projected runs' optimizer, and what its update costs beyond the
         curve's figure's (LARS against SGD; 0 where either is unknown).
-      step_s: compute_excl_update_s + sync_s + exposed_all_reduce_s + update_s.
+      step_s: compute_excl_update_s + sync_s + exposed_all_reduce_s + halo_s + partition_all_reduce_s + update_s.
       weight_update: "replicated" or "sharded".
       update_whole_s: a device's whole optimizer update a step (0 where unknown).
       update_s: the update this step holds: whole replicated, divided over every replica sharded.
@@ -83,6 +90,9 @@ class SizeProjection:
       train_hours: the blog's clock in hours; mlperf_hours: MLPerf's.
       usd_per_hour, cost_usd: the price and the cost on the blog's clock (None: not known).
       notes: what was extrapolated or capped at this size.
+      spatial_partitions: K (1: data parallelism alone).
+      halo_s, partition_all_reduce_s: the split's halo exchanges and its all-reduces over the partitions.
+      replicas: data-parallel replicas; images_per_replica: global_batch / replicas.
     """
 
     devices: int
@@ -117,6 +127,14 @@ class SizeProjection:
     update_whole_s: float = 0.0
     update_s: float = 0.0
     compute_excl_update_s: float = 0.0
+    spatial_partitions: int = 1
+    halo_s: float = 0.0
+    partition_all_reduce_s: float = 0.0
+    replicas: int = 0
+
+    @property
+    def images_per_replica(self) -> float:
+        return self.global_batch / self.replicas if self.replicas else float(self.per_device_batch)
 
     @property
     def images_per_sec_per_device(self) -> float:
@@ -124,14 +142,17 @@ class SizeProjection:
 
     def parts(self) -> dict:
         """The step's parts in seconds, adding up to step_s: compute, sync, communication (replicated: the
-        all-reduce; sharded: its reduce-scatter and all-gather, each half of the same bytes), latency, update.
+        all-reduce; sharded: its reduce-scatter and all-gather, each half of the same bytes), latency, the
+        split's halo exchanges and all-reduces over the partitions (split rows only), update.
         Communication is the exposed part (exposed_all_reduce_s split by bandwidth and latency)."""
         share = self.exposed_all_reduce_s / (self.all_reduce_s + self.latency_s) if self.all_reduce_s else 0.0
         bandwidth_s = share * self.all_reduce_s
         communication = ({"reduce_scatter_s": bandwidth_s / 2, "all_gather_s": bandwidth_s / 2}
                          if self.weight_update == "sharded" else {"all_reduce_s": bandwidth_s})
+        split = ({"halo_s": self.halo_s, "partition_all_reduce_s": self.partition_all_reduce_s}
+                 if self.spatial_partitions > 1 else {})
         return {"compute_s": self.compute_excl_update_s, "sync_s": self.sync_s, **communication,
-                "latency_s": share * self.latency_s, "update_s": self.update_s, "step_s": self.step_s}
+                "latency_s": share * self.latency_s, **split, "update_s": self.update_s, "step_s": self.step_s}
 
     def time_band(self) -> dict | None:
         """The band on both clocks, in seconds: {clock: (low, high)}. Every part of either clock (epochs,
@@ -143,29 +164,65 @@ class SizeProjection:
 
     def to_json(self) -> dict:
         band = self.time_band()
-        return {**asdict(self), "notes": list(self.notes),
+        return {**asdict(self), "notes": list(self.notes), "images_per_replica": self.images_per_replica,
                 "images_per_sec_per_device": self.images_per_sec_per_device, "parts": self.parts(),
                 "time_band": {k: list(v) for k, v in band.items()} if band else None}
 
 
-def _band(model: Model, devices: int) -> Band | None:
-    return error_band.error_band(family_of(model.fabric.device), devices)
+def images(count: float) -> str:
+    """A count of images as a person reads it: whole numbers whole ("32", "2,048"), fractions to 3 digits ("0.5")."""
+    return f"{count:,}" if float(count).is_integer() and isinstance(count, int) else f"{count:.3g}"
+
+
+def split_band(band: Band, step_s: float, split_s: float) -> Band:
+    """The band of a split row: the data-parallel band, widened for the split's parts nothing has measured.
+
+    No published ResNet-50 run was partitioned, so no out-of-sample error says how far the halo
+    exchanges and all-reduces over the partitions err. The high end is the rate with them hidden
+    entirely (XLA can overlap a halo with the interior's compute), the low end with them twice as
+    long (their latency is ICI's 1 us a hop; a collective's launch may cost more): a stated range,
+    which claims no coverage beyond the data-parallel band's own.
+    """
+    low = band.low_factor * step_s / (step_s + split_s)
+    high = band.high_factor * step_s / max(step_s - split_s, 1e-12)
+    return Band(low, high, band.coverage,
+                f"{band.basis}; a spatially partitioned row's band is widened for the halo exchanges and "
+                "all-reduces over the partitions, which no published run measures: from twice their modelled time "
+                "to none of it (the claim stays the data-parallel band's)", held=band.held, cases=band.cases)
+
+
+def _band(model: Model, devices: int, parts: StepParts) -> Band | None:
+    band = error_band.error_band(family_of(model.fabric.device), devices)
+    if band is None or parts.split is None:
+        return band
+    return split_band(band, parts.step_s, parts.split_s)
+
+
+def _split_note(split: spatial.SplitTimes) -> str:
+    cost = split.cost
+    gathered = (f"; halos wider than a neighbour's rows, gathered instead: {', '.join(cost.gathered_layers)}"
+                if cost.gathered_layers else "")
+    return (f"{cost.partitions}-way on height: {cost.halo_exchanges} halo exchanges and {cost.all_reduces} "
+            f"all-reduces over the {cost.partitions} partitions a step (counted from ResNet-50's layers), odd maps "
+            f"padded: {cost.padding_factor - 1:.1%} more work a device{gathered}; no published ResNet-50 run was "
+            "partitioned, so these are modelled, not measured")
 
 
 def project_size(model: Model, devices: int, usd_per_hour: float | None = None) -> SizeProjection:
     """Projects ``model`` to ``devices``: the step's parts, the rate and its band, epochs, time, cost.
 
     Raises:
-      ValueError: a size the fabric cannot join, an unpublished bandwidth, or a cap below 1 a device.
+      ValueError: a size the fabric cannot join, an unpublished bandwidth, or a cap below 1 a device (below 1
+        a replica split).
     """
     s = step_parts(model, devices)
     batch, rate, images_per_sec = s.per_device_batch, s.rate, s.images_per_sec
     ideal = devices * model.curve.rate_at(model.per_device_batch).images_per_sec
-    time = ttt.time_to_target(images_per_sec, devices * batch, model.recipe)
+    time = ttt.time_to_target(images_per_sec, s.global_batch, model.recipe)
     same_update = not s.update_whole_s or model.update_shards(devices) == model.curve_update_shards
-    measured = model.measured_at == (devices, batch) and same_update
-    band = None if measured else _band(model, devices)
-    notes = [n for n in (rate.extrapolation,) if n]
+    measured = model.measured_at == (devices, batch) and same_update and s.split is None
+    band = None if measured else _band(model, devices, s)
+    notes = [n for n in (rate.extrapolation,) if n] + ([_split_note(s.split)] if s.split else [])
     if measured:
         notes.append("the measured figure itself: no band")
     if s.optimizer_s:
@@ -174,12 +231,12 @@ def project_size(model: Model, devices: int, usd_per_hour: float | None = None) 
                      f"{update.UPDATE_BYTES_PER_PARAM[s.optimizer]} B a weight against "
                      f"{update.UPDATE_BYTES_PER_PARAM[model.curve_optimizer]})")
     if batch < model.per_device_batch:
-        notes.append(f"global batch capped at {model.global_batch_max:,}: {batch} a device")
+        notes.append(f"global batch capped at {model.global_batch_max:,}: {images(batch)} a device")
     if time.epochs.extrapolated:
         notes.append(f"epochs: {time.epochs.basis}")
     hours = time.blog_s / 3600 if time.blog_s is not None else None
     return SizeProjection(
-        devices=devices, per_device_batch=batch, global_batch=devices * batch, compute_s=s.compute_s,
+        devices=devices, per_device_batch=batch, global_batch=s.global_batch, compute_s=s.compute_s,
         sync_s=s.sync_s, all_reduce_s=s.all_reduce_s, latency_s=s.latency_s, exposed_all_reduce_s=s.exposed_s,
         update_saved_s=s.update_saved_s, optimizer=s.optimizer, optimizer_s=s.optimizer_s, step_s=s.step_s,
         images_per_sec=images_per_sec,
@@ -190,9 +247,12 @@ def project_size(model: Model, devices: int, usd_per_hour: float | None = None) 
         time=time if time.blog_s is not None else None, train_hours=hours,
         mlperf_hours=time.mlperf_s / 3600 if time.mlperf_s is not None else None, usd_per_hour=usd_per_hour,
         cost_usd=cost.cost_usd(hours, usd_per_hour) if hours is not None and usd_per_hour else None,
-        notes=tuple(notes), extrapolated=rate.extrapolation is not None or time.epochs.extrapolated,
+        notes=tuple(notes),
+        extrapolated=rate.extrapolation is not None or time.epochs.extrapolated or s.split is not None,
         weight_update=model.weight_update, update_whole_s=s.update_whole_s, update_s=s.update_s,
-        compute_excl_update_s=s.compute_excl_update_s)
+        compute_excl_update_s=s.compute_excl_update_s, spatial_partitions=model.spatial_partitions,
+        halo_s=s.split.halo_s if s.split else 0.0, partition_all_reduce_s=s.split.all_reduce_s if s.split else 0.0,
+        replicas=model.replicas_at(devices))
 
 
 def project(model: Model, sizes: Sequence[int], usd_per_hour: Mapping[int, float | None] | None = None,
@@ -214,6 +274,29 @@ def project(model: Model, sizes: Sequence[int], usd_per_hour: Mapping[int, float
         if strict and row.extrapolated:
             raise ValueError(f"{row.devices} devices need extrapolation: {'; '.join(row.notes)}")
     return rows
+
+
+def config_model(source: DeviceCurve | published.PublishedResult, fabric: Interconnect, *,
+                 network: Interconnect | None = None, global_batch_max: int | None = None,
+                 per_device_batch: int | None = None, recipe: str = ttt.DEFAULT_RECIPE,
+                 weight_update_sharding: bool = False, curve_has_sync: bool | None = None) -> Model:
+    """The model of one configuration from a device curve or a published anchor (project_config's arguments).
+
+    Raises:
+      ValueError: anything the model refuses.
+    """
+    anchor = source if isinstance(source, published.PublishedResult) else None
+    curve = curve_from_anchor(anchor, validation.batch_half_of(anchor).value) if anchor else source
+    has_sync = (anchor.devices > 1 if anchor else False) if curve_has_sync is None else curve_has_sync
+    batch = per_device_batch or curve.largest_batch
+    device = anchor.device if anchor else fabric.device
+    whole = update.estimated(device, "lars")
+    return Model(curve, fabric, network, batch, all_reduce.gradient_bytes(), global_batch_max,
+                 recipe=recipe, curve_has_sync=has_sync, weight_update_sharding=weight_update_sharding,
+                 update_s=whole.seconds if whole else 0.0, update_optimizer=whole.optimizer if whole else None,
+                 replicas_per_device=update.replicas_per_device(device),
+                 measured_at=(anchor.devices, anchor.per_device_batch) if anchor else None,
+                 curve_optimizer=anchor.recipe if anchor else None)
 
 
 def project_config(source: DeviceCurve | published.PublishedResult, devices: int, fabric: Interconnect, *,
@@ -241,18 +324,9 @@ def project_config(source: DeviceCurve | published.PublishedResult, devices: int
     Raises:
       ValueError: anything the model refuses (a size the fabric cannot join, a missing network ...).
     """
-    anchor = source if isinstance(source, published.PublishedResult) else None
-    curve = curve_from_anchor(anchor, validation.batch_half_of(anchor).value) if anchor else source
-    has_sync = (anchor.devices > 1 if anchor else False) if curve_has_sync is None else curve_has_sync
-    batch = per_device_batch or curve.largest_batch
-    device = anchor.device if anchor else fabric.device
-    whole = update.estimated(device, "lars")
-    model = Model(curve, fabric, network, batch, all_reduce.gradient_bytes(), global_batch_max,
-                  recipe=recipe, curve_has_sync=has_sync, weight_update_sharding=weight_update_sharding,
-                  update_s=whole.seconds if whole else 0.0, update_optimizer=whole.optimizer if whole else None,
-                  replicas_per_device=update.replicas_per_device(device),
-                  measured_at=(anchor.devices, anchor.per_device_batch) if anchor else None,
-                  curve_optimizer=anchor.recipe if anchor else None)
+    model = config_model(source, fabric, network=network, global_batch_max=global_batch_max,
+                         per_device_batch=per_device_batch, recipe=recipe,
+                         weight_update_sharding=weight_update_sharding, curve_has_sync=curve_has_sync)
     return project_size(model, devices, usd_per_hour)
 
 
@@ -285,7 +359,10 @@ class PublishedAtSize:
 
 def published_at(row: SizeProjection, device: str, fabric: str, network: str = "",
                  results: tuple[published.PublishedResult, ...] | None = None) -> tuple[PublishedAtSize, ...]:
-    """The published results (anchors aside: a projection's own input) at ``row``'s size on ``fabric``."""
+    """The published results (anchors aside: a projection's own input) at ``row``'s size on ``fabric`` (none for
+    a spatially partitioned row: no published ResNet-50 run was)."""
+    if row.spatial_partitions > 1:
+        return ()
     results = results if results is not None else published.load_published()
     band = row.time_band()
     found = []

@@ -28,13 +28,12 @@ measure one or give one, never a guess.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from methodology.catalogue import read_catalogue
+from methodology.catalogue import positive_number as _number, read_catalogue
 
 BUNDLED_PUBLISHED = Path(__file__).with_name("published.csv")
 COLUMNS = ("name", "device", "devices", "per_device_batch", "global_batch", "precision", "framework",
@@ -59,21 +58,6 @@ NO_PUBLISHED_FIGURE = {
     "tpu-v5p": "no ResNet-50 training result for TPU v5p in MLPerf Training v3.1-v4.0 or Google's pages found",
     "tpu-v6e": "no ResNet-50 training result for TPU v6e: it postdates ResNet-50 in MLPerf Training",
 }
-
-
-def _number(row: dict, column: str, kind, required: bool = False):
-    text = (row.get(column) or "").strip()
-    if not text:
-        if required:
-            raise ValueError(f"column '{column}' must not be empty")
-        return None
-    try:
-        value = kind(text)
-    except ValueError:
-        raise ValueError(f"column '{column}': {text!r} is not a number") from None
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"column '{column}': {text!r} must be positive")
-    return value
 
 
 @dataclass(frozen=True)

@@ -26,22 +26,10 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-# tfm's RESNET_SPECS (official/vision/modeling/backbones/resnet.py) with every depth
-# models/resnet.py accepts: block kind and blocks per stage, the stages being 64, 128, 256
-# and 512 filters wide (a bottleneck's output is 4x that).
-RESNET_SPECS = {
-    10: ("residual", (1, 1, 1, 1)), 18: ("residual", (2, 2, 2, 2)),
-    26: ("residual", (3, 3, 3, 3)), 34: ("residual", (3, 4, 6, 3)),
-    50: ("bottleneck", (3, 4, 6, 3)), 101: ("bottleneck", (3, 4, 23, 3)),
-    152: ("bottleneck", (3, 8, 36, 3)), 200: ("bottleneck", (3, 24, 36, 3)),
-    270: ("bottleneck", (4, 29, 53, 4)), 350: ("bottleneck", (4, 36, 72, 4)),
-    420: ("bottleneck", (4, 44, 87, 4)),
-}
-STAGE_FILTERS = (64, 128, 256, 512)
-# models/resnet.py's (the reference's) batch norm; flax's momentum means what Keras' does:
-# moving = momentum * moving + (1 - momentum) * batch statistic.
-BATCH_NORM_MOMENTUM = 0.9
-BATCH_NORM_EPSILON = 1e-5
+# The numbers every definition shares (depths, widths, batch norm, paddings), defined once.
+from models.resnet_spec import (  # noqa: F401  (RESNET_SPECS and the rest are this module's names too)
+    BATCH_NORM_EPSILON, BATCH_NORM_MOMENTUM, PADDINGS, RESNET_SPECS, STAGE_FILTERS)
+
 # tfm's kernel_initializer='VarianceScaling' is tf_keras' default VarianceScaling: scale 1,
 # fan_in, a normal truncated at 2 sigma and rescaled for it. jax's is the same distribution.
 CONV_KERNEL_INIT = nn.initializers.variance_scaling(1.0, "fan_in", "truncated_normal")
@@ -88,9 +76,6 @@ class BottleneckBlock(_Block):
         y = self.norm(name="bn3", scale_init=nn.initializers.zeros)(
             self.conv(4 * self.filters, (1, 1), name="conv3")(y))
         return nn.relu(y + shortcut)
-
-
-PADDINGS = ("same", "symmetric")
 
 
 def conv_padding(padding: str, kernel_size: tuple[int, int], strides: int):

@@ -127,3 +127,19 @@ def tmpfs(tmp_path):
     for point in mounts:
         subprocess.run(["chattr", "-R", "-i", str(point)], capture_output=True)
         subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+@pytest.fixture(scope="session")
+def flax_resnet10():
+    """ResNet-10 (10 classes) and its Flax initial variables as numpy arrays, made once a session (the init
+    compiles: seconds): the torch model's and the torch recipe's tests start from them. Host copies, so that a
+    step that donates its state cannot consume them."""
+    pytest.importorskip("flax")
+    import jax  # noqa: PLC0415  (loaded only for the tests that ask)
+    import numpy as np  # noqa: PLC0415
+
+    from models import resnet_flax  # noqa: PLC0415
+
+    model = resnet_flax.build_resnet(10, 10)
+    variables = resnet_flax.init_variables(model, 32, jax.random.key(0, impl="rbg"))
+    return model, jax.tree_util.tree_map(np.asarray, variables)

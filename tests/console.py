@@ -173,3 +173,15 @@ def user_project(folder: Path) -> Path:
 def imported_user_files(folder: Path) -> list[str]:
     """The marks a user_project's files left where they were imported."""
     return sorted(p.name for p in folder.rglob("IMPORTED-*"))
+
+
+# What a jax whose jaxlib is another version raises on import (jax/_src/lib/__init__.py's own words).
+JAXLIB_MISMATCH = "jaxlib is version 0.4.1, but this version of jax requires version >= 0.10.2."
+
+
+def broken_jax(folder: Path) -> dict:
+    """ENV whose `jax` is installed (found) but raises RuntimeError when imported, as a jax/jaxlib version
+    mismatch does: a `jax` package first on PYTHONPATH, in ``folder`` (made)."""
+    (folder / "jax").mkdir(parents=True, exist_ok=True)
+    (folder / "jax" / "__init__.py").write_text(f"raise RuntimeError({JAXLIB_MISMATCH!r})\n")
+    return {**ENV, "PYTHONPATH": os.pathsep.join([str(folder), ENV["PYTHONPATH"]])}

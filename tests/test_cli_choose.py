@@ -231,3 +231,34 @@ def test_tpu_v2_projects_with_the_validations_stand_in_bandwidth_and_says_so(cap
 def test_an_80gb_a100_vm_uses_its_8_gpu_fabric(capsys):
     r = choose_json(capsys, "a2-ultragpu-8g")[0]
     assert r["rate_detail"].startswith("published at this size: mlperf-v2.0-a100-80gbx8")
+
+
+def test_every_candidate_says_whether_a_split_would_pay(capsys, tmp_path):
+    run = write_run(tmp_path, "cpu-run", step_s=1.25)
+    found = {c["name"]: c for c in choose_json(capsys, "v4-32", "v3-32", "mlperf-v0.7-tpu-v4-16",
+                                                 "v5e-16=30000", str(run))}
+    for name, c in found.items():
+        assert c["partitioning"]["verdict"] == "not-split", name
+        assert c["partitioning"]["largest_converged_batch"] == 67_840
+    # A TPU v3 chip runs two replicas: data parallelism alone reaches half as many chips.
+    assert found["v3-32"]["partitioning"]["data_parallel_devices"] == 33_920
+    assert found["v4-32"]["partitioning"]["data_parallel_devices"] == 67_840
+    _, out, _ = run_cli(capsys, "choose", "v4-32")
+    assert "  split   spatial partitioning would not pay here: every replica holds whole images" in out
+
+
+def test_a_split_run_is_its_own_candidate_priced_at_its_devices(capsys, tmp_path):
+    """A JAX run that split each image 2 ways over 4 replicas ran on 8 GPUs (summary.json spatial_partitions)."""
+    kind = "NVIDIA A100-SXM4-40GB"
+    split = write_run(tmp_path, "split", platform="gpu", device_kind=kind, replicas=4, framework="jax")
+    plain = write_run(tmp_path, "plain", platform="gpu", device_kind=kind, replicas=4, framework="jax")
+    summary = json.loads((split / "summary.json").read_text())
+    (split / "summary.json").write_text(json.dumps({**summary, "spatial_partitions": 2}))
+    rows = {r["name"]: r for r in choose_json(capsys, str(split), str(plain))}
+    assert len(rows) == 2  # never grouped with the unsplit run of the same replicas
+    mine = rows[str(split)]
+    assert mine["hardware"].startswith("a100x8") and "(each image split 2 ways)" in mine["hardware"]
+    assert mine["usd_per_hour"]["low"] == pytest.approx(8 * 2.93391 + 5.91582)
+    assert mine["partitioning"]["verdict"] == "measured-split"
+    assert "this run split each image 2 ways: 16 images a device (128 over 8)" in mine["partitioning"]["line"]
+    assert rows[str(plain)]["partitioning"]["verdict"] == "not-split"

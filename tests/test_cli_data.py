@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from imagenet_fixture import write_imagenet_dir
-from console import ENV, podbench
+from console import ENV, JAXLIB_MISMATCH, broken_jax, podbench
 
 REPO = Path(__file__).resolve().parent.parent
 PODBENCH = Path(sys.executable).parent / "podbench"
@@ -145,6 +145,13 @@ def test_data_bench_jax_reads_through_grain_without_tensorflow(synthetic_dir, tm
     assert result["image_dtype"] == "uint8"  # grain hands over bytes, --uint8 or not
     assert result["num_examples"] == 24 and result["measured_steps"] == 6 and result["images_per_sec"] > 0
     assert "through grain alone (2 worker processes)" in proc.stderr
+
+
+def test_data_bench_jax_with_a_jax_whose_import_raises_is_one_line(synthetic_dir, tmp_path):
+    """grain imports jax: a jax/jaxlib version mismatch (RuntimeError) was grain's traceback."""
+    proc = podbench("data", "bench", "--framework", "jax", "--data-dir", synthetic_dir, "--image-size", 32,
+                    "--batch-size", 2, "--batches", 2, "--warmup-batches", 1, "--workers", 0, env=broken_jax(tmp_path))
+    assert f"could not import jax (RuntimeError: {JAXLIB_MISMATCH}); jax " in one_error_line(proc)
 
 
 def test_data_bench_jax_text_says_synthetic_jpegs(synthetic_dir):

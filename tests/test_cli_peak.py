@@ -5,7 +5,7 @@ import pytest
 
 from bench.cli import peak
 from bench.harness.host import cpu_info
-from console import error_lines, podbench, run_cli
+from console import JAXLIB_MISMATCH, broken_jax, error_lines, podbench, run_cli
 from methodology import peaks
 
 CPU = {"device": "/cpu:0", "platform": "cpu", "kind": "AMD EPYC 7B13", "per": "host"}
@@ -84,6 +84,25 @@ def test_a_real_measurement_through_jax():
     assert all(m["flops_per_sec"] > 0 and m["matrix_size"] == 2048 for m in cpu["measurements"])
     table = peak.format_report(result)
     assert table.startswith(f"podbench peak: dense matmul FLOP/s through JAX {result['jax']}, best of 1")
+
+
+@pytest.mark.parametrize("environ, fragment", [
+    pytest.param("broken_jax", f"--framework jax could not import jax (RuntimeError: {JAXLIB_MISMATCH}); jax ",
+                 id="jax_import_raises"),
+    pytest.param({"XLA_FLAGS": "--xla_force_host_platform_device_count=abc"},
+                 "XLA_FLAGS gives --xla_force_host_platform_device_count a value XLA cannot read ('abc')",
+                 id="xla_flag_refused"),
+])
+def test_a_jax_that_cannot_start_is_one_line(tmp_path, environ, fragment):
+    """A jax whose import raises RuntimeError (a jaxlib of another version), or XLA_FLAGS XLA refuses: one line,
+    exit 2, no traceback and no C++ abort."""
+    from console import ENV  # noqa: PLC0415
+
+    env = broken_jax(tmp_path) if environ == "broken_jax" else {**ENV, **environ}
+    done = podbench("peak", "--framework", "jax", "--repetitions", "1", env=env, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "Flags:" not in done.stderr, done.stderr
+    (line,) = error_lines(done.stderr)
+    assert fragment in line, line
 
 
 def test_jax_finds_a_tpu_itself(capsys):

@@ -8,7 +8,7 @@ import pytest
 
 from bench.cluster import sweep
 from bench.results.summary import read_summary
-from console import REPO, podbench_probing_tf, run_cli
+from console import REPO, podbench, podbench_probing_tf, run_cli
 from run_fixture import write_run
 from methodology import validation
 
@@ -476,6 +476,48 @@ def test_the_text_says_which_update_it_used(capsys, tmp_path):
                                                                "a100 1555 GB/s")
 
 
+# A probe whose difference lay within its own noise (methodology/update_share.py): 4 pairs from -1.1 to +0.9 ms.
+UNRESOLVED = {"resolved": False, "difference_s": -0.00005, "low_s": -0.0011, "high_s": 0.0009, "pairs": 4,
+              "coverage": 0.875}
+
+
+@pytest.mark.parametrize("fields, why", [
+    pytest.param({"update_time_s": None, "update_share": None, "update_probe": UNRESOLVED},
+                 "the update probe did not resolve the update: with it minus without, -0.05 ms a step, its 4 pairs "
+                 "from -1.1 to +0.9 ms, which holds 0: within the probe's own noise", id="not_resolved"),
+    # An older podbench floored such a difference at 0, and project took the update as measured and free.
+    pytest.param({"update_time_s": 0.0, "update_share": 0.0}, "update_time_s 0, which an older podbench recorded for "
+                 "an update its probe did not resolve", id="older_run_floored_at_0"),
+])
+def test_an_update_the_probe_did_not_resolve_is_estimated_saying_why(tmp_path, fields, why):
+    run = _run_with_update(tmp_path, "20261122T130000Z-repl08", weight_update="replicated", **fields)
+    done = podbench("project", "--run", run, "--interconnect", "a100-nvlink", "--devices", "1,8", "--json")
+    assert done.returncode == 0, done.stderr
+    w = strict_json(done.stdout)["weight_update"]
+    assert not w["measured"] and w["update_s"] > 0
+    assert w["update_source"].startswith("estimated from memory bandwidth (device_memory.csv: a100 1555 GB/s")
+    assert w["update_source"].endswith(f"; not measured: {run}: {why}")
+    text = podbench("project", "--run", run, "--interconnect", "a100-nvlink", "--devices", "1,8").stdout
+    assert "              estimated from memory bandwidth" in text and why in text
+
+
+def test_a_sweep_size_whose_probe_did_not_resolve_leaves_the_others_measured_update(capsys, tmp_path):
+    results = []
+    for batch, fields in ((16, {"update_time_s": 0.003}), (32, {"update_probe": UNRESOLVED})):
+        run = _run_with_update(tmp_path, f"batch-{batch}", batch, weight_update="replicated", **fields)
+        results.append(sweep.SizeResult(batch, 0, read_summary(run), None, run, sweep.BATCH))
+    rows = sweep.sweep_rows(results)
+    assert [r["update_resolved"] for r in rows] == [None, False]
+    assert "unresolved" in sweep.format_table(rows, sweep.BATCH).splitlines()[2]
+    sweep.write_files(tmp_path, {"axis": sweep.BATCH, "notes": [], "sizes": rows})
+    _, out, _ = run_cli(capsys, "project", "--run", tmp_path, "--interconnect", "a100-nvlink", "--devices", "8",
+                        "--json")
+    data = strict_json(out)
+    assert data["weight_update"]["measured"] and data["weight_update"]["update_s"] == pytest.approx(0.003)
+    assert any(n.startswith("the update is what the other runs measured; ") and "did not resolve" in n
+               for n in data["notes"])
+
+
 def test_runs_that_differ_in_weight_update_are_refused(capsys, tmp_path):
     sharded = _run_with_update(tmp_path, "20261122T130000Z-shard8", weight_update="sharded", update_time_s=0.0005)
     plain = write_run(tmp_path, "20261122T130001Z-plain8", **{**A100_RUN, "per_replica_batch": 64})
@@ -644,3 +686,114 @@ def test_projection_doc_multipod_section_is_what_project_prints(capsys):
                                             validation.CALIBRATION.sync_s)
     assert f"implies K = {k_own:.1f}" in prose
     assert f"--batch-half {validation.batch_half_for('tpu', before=jax.as_of).value:.1f}" in prose
+
+
+# --- each image split K ways (spatial partitioning) --------------------------------------------------
+
+SPLIT = ["--anchor", "mlperf-v0.7-tpu-v3-32", "--interconnect", "tpu-v3-multipod", "--network", "tpu-v5p-dcn",
+         "--devices", "4096,65536,131072", "--global-batch-max", "65536", "--recipe", "rcp",
+         "--weight-update", "sharded", "--spatial-partitions", "1,2,4,8"]
+
+
+def test_split_rows_side_by_side_json(capsys):
+    code, out, _ = run_cli(capsys, "project", *SPLIT, "--json")
+    data = strict_json(out)
+    rows = {(r["devices"], r["spatial_partitions"]): r for r in data["rows"]}
+    # Data parallelism cannot give 65,536 chips (131,072 cores) an image each, nor 2-way 131,072 chips.
+    assert code == 0 and sorted(rows) == [(4096, 1), (4096, 2), (4096, 4), (4096, 8), (65536, 2), (65536, 4),
+                                          (65536, 8), (131072, 4), (131072, 8)]
+    assert [(s["devices"], s["spatial_partitions"]) for s in data["spatial"]["skipped"]] == [
+        (65536, 1), (131072, 1), (131072, 2)]
+    assert "less than one image a replica" in data["spatial"]["skipped"][0]["why"]
+    half = rows[131072, 4]
+    assert (half["per_device_batch"], half["global_batch"], half["replicas"], half["images_per_replica"]) == (
+        0.5, 65536, 65536, 1.0)
+    assert sum(v for k, v in half["parts"].items() if k != "step_s") == pytest.approx(half["step_s"], rel=1e-12)
+    assert half["parts"]["partition_all_reduce_s"] > half["parts"]["halo_s"] > 0 and half["extrapolated"]
+    assert half["published"] == []  # no published ResNet-50 run was split
+    assert data["spatial"]["splits"]["8"]["halo_exchanges"] == 36 and data["spatial"]["splits"]["8"]["all_reduces"] == 107
+    assert (data["spatial"]["largest_converged_batch"], data["spatial"]["data_parallel_devices"]) == (67840, 33920)
+    verdicts = {key: r["partitioning"]["verdict"] for key, r in rows.items()}
+    assert verdicts[4096, 1] == "not-split" and verdicts[4096, 2] == "data-parallel"
+    assert verdicts[65536, 2] == "close"
+    larger = rows[65536, 2]["partitioning"]["alternatives"][0]
+    assert larger["kind"] == "larger-batch" and larger["blog_s"] is None and "131,072" in larger["why_not"]
+
+
+def test_split_rows_side_by_side_text(capsys):
+    code, out, err = run_cli(capsys, "project", *SPLIT)
+    assert code == 0 and err == ""
+    table = out.split("\n\n")[2].splitlines()
+    assert "split" in table[0] and "halo + all-reduces" in table[0]
+    assert [line.split()[0] for line in table[1:10]] == ["4096"] * 4 + ["65536"] * 3 + ["131072"] * 2
+    assert " 0.5 " in table[8] and " 4-way " in table[8] and " - " in table[1]
+    assert "split         each replica's images split K ways on height" in out
+    section = out.split("spatial partitioning, when it pays (the blog's clock")[1].split("\n\n")[0]
+    assert "4096 devices: spatial partitioning would not pay here" in section
+    assert "4096 devices: 2-way does not pay, data parallelism does better" in section
+    assert "65536 devices, data parallelism alone: cannot run" in section
+    assert "4-way on height: 36 halo exchanges and 107 all-reduces over the 4 partitions" in out
+    assert "a spatially partitioned row's band is widened" in out
+
+
+def _doc_table(data: dict) -> list[str]:
+    """PROJECTION.md's table rows: devices, images a core, then each way's MLPerf clock and band."""
+    found: dict[int, dict] = {}
+    for r in data["rows"]:
+        found.setdefault(r["devices"], {})[r["spatial_partitions"]] = r
+    cores = data["spatial"]["replicas_per_device"]
+
+    def cell(r):
+        if r is None:
+            return "-"
+        low, high = r["time_band"]["mlperf_s"]
+        return f"{r['time']['mlperf_s']:.1f} s ({low:.1f}-{high:.1f})"
+    return [f"| {n:,} | {next(iter(ways.values()))['global_batch'] / (n * cores):g} | "
+            + " | ".join(cell(ways.get(k)) for k in data["spatial"]["partitions"]) + " |" for n, ways in found.items()]
+
+
+def test_projection_doc_shows_what_the_split_projection_prints(capsys):
+    """PROJECTION.md's two tables of TPU v3 past 4,096 chips are this command's output, so they cannot drift."""
+    doc = (REPO / "methodology" / "PROJECTION.md").read_text(encoding="utf-8")
+    section = doc.split("### Time to 75.9% on TPU v3 past 4,096 chips")[1].split("\n### ")[0]
+    command = doc.split("## Spatial partitioning: fewer images than cores")[1].split("```sh\n")[1].split("```")[0]
+    argv = command.replace("\\\n", " ").split()[2:]
+    for extra in ([], ["--batch-half", "5.9"]):
+        _, out, _ = run_cli(capsys, "project", *argv, *extra, "--json")
+        rows = _doc_table(strict_json(out))
+        assert len(rows) == 6 and all(row in section for row in rows), rows
+
+
+@pytest.mark.parametrize("value", ["3", "2,x", "0", "16", ""])
+def test_a_bad_split_is_refused_in_one_line(capsys, value):
+    code, out, err = run_cli(capsys, "project", *V3_POD, "--spatial-partitions", value)
+    assert (code, out) == (EXIT_USAGE, "") and "--spatial-partitions" in err and "1, 2, 4, 8" in err
+    assert len([line for line in err.splitlines() if "error:" in line]) == 1
+
+
+def test_a_bad_split_through_the_console_script():
+    result = podbench("project", *V3_POD, "--spatial-partitions", "3")
+    assert result.returncode == EXIT_USAGE and result.stdout == ""
+    assert result.stderr.count("error:") == 1 and "'3' is not one of 1, 2, 4, 8" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        pytest.param(["--validate", "--spatial-partitions", "2"], "drop --spatial-partitions", id="validate"),
+        pytest.param([*SPLIT[:-1], "2"], "leaves less than one image a replica on 131,072 devices", id="one_way_short"),
+        pytest.param([*SPLIT, "--strict"], "--strict", id="strict_refuses_a_split"),
+    ],
+)
+def test_a_split_that_cannot_be_projected_is_refused(capsys, argv, fragment):
+    code, out, err = run_cli(capsys, "project", *argv)
+    assert (code, out) == (EXIT_USAGE, "") and fragment in err
+
+
+def test_a_split_run_is_no_point_of_the_device_curve(capsys, tmp_path):
+    run = write_run(tmp_path, "20261122T120000Z-cpu000", per_replica_batch=32, image_size=32)
+    summary = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps({**summary, "spatial_partitions": 2}))
+    code, out, err = run_cli(capsys, "project", "--run", run, "--interconnect", "v100-nvlink", "--devices", "1")
+    assert (code, out) == (EXIT_USAGE, "") and "split each image 2 ways" in err and "--spatial-partitions K" in err

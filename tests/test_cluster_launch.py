@@ -135,6 +135,65 @@ def test_a_straggler_is_stopped(tmp_path):
     assert not any(alive(pid) for pid in pids)
 
 
+# --- a worker that leaves: exits 0 while the run has steps to go -------------------------------
+
+def after(flag, code: int) -> tuple[str, ...]:
+    """A worker that exits ``code`` once ``flag`` exists (a peer's stop or failure following one that left)."""
+    return program(f"""
+        import os, sys, time
+        while not os.path.exists({str(flag)!r}):
+            time.sleep(0.01)
+        time.sleep(0.3)
+        sys.exit({code})
+    """)
+
+
+def leaves(flag) -> tuple[str, ...]:
+    return program(f"import pathlib; pathlib.Path({str(flag)!r}).touch()")
+
+
+@pytest.mark.parametrize("code", [128 + signal.SIGTERM, 1], ids=["the_chief_then_stopped", "the_chief_then_failed"])
+def test_a_worker_that_exits_0_mid_run_is_named_as_the_one_that_left(tmp_path, code):
+    """It ended 143, "interrupted (SIGTERM)", naming nobody: the stop that followed came from it."""
+    flag = tmp_path / "left"
+    outcome, pids = supervise(specs(tmp_path, after(flag, code), leaves(flag), SLEEPER),
+                              progress=lambda: launch.Progress(6, 4000))
+    assert (outcome.exit_code, outcome.failed_index, outcome.stop_signal) == (1, 1, None)
+    assert outcome.error == (f"worker 1 of 3 left the run at step 6 of 4000 with exit code 0, before the run's end: "
+                             f"the other workers cannot go on without it; its log: {tmp_path / 'worker-1.log'}; "
+                             "stopped the other workers")
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_a_worker_that_left_is_named_when_the_others_straggle(tmp_path):
+    flag = tmp_path / "left"
+    outcome, _ = supervise(specs(tmp_path, SLEEPER, leaves(flag)), straggler_s=0.5,
+                           progress=lambda: launch.Progress(6, 4000))
+    assert outcome.failed_index == 1 and outcome.error.startswith(
+        "worker 1 of 2 left the run at step 6 of 4000 with exit code 0, before the run's end: the other workers cannot "
+        "go on without it; worker(s) 0 still running 0.5 s after; its log: ")
+
+
+def test_a_worker_that_finished_the_plan_is_not_blamed_for_the_chief(tmp_path):
+    """Worker 1 exited 0 at the run's last step; the chief then failed writing its summary: the chief is named."""
+    flag = tmp_path / "done"
+    outcome, _ = supervise(specs(tmp_path, after(flag, 1), leaves(flag)), progress=lambda: launch.Progress(400, 400))
+    assert outcome.failed_index == 0 and outcome.error.startswith(
+        "worker 0 (the chief) of 2 failed with exit code 1 at step 400 of 400; its log: ")
+
+
+def test_workers_finishing_a_moment_apart_complete(tmp_path):
+    flag = tmp_path / "done"
+    outcome, _ = supervise(specs(tmp_path, after(flag, 0), leaves(flag)), progress=lambda: launch.Progress(6, 4000))
+    assert outcome == launch.LaunchOutcome(0, returncodes=(0, 0))
+
+
+def test_progress_in_words():
+    assert [launch.Progress(*a).words() for a in ((6, 40), (6, None), (None, 40))] == [" at step 6 of 40",
+                                                                                         " at step 6", ""]
+    assert [launch.Progress(*a).before_the_end() for a in ((6, 40), (40, 40), (6, None))] == [True, False, None]
+
+
 # --- the launcher process itself interrupted or killed ---------------------------------------
 
 LAUNCHER = """

@@ -30,11 +30,41 @@ def test_another_runs_claim_is_refused_naming_both(tmp_path):
         checkpoints.check_owner(str(tmp_path), "run-b", UsageError)
 
 
-def test_an_unreadable_owner_record_is_nobodys_to_take(tmp_path):
-    (tmp_path / checkpoints.OWNER_FILE).write_text("{not json")
-    assert checkpoints.owner_of(str(tmp_path)) == "?"
+@pytest.mark.parametrize("left", ["", "{not json", "[]", '{"run": 1}'], ids=["empty", "cut_short", "a_list", "no_run_id"])
+def test_a_record_naming_no_run_is_said_and_lets_the_run_go_on(tmp_path, left):
+    """An older podbench created the record, then stopped before writing it (a full disk, a kill): it names no
+    run. The run whose checkpoints they are resumes (the check says so and passes), and its claim replaces it."""
+    (tmp_path / checkpoints.OWNER_FILE).write_text(left)
+    said = []
+    checkpoints.check_owner(str(tmp_path), "run-a", UsageError, said.append)
+    assert said and "names no run (empty or unparseable" in said[0]
+    checkpoints.claim(str(tmp_path), "run-a", said.append)
+    assert checkpoints.owner_of(str(tmp_path)) == "run-a" and "replaced" in said[-1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [checkpoints.OWNER_FILE]  # nothing else left behind
+    with pytest.raises(RunFailed, match="holds run run-a's"):
+        checkpoints.claim(str(tmp_path), "run-b")
+
+
+def test_a_record_that_cannot_be_read_is_nobodys_to_take(tmp_path):
+    (tmp_path / checkpoints.OWNER_FILE).mkdir()  # read as a file: an OSError, not a record naming no run
     with pytest.raises(RunFailed, match="an unreadable owner record"):
         checkpoints.claim(str(tmp_path), "run-a")
+
+
+def test_a_claim_cut_short_leaves_no_record_and_the_run_claims_again(tmp_path, monkeypatch):
+    """The record is written whole, then linked to its name: a write that fails (a full disk) leaves no empty
+    record behind to refuse the run's own resume, and no temporary file."""
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(checkpoints.os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        checkpoints.claim(str(tmp_path), "run-a")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    checkpoints.claim(str(tmp_path), "run-a")
+    assert checkpoints.owner_of(str(tmp_path)) == "run-a"
+    assert oct((tmp_path / checkpoints.OWNER_FILE).stat().st_mode & 0o777) == "0o644"
 
 
 def test_no_record_is_no_owner(tmp_path):

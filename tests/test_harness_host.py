@@ -80,3 +80,58 @@ def test_provenance_says_clean_commit_local_changes_or_no_checkout(tmp_path):
     assert added["podbench_diff_sha256"] and "WITH LOCAL CHANGES" in added["podbench_provenance"]
     (tmp_path / "bench" / "new_module.py").unlink()
     assert host.provenance(tmp_path)["podbench_diff_sha256"] is None  # another untracked file is not code
+
+
+def _commit_all(root):
+    """A repository at ``root`` with everything under it committed; returns its commit."""
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-qm", "code")
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@pytest.fixture
+def no_git_config(tmp_path, monkeypatch):
+    """HOME an empty folder and no system config: no safe.directory anywhere; returns HOME."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    return home
+
+
+def test_a_checkout_owned_by_another_user_keeps_its_commit_and_says_git_called_it_dubious(tmp_path, no_git_config):
+    """A bind mount in a container, owned by another uid: git refuses it ("dubious ownership"), and the commit
+    was lost ("no git checkout here"). It is read with safe.directory for that one call."""
+    root = tmp_path / "podbench"
+    _tree(root)
+    sha = _commit_all(root)
+    subprocess.run(["chown", "-R", "12345", str(root)], check=True)
+    refused = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+    assert refused.returncode != 0 and "dubious ownership" in refused.stderr  # what git does without it
+    found = host.provenance(root)
+    assert found["podbench_commit"] == sha and found["podbench_diff_sha256"] is None
+    assert found["podbench_provenance"].startswith(f"commit {sha[:12]}, a clean tree (git called {root} of dubious "
+                                                   "ownership (owned by uid 12345, this process runs as uid ")
+    assert list(no_git_config.iterdir()) == []  # the user's git config untouched (none was made)
+    (root / "bench" / "a.py").write_text("x = 3\n")
+    assert "WITH LOCAL CHANGES" in host.provenance(root)["podbench_provenance"]  # its diff read the same way
+
+
+def test_podbench_inside_another_projects_repository_has_no_commit_of_its_own(tmp_path):
+    """The outer repository's commit is not podbench's version (it was recorded as podbench's, "a clean tree"):
+    the record names the outer repository and rests on the source digest."""
+    outer = tmp_path / "project"
+    outer.mkdir()
+    (outer / "README").write_text("someone else's project\n")
+    _tree(outer / "tools" / "podbench")
+    outer_sha = _commit_all(outer)
+    root = outer / "tools" / "podbench"
+    found = host.provenance(root)
+    assert found["podbench_commit"] is None and found["podbench_diff_sha256"] is None
+    assert found["podbench_provenance"] == (
+        f"{root} lies inside another repository ({outer}, commit {outer_sha[:12]}): that commit is not podbench's "
+        f"version; the code is identified by its source digest {host.source_digest(root)[:12]} only")
+    assert host.own_checkout(root) == (None, found["podbench_provenance"].split(";")[0])

@@ -16,7 +16,8 @@ import pytest
 from console import ENV, REPO
 
 PACKAGES = ("bench", "methodology", "models")
-HEAVY = ("tensorflow", "tf_keras", "official", "tensorflow_datasets", "pandas", "matplotlib", "numpy", "jax", "flax")
+HEAVY = ("tensorflow", "tf_keras", "official", "tensorflow_datasets", "pandas", "matplotlib", "numpy", "jax", "flax",
+         "torch")
 
 
 def module_name(path: Path) -> str:
@@ -57,13 +58,25 @@ GRAIN_INPUT = ("bench.data.example", "bench.data.record_problems", "bench.data.r
                "bench.data.grain_records", "bench.data.grain_input", "bench.data.synthetic_jpegs",
                "bench.data.synthetic_set")
 
+# The torch engine with no JAX in it: every module of bench/train_torch/ but torchax_ops (PyTorch as JAX), each
+# named (the package's own name would cover torchax_ops too; its __init__ imports nothing).
+TORCH_ENGINE_WITHOUT_JAX = tuple(n for n in MODULES if in_package(n, "bench.train_torch")
+                                 and n not in ("bench.train_torch", "bench.train_torch.torchax_ops"))
+TENSORFLOW = ("tensorflow", "tf_keras", "official", "tensorflow_datasets")
+JAX = ("jax", "flax", "optax", "orbax", "torchax")
+
 # (modules the rule covers, modules they must never import, why)
 RULES = [
     (("methodology",), ("bench", "models", "tensorflow", "tf_keras", "official", "matplotlib"),
      "methodology/ is pure arithmetic: no TensorFlow, no harness"),
     (("models",), ("bench", "methodology"), "models/ builds models and knows nothing of benchmarks"),
-    (("models.resnet_flax", "models.xla_flops"), ("tensorflow", "tf_keras", "official", "models.resnet"),
+    (("models.resnet_flax", "models.xla_flops"), ("tensorflow", "tf_keras", "official", "models.resnet", "torch",
+                                                  "models.resnet_torch"),
      "the JAX models run where TensorFlow is not installed"),
+    (("models.resnet_torch",), (*TENSORFLOW, *JAX, "models.resnet", "models.resnet_flax", "models.xla_flops"),
+     "the torch model runs where neither TensorFlow nor JAX is installed"),
+    (("models.resnet_spec",), (*TENSORFLOW, *JAX, "torch", "numpy", "models.resnet", "models.resnet_flax",
+                               "models.resnet_torch"), "the numbers every ResNet definition shares need no framework"),
     (("bench.results", "bench.report", "bench.cluster", "bench.cli", "bench.plan", "bench.errors", "bench.humanize",
       "bench.streams", "bench.data.spec",
       "bench.data.tfrecord", "bench.harness"),
@@ -75,11 +88,15 @@ RULES = [
     (("bench.results", "bench.cluster", "bench.plan",
       "bench.data.spec", "bench.harness", "bench.report.summary_text"),
      ("bench.cli",), "the command line sits on top; nothing below imports it"),
-    (("bench.harness",), ("tensorflow", "tf_keras", "official", "jax", "flax", "optax", "orbax", "bench.train",
-                          "bench.train_jax", "bench.data.pipeline", "models"),
+    (("bench.harness",), ("tensorflow", "tf_keras", "official", "jax", "flax", "optax", "orbax", "torch", "torchax",
+                          "bench.train", "bench.train_jax", "bench.train_torch", "bench.data.pipeline", "models"),
      "the harness is every engine's and imports none"),
-    (("bench.train",), ("bench.train_jax", "jax", "flax", "optax", "orbax"), "the engines do not import each other"),
-    (("bench.train_jax",), ("bench.train",), "the engines do not import each other"),
+    (("bench.train",), ("bench.train_jax", "bench.train_torch", "jax", "flax", "optax", "orbax", "torch"),
+     "the engines do not import each other"),
+    (("bench.train_jax",), ("bench.train", "bench.train_torch", "torch"), "the engines do not import each other"),
+    (("bench.train_torch",), ("bench.train", "bench.train_jax", *TENSORFLOW, "models.resnet", "models.resnet_flax"),
+     "the engines do not import each other; the torch engine runs where TensorFlow is not installed"),
+    (TORCH_ENGINE_WITHOUT_JAX, JAX, "the torch engine runs where JAX is not installed (but for torchax_ops)"),
     (GRAIN_INPUT, ("tensorflow", "tf_keras", "official", "tensorflow_datasets", "bench.data.pipeline",
                    "bench.data.preprocess", "bench.data.record_checks", "bench.data.tools", "models.resnet",
                    "bench.train", "bench.train_jax", "bench.cli"),
@@ -204,6 +221,12 @@ def test_the_grain_input_loads_no_tensorflow():
     """(grain itself loads jax where it is installed, for its tree utilities: the JAX engine's own.)"""
     loaded = loaded_after("import bench.data.grain_input, bench.data.grain_records, bench.data.synthetic_jpegs")
     assert "numpy" in loaded and not {"tensorflow", "tf_keras", "official", "tensorflow_datasets"} & set(loaded)
+
+
+def test_the_torch_model_and_recipe_load_neither_tensorflow_nor_jax():
+    pytest.importorskip("torch")
+    loaded = loaded_after("import models.resnet_torch, bench.train_torch.recipe")
+    assert "torch" in loaded and not {"tensorflow", "tf_keras", "official", "jax", "flax"} & set(loaded)
 
 
 def test_jax_models_load_no_tensorflow():

@@ -75,6 +75,32 @@ def test_bad_points_are_refused(batch, rate):
         CurvePoint(batch, rate)
 
 
+@pytest.mark.parametrize(
+    "images, expected, note",
+    [
+        pytest.param(64, 400.0, None, id="whole_is_rate_at"),
+        pytest.param(64.5, 400.0 * (64.5 / 64) ** (math.log(2.5) / math.log(4)), None, id="a_fraction_inside"),
+        pytest.param(1.5, _hyper(400.0, 1.5, 64), "1.5 images' worth a device is below", id="above_one_below_points"),
+        pytest.param(0.5, _hyper(400.0, 0.5, 64), "less than one image", id="half_an_image"),
+        pytest.param(0.25, _hyper(400.0, 0.25, 64), "no measured or published step ran below one image",
+                     id="a_quarter"),
+    ],
+)
+def test_rate_at_images(images, expected, note):
+    """A split device's share of a step: the same curve, the per-step cost K whole at any fraction."""
+    rate = CURVE.rate_at_images(images)
+    assert rate.images_per_sec == pytest.approx(expected, rel=1e-12)
+    assert (rate.extrapolation is None) == (note is None) and (note is None or note in rate.extrapolation)
+    # The step a device spends on half an image: (0.5 + K) / r_max, nearly all of it the per-step cost.
+    assert CURVE.rate_at_images(0.5).images_per_sec == pytest.approx(0.5 / ((0.5 + 32) * 64 / (96 * 400)))
+
+
+@pytest.mark.parametrize("images", [0, -0.5, math.nan, math.inf, True])
+def test_rate_at_images_refuses_what_is_not_a_share(images):
+    with pytest.raises(ValueError, match="positive number"):
+        CURVE.rate_at_images(images)
+
+
 # --- a published figure back to one device -----------------------------------------------------
 
 def test_device_point_takes_the_modeled_all_reduce_out():

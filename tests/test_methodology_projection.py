@@ -266,3 +266,83 @@ def test_a_lars_recipe_adds_its_update_bytes_to_an_sgd_figure():
     assert lars.optimizer == "lars" and lars.optimizer_s == pytest.approx(8 * 25_557_032 / 1555e9)
     assert lars.step_s == pytest.approx(sgd.step_s + lars.optimizer_s)
     assert any("lars where the curve's figure ran sgd" in n for n in lars.notes)
+
+
+# --- each image split K ways (spatial partitioning) ------------------------------------------------
+
+@pytest.mark.parametrize(
+    "changes, devices, batch, global_batch",
+    [
+        pytest.param({"spatial_partitions": 2, "global_batch_max": None}, 64, 256, 16_384, id="uncapped_whole"),
+        pytest.param({"spatial_partitions": 4, "global_batch_max": 512}, 1024, 0.5, 512, id="half_an_image"),
+        # 512 replicas of 2: the cap's largest multiple of them, 512 (not 1,000).
+        pytest.param({"spatial_partitions": 2, "global_batch_max": 1000}, 1024, 0.5, 512, id="offbyone_cap_floors"),
+        pytest.param({"spatial_partitions": 2, "replicas_per_device": 2, "global_batch_max": 1024}, 1024, 1, 1024,
+                     id="two_cores_a_chip_one_replica"),
+        # Unsplit, a chip's two replicas keep whole images: 3,072 over 2,048 replicas floors to 2,048.
+        pytest.param({"replicas_per_device": 2, "global_batch_max": 3072}, 1024, 2, 2048, id="unsplit_two_a_chip"),
+    ],
+)
+def test_split_batches(changes, devices, batch, global_batch):
+    model = _model(**changes)
+    assert model.batch_at(devices) == batch and model.global_batch_at(devices) == global_batch
+    assert model.replicas_at(devices) * model.spatial_partitions == devices * model.replicas_per_device
+
+
+@pytest.mark.parametrize(
+    "changes, devices, fragment",
+    [
+        pytest.param({"spatial_partitions": 2, "global_batch_max": 511}, 1024, "less than one image a replica",
+                     id="fewer_images_than_replicas"),
+        pytest.param({"spatial_partitions": 4}, 6, "do not split into groups of 4", id="devices_not_a_multiple"),
+        pytest.param({"replicas_per_device": 2, "global_batch_max": 1024}, 1024,
+                     r"less than one image a replica on 1,024 devices \(2,048 replicas\)", id="unsplit_half_a_core"),
+    ],
+)
+def test_a_split_that_cannot_run_is_refused(changes, devices, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        projection.project_size(_model(**changes), devices)
+
+
+def test_a_split_step_by_hand():
+    # 1,024 chips, 4-way, a cap of 512: half an image a chip, 2 images a replica. Below the curve's smallest
+    # point (32 at 1,000/s) a step costs (b + 25) / r_max, r_max = 1000 x 57 / 32; b is the padded work.
+    from methodology import spatial  # noqa: PLC0415
+
+    model = _model(spatial_partitions=4, global_batch_max=512)
+    row = projection.project_size(model, 1024)
+    split = spatial.split_times(4, CATALOGUE["tpu-v3"], 2)
+    work = 0.5 * split.padding_factor
+    compute_s = (work + 25) / (1000 * 57 / 32)
+    dp = projection.project_size(_model(global_batch_max=1024), 1024)  # the same all-reduce, one image a chip
+    assert row.compute_s == pytest.approx(compute_s, rel=1e-12)
+    assert (row.halo_s, row.partition_all_reduce_s) == (split.halo_s, split.all_reduce_s)
+    assert row.step_s == pytest.approx(compute_s + dp.exposed_all_reduce_s + split.seconds, rel=1e-12)
+    assert row.images_per_sec == pytest.approx(512 / row.step_s, rel=1e-12)
+    assert sum(v for k, v in row.parts().items() if k != "step_s") == pytest.approx(row.step_s, rel=1e-12)
+    assert {"halo_s", "partition_all_reduce_s"} <= set(row.parts()) and "halo_s" not in dp.parts()
+    assert (row.replicas, row.images_per_replica, row.spatial_partitions) == (256, 2.0, 4)
+    assert row.extrapolated and any("4-way on height: 36 halo exchanges and 107 all-reduces" in n for n in row.notes)
+    assert any("less than one image" in n and "no measured or published step" in n for n in row.notes)
+
+
+def test_a_split_rows_band_is_widened_for_what_nothing_measured():
+    model = _model(spatial_partitions=4, global_batch_max=512)
+    row = projection.project_size(model, 1024)
+    plain = projection.project_size(_model(global_batch_max=1024), 1024).band  # the same family and scale
+    split_s = row.halo_s + row.partition_all_reduce_s
+    assert row.band.low_factor == pytest.approx(plain.low_factor * row.step_s / (row.step_s + split_s))
+    assert row.band.high_factor == pytest.approx(plain.high_factor * row.step_s / (row.step_s - split_s))
+    assert (row.band.held, row.band.cases) == (plain.held, plain.cases)  # it claims no more than the plain band
+    assert row.band.basis.startswith(plain.basis + "; ") and "no published run measures" in row.band.basis
+
+
+def test_no_published_result_sits_at_a_split_size():
+    row = projection.project_size(_model(spatial_partitions=2, global_batch_max=None), 64)
+    assert projection.published_at(row, "tpu-v3", "tpu-v3") == ()
+    unsplit = _model(spatial_partitions=2).with_spatial_partitions(1)
+    assert unsplit == _model() and projection.project_size(unsplit, 64).spatial_partitions == 1
+
+
+def test_images_read_as_a_person_reads_them():
+    assert [projection.images(x) for x in (32, 2048, 0.5, 0.25, 16.4)] == ["32", "2,048", "0.5", "0.25", "16.4"]

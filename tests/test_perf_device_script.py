@@ -40,7 +40,7 @@ def test_the_device_check_runs_every_step_and_writes_what_comes_back(tmp_path):
     assert results["real"]["synthetic_jpegs"] is True and results["real"]["input_wait_share"] is not None
     assert results["overhead"]["ratio_median"] > 0
     assert [r["per_replica_batch_size"] for r in results["update"]] == [2, 4]
-    assert all(r["update_time_s"] is not None for r in results["update"])
+    assert all(r["update_probe"] is not None for r in results["update"])  # resolved or not: the machine's noise
     assert {r["lever"] for r in results["levers"]} == {"default", "stem4", "symmetric", "batch-8"}
     fusion = results["fusion"]
     assert fusion["same_weights"] and len(fusion["fused_over_per_weight"]["ratios"]) == 2

@@ -89,3 +89,27 @@ def test_a_published_size_crowding_a_projected_one_gets_no_tick_of_its_own():
     # MLPerf v4.0's 2,528 H100 beside a projected 2,048: the two labels printed over each other.
     assert device_ticks([8.0, 64.0, 2048.0], [8.0, 64.0, 2528.0]) == [8.0, 64.0, 2048.0]
     assert device_ticks([8.0, 64.0], [512.0]) == [8.0, 64.0, 512.0]  # room enough: it gets one
+
+
+def split_table() -> pd.DataFrame:
+    """Data parallelism at 1 and 2 devices, a 2-way split at 2 and 4 (at 4 the only way left)."""
+    return pd.DataFrame({"devices": [1, 2, 2, 4], "spatial_partitions": [1, 1, 2, 2],
+                         "images_per_sec": [100.0, 190.0, 180.0, 300.0],
+                         "ideal_images_per_sec": [100.0, 200.0, 200.0, 400.0],
+                         "scaling_efficiency": [1.0, 0.95, 0.9, 0.75], "extrapolated": [False, False, True, True],
+                         "train_hours": [s / 3600 for s in (30.0, 16.0, 17.0, 12.0)],
+                         "cost_usd": [20.0, 21.0, 22.0, 27.0]})
+
+
+def test_split_rows_are_a_line_a_way_on_every_panel():
+    fig, ax = charts.plot_projection(split_table())
+    lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
+    assert list(lines["data parallelism alone"].get_xdata()) == [1, 2]
+    assert list(lines["each image split 2 ways"].get_ydata()) == pytest.approx([180, 300])
+    assert list(lines["ideal: devices × one device"].get_xdata()) == [1, 2, 4]  # once a size
+    time_ax, cost_ax = fig.axes[2], fig.axes[3]
+    solid = [line for line in time_ax.get_lines() if line.get_linestyle() == "-"]
+    assert sorted(len(line.get_xdata()) for line in solid) == [2, 2]
+    assert len(cost_ax.get_lines()) == 2 and not fig.axes[1].texts  # no value labels: the table holds them
+    # 12-30 s: round seconds, not the one decade tick a log axis of hours would get.
+    assert [t.get_text() for t in time_ax.get_yticklabels()] == ["10 s", "15 s", "20 s", "30 s", "45 s"]

@@ -147,3 +147,17 @@ def test_a_completed_imagenet_shaped_run_points_to_the_decision_view():
         small = read_summary(write_run(Path(root), "small", image_size=32))
         assert any(line.startswith("  next        podbench choose a100x8 v4-32 ") for line in format_summary(full).splitlines())
         assert "podbench choose" not in format_summary(small)  # choose refuses a 32x32 run: never suggest it
+
+
+@pytest.mark.parametrize("fields, text", [
+    pytest.param({"update_time_s": 0.002, "update_share": 0.01},
+                 "replicated; the update 2.00 ms a step, 1.0% of it (timed with and without it, after the measured "
+                 "steps)", id="resolved"),
+    pytest.param({"update_probe": {"resolved": False, "difference_s": -0.00005, "low_s": -0.0011, "high_s": 0.0009,
+                                   "pairs": 4, "coverage": 0.875}},
+                 "replicated; the update probe did not resolve the update: with it minus without, -0.05 ms a step, "
+                 "its 4 pairs from -1.1 to +0.9 ms, which holds 0: within the probe's own noise", id="not_resolved"),
+])
+def test_the_update_row_says_its_time_or_why_there_is_none(fields, text):
+    jax = dataclasses.replace(MEASURED, framework="jax", weight_update="replicated", **fields)
+    assert rows(jax)["update"] == [text]

@@ -210,6 +210,64 @@ def test_a_frozen_jax_worker_under_launch_is_named_within_the_bound(tmp_path):
     assert not any(alive(p) for p in (frozen, *supervisors))
 
 
+# In the `podbench run` process of the worker whose TF_CONFIG index is PODBENCH_TEST_LEAVER: once the run's
+# steps.jsonl holds PODBENCH_TEST_LEAVE_AT records (step 0's, then one a step), the worker exits 0, as a wrapper
+# script that returns early, a job step its scheduler ended as "done", or a worker's own sys.exit(0) would.
+LEAVER = """\
+import json, os, sys, threading, time
+_who = os.environ.get("PODBENCH_TEST_LEAVER")
+_task = json.loads(os.environ.get("TF_CONFIG") or "{}").get("task", {})
+if _who is not None and _task.get("index") == int(_who) and "bench.cli" in sys.orig_argv:
+    def _leave():
+        steps = os.path.join(os.environ["PODBENCH_TEST_RUN_DIR"], "steps.jsonl")
+        while True:
+            time.sleep(0.05)
+            try:
+                with open(steps) as f:
+                    if len(f.read().splitlines()) >= int(os.environ["PODBENCH_TEST_LEAVE_AT"]):
+                        os._exit(0)
+            except OSError:
+                pass
+    threading.Thread(target=_leave, daemon=True).start()
+"""
+
+
+def test_a_jax_worker_that_exits_0_mid_run_is_named_as_the_one_that_left(tmp_path):
+    """Worker 1 exits 0 mid-run: the launch ended 143, "interrupted (SIGTERM)", a signal nobody sent (its training
+    process, orphaned, was stopped by its guard, and the stop reached every process), and named nobody. Now the
+    launcher's line and the summary say which worker left, how and at which step; exit 1; nothing left running."""
+    import time  # noqa: PLC0415
+
+    from console import ENV, REPO, alive, error_lines  # noqa: PLC0415
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(LEAVER)
+    out = tmp_path / "run"
+    env = {**ENV, "PYTHONPATH": f"{REPO}:{site}", "PODBENCH_TEST_LEAVER": "1", "PODBENCH_TEST_LEAVE_AT": "6",
+           "PODBENCH_TEST_RUN_DIR": str(out)}
+    proc = subprocess.Popen([str(PODBENCH), "launch", "--workers", "2", "--", "run", *SMALL, "--steps-per-epoch", "8",
+                             "--train-steps", "4000", "--output", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    wait_for_steps(out / rundir.STEPS_FILE, proc, 1)
+    supervisors = sorted(int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split())
+    trainers = [training_child(pid) for pid in supervisors]
+    _, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+    line = error_lines(stderr)[-1]
+    left = re.fullmatch(r"error: worker 1 of 2 left the run at step (\d+) of 4000 with exit code 0, before the run's "
+                        r"end: the other workers cannot go on without it; its log: (.*); stopped the other workers",
+                        line)
+    assert left and int(left.group(1)) >= 5 and left.group(2) == str(out / "workers" / "worker-1.log"), line
+    summary = json.loads((out / rundir.SUMMARY_FILE).read_text())
+    assert (summary["status"], summary["signal"]) == ("failed", None)
+    assert summary["error"] == line.removeprefix("error: ")
+    deadline = time.monotonic() + 60  # the one that left: its training process, stopped by its guard, ends on its own
+    while any(alive(p) for p in (*supervisors, *trainers)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(p) for p in (*supervisors, *trainers))
+
+
 def test_a_killed_jax_process_is_named_by_the_first_as_under_a_scheduler(tmp_path):
     """Two processes started by hand with TF_CONFIG (as Slurm or Kubernetes starts them: no launcher to
     blame anyone): worker 1's training process SIGKILLed breaks the chief's all-reduce at once, and the

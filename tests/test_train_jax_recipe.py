@@ -15,7 +15,7 @@ from bench.train_jax import recipe
 from bench.train_jax.devices import find_devices
 from methodology import schedule as lr
 from models import resnet_flax
-from test_train_recipe import SCHEDULES, probe_steps  # the Keras schedule's cases: both engines, one table
+from schedule_cases import SCHEDULES, probe_steps  # the schedules every engine's is compared at
 
 
 @pytest.mark.parametrize("name", SCHEDULES)

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness.checkpoints import checkpoint_number
+from bench.harness.checkpoints import OWNER_FILE, checkpoint_number
 from bench.results import jsonl, rundir, runlock
-from console import ENV, PODBENCH, REPO, alive, error_lines, imported_user_files, podbench, user_project
+from console import (ENV, JAXLIB_MISMATCH, PODBENCH, REPO, alive, broken_jax, error_lines, imported_user_files, podbench,
+                     user_project)
 
 SMALL = ("--framework", "jax", "--preset", "smoke", "--depth", "10", "--no-peak")
 RUN_TIMEOUT_S = 600
@@ -106,16 +107,52 @@ def test_the_update_probe_times_the_step_with_and_without_its_update(smoke_run):
     (probe,) = [e for e in jsonl.read_lifecycle(out / rundir.LIFECYCLE_FILE) if e["event"] == "update_probe"]
     blocks = probe["blocks"]
     assert [b["update"] for b in blocks] == [True, False, False, True] * 2 and all(b["seconds"] > 0 for b in blocks)
-    assert summary["weight_update"] == "replicated" and summary["update_time_s"] is not None
-    assert 0 <= summary["update_share"] < 1 and summary["optimizer_state_bytes_per_device"] > 0
+    assert summary["weight_update"] == "replicated" and summary["optimizer_state_bytes_per_device"] > 0
+    # Whether the update stands out of the probe's noise is the machine's; what the summary says of it is the code's.
+    record = summary["update_probe"]
+    assert record["pairs"] == 4 and record["low_s"] <= record["difference_s"] <= record["high_s"]
+    assert record["resolved"] == (record["low_s"] > 0) == (summary["update_time_s"] is not None)
+    if record["resolved"]:
+        assert summary["update_time_s"] == record["difference_s"] and 0 < summary["update_share"] < 1
+    else:
+        assert summary["update_share"] is None
     assert "timing the step with and without its optimizer update" in stderr
 
 
+def vendored_in_another_users_repository(tmp_path: Path) -> Path:
+    """A copy of podbench's code committed inside another project's git repository (tools/podbench), the whole
+    owned by another uid (a bind mount in a container): returns the copy."""
+    outer = tmp_path / "project"
+    copy = outer / "tools" / "podbench"
+    for name in ("bench", "models", "methodology"):
+        shutil.copytree(REPO / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (("init", "-q"), ("add", "."), ("commit", "-qm", "vendored podbench")):
+        subprocess.run(["git", "-C", str(outer), *args], check=True, capture_output=True, env={**ENV, **identity})
+    subprocess.run(["chown", "-R", "12345", str(outer)], check=True)
+    return copy
+
+
 def test_runs_with_tensorflow_made_unimportable_its_update_sharded_one_step_profiled(tmp_path):
+    """From a copy of podbench inside another project's repository owned by another uid, as a container's bind
+    mount has it, HOME holding no git config: environment.json names the outer repository, whose commit is not
+    podbench's (it was recorded as podbench's, "a clean tree"), and git's dubious ownership."""
     out = tmp_path / "run"
+    copy = vendored_in_another_users_repository(tmp_path)
+    (tmp_path / "home").mkdir()
+    env = without_tensorflow(tmp_path, BLOCK_TF_FORBIDDEN)
+    env.update(PYTHONPATH=env["PYTHONPATH"].replace(str(REPO), str(copy)), HOME=str(tmp_path / "home"),
+               GIT_CONFIG_NOSYSTEM="1")
     run = podbench("run", *SMALL, "--replicas", "2", "--weight-update", "sharded", "--profile-step", "--output", out,
-                   "--json", env=without_tensorflow(tmp_path, BLOCK_TF_FORBIDDEN), timeout=RUN_TIMEOUT_S)
+                   "--json", env=env, timeout=RUN_TIMEOUT_S)
     assert run.returncode == 0, run.stderr[-3000:]
+    environment = json.loads((out / rundir.ENVIRONMENT_FILE).read_text())
+    assert environment["podbench_commit"] is None and environment["podbench_git_sha"] is None
+    words = environment["podbench_provenance"]
+    assert words.startswith(f"{copy} lies inside another repository ({tmp_path / 'project'}, commit ") and \
+        f"git called {tmp_path / 'project'} of dubious ownership (owned by uid 12345" in words, words
+    assert words.endswith(f"the code is identified by its source digest "
+                          f"{environment['podbench_source_sha256'][:12]} only")
     summary = json.loads(run.stdout)
     assert (summary["status"], summary["weight_update"], summary["num_replicas"]) == ("completed", "sharded", 2)
     assert summary["update_time_s"] is None  # no probe on a CPU unless asked
@@ -199,10 +236,16 @@ def test_sigterm_checkpoints_at_the_block(stopped_run):
 
 
 def test_resume_by_a_relative_path_continues_at_the_exact_step(stopped_run, tmp_path):
+    """Its checkpoint directory's owner record left empty, as an older podbench left one that stopped between
+    creating and writing it (it refused that run's own resume forever): said, and the run resumes."""
     project, out = copy_of(stopped_run, tmp_path), stopped_run[1]
     stopped_at = json.loads((project / out / rundir.SUMMARY_FILE).read_text())["steps_completed"]
+    owner = project / out / rundir.CHECKPOINTS_DIR / OWNER_FILE
+    assert json.loads(owner.read_text())["run_id"] == out.name
+    owner.write_text("")
     resumed = podbench("run", "--resume", out, "--json", timeout=RUN_TIMEOUT_S, cwd=project)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"{OWNER_FILE} names no run (empty or unparseable" in resumed.stderr
     summary = json.loads(resumed.stdout)
     assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", STOPPED_STEPS, 1)
     assert summary["lost_steps"] == 0 and summary["framework"] == "jax"
@@ -343,14 +386,33 @@ def blocking_jax(tmp_path: Path) -> dict:
                  "(--xla_not_a_flag=true)", id="unknown_xla_flag"),
     pytest.param("no_jax", "--framework jax needs jax, flax, optax, orbax-checkpoint, not installed here: pip "
                  "install -e '.[jax]'", id="jax_not_installed"),
+    # XLA's parser refuses the value (a C++ abort and a 90-line dump of its flags, before).
+    pytest.param({"XLA_FLAGS": "--xla_force_host_platform_device_count=abc"}, "XLA_FLAGS gives "
+                 "--xla_force_host_platform_device_count a value XLA cannot read ('abc'): it takes int32",
+                 id="xla_flag_value_unreadable"),
+    # XLA takes it and JAX's CPU backend fails (a line blaming the JAX install, before).
+    pytest.param({"XLA_FLAGS": "--xla_force_host_platform_device_count=0"}, "XLA_FLAGS gives "
+                 "--xla_force_host_platform_device_count=0, below 1", id="xla_no_cpu_devices"),
+    pytest.param({"XLA_FLAGS": "--xla_gpu_enable_command_buffer=FOO"}, "XLA refused "
+                 "--xla_gpu_enable_command_buffer=FOO in XLA_FLAGS (Illegal value for", id="xla_flag_value_illegal"),
+    # A jax/jaxlib version mismatch: RuntimeError where JAX is first imported, in the training process (a
+    # traceback, then "could not record how the training process ended", before); with --replicas, before
+    # JAX's CPU backend is split.
+    pytest.param("broken_jax", f"--framework jax could not import jax (RuntimeError: {JAXLIB_MISMATCH}); jax ",
+                 id="jax_import_raises"),
+    pytest.param("broken_jax_replicas", f"could not import jax (RuntimeError: {JAXLIB_MISMATCH})",
+                 id="jax_import_raises_replicas"),
 ])
 def test_the_environment_jax_reads_is_one_line_and_exit_2(tmp_path, environ, fragment):
     """As a user meets it, from a project folder with the default output: one line, no traceback, no C++
     abort, nothing left behind (no run directory: nothing ran)."""
-    env = blocking_jax(tmp_path) if environ == "no_jax" else {**ENV, **environ}
-    run = podbench("run", *SMALL, env=env, cwd=tmp_path, timeout=RUN_TIMEOUT_S)
+    env = (blocking_jax(tmp_path) if environ == "no_jax" else broken_jax(tmp_path / "site")
+           if str(environ).startswith("broken_jax") else {**ENV, **environ})
+    replicas = ("--replicas", "2") if environ == "broken_jax_replicas" else ()
+    run = podbench("run", *SMALL, *replicas, env=env, cwd=tmp_path, timeout=RUN_TIMEOUT_S)
     assert run.returncode == 2, run.stderr[-3000:]
     assert "Traceback" not in run.stderr and "parse_flags_from_env" not in run.stderr
+    assert "could not record" not in run.stderr and "Flags:" not in run.stderr
     (line,) = error_lines(run.stderr)
     assert fragment in line, line
     runs = tmp_path / "results" / "runs"

@@ -24,7 +24,7 @@ from bench.cluster.sweep import SWEEP_JSON
 from bench.errors import UsageError
 from bench.results import rundir
 from bench.results.summary import DEFAULT_FRAMEWORK, Summary, read_summary
-from methodology import all_reduce, choice, hardware, interconnect, prices, projection, published, validation
+from methodology import all_reduce, choice, hardware, interconnect, prices, projection, published, update, validation
 from methodology import time_to_target as ttt
 from methodology.choice import Choice, Span
 from methodology.constants import TARGET_TOP1_BLOG
@@ -74,7 +74,7 @@ def resolve_all(candidates: list[str], settings: Settings) -> list[Choice]:
                 seen.add(checks.dir_key(run))
                 # Runs written before the engine was recorded are TensorFlow's.
                 key = tuple((summary.framework or DEFAULT_FRAMEWORK) if k == "framework" else getattr(summary, k)
-                            for k in _RUN_KEY)
+                            for k in _RUN_KEY) + (common.spatial_partitions_of(run),)  # a split run is its own
                 if key not in groups:
                     order.append(key)
                 groups.setdefault(key, []).append((run, summary))
@@ -209,6 +209,9 @@ def measured(runs: list[tuple[str, Summary]], settings: Settings) -> Choice:
         label += " (JAX)"
     if first.synthetic_jpegs:  # real decoding, not ImageNet: said wherever the run appears
         label += " (synthetic JPEGs)"
+    ways = common.spatial_partitions_of(runs[0][0])
+    if ways > 1:
+        label += f" (each image split {ways} ways)"
     engine = f" under JAX {first.framework_version}" if first.framework == "jax" else ""
     names = ", ".join(Path(r).name for r, _ in runs)
     if first.status != "completed":
@@ -216,7 +219,8 @@ def measured(runs: list[tuple[str, Summary]], settings: Settings) -> Choice:
     return Choice(runs[0][0] if len(runs) == 1 else f"{len(runs)} runs: {names}"[:60], label, choice.MEASURED,
                   f"measured here{engine}: {names}", span, spread, first.global_batch_size,
                   _epochs(first.global_batch_size, settings), cost.usd_per_hour, cost.detail, measured_here=True,
-                  notes=notes, price_parts=cost.parts)
+                  notes=notes, price_parts=cost.parts, replicas=first.num_replicas,
+                  replicas_per_device=update.replicas_per_device(hw.device) if hw else 1, spatial_partitions=ways)
 
 
 def _anchor_hardware(result: published.PublishedResult) -> hardware.Hardware | None:
@@ -235,7 +239,13 @@ def anchor(result: published.PublishedResult, settings: Settings) -> Choice:
                   f"published: {result.describe()}", Span(rate, rate),
                   "one published figure: its publisher's run-to-run spread is not given", result.global_batch,
                   _epochs(result.global_batch, settings), cost.usd_per_hour, cost.detail, notes=cost.notes,
-                  price_parts=cost.parts)
+                  price_parts=cost.parts, **_replicas(result.device, result.devices))
+
+
+def _replicas(device: str, devices: int) -> dict:
+    """A candidate's data-parallel replicas: every device's (a TPU v2/v3 chip runs two), for whether a split pays."""
+    per = update.replicas_per_device(device)
+    return {"replicas": devices * per, "replicas_per_device": per}
 
 
 def typed(name: str, rate: float, settings: Settings) -> Choice:
@@ -248,7 +258,7 @@ def typed(name: str, rate: float, settings: Settings) -> Choice:
     cost = price(hw, settings)
     return Choice(f"{name}={rate:g}", hw.label, choice.TYPED, f"typed by you: {rate:,.0f} images/sec",
                   Span(rate, rate), "typed by you: no spread known", batch, _epochs(batch, settings),
-                  cost.usd_per_hour, cost.detail, price_parts=cost.parts,
+                  cost.usd_per_hour, cost.detail, price_parts=cost.parts, **_replicas(hw.device, hw.devices),
                   notes=cost.notes + (f"global batch assumed {TYPED_PER_DEVICE_BATCH} a device ({batch:,}) for the "
                                  "recipes' epochs",))
 
@@ -281,7 +291,7 @@ def configuration(text: str, hw: hardware.Hardware, settings: Settings) -> Choic
                   (f"published at this size: {found.describe()}" if itself else
                    f"projected to {hw.devices} {hw.unit}s from published {found.describe()}"), span, band,
                   row.global_batch, _epochs(row.global_batch, settings), usd, detail, price_parts=cost.parts,
-                  notes=notes + tuple(n for n in row.notes if "no band" not in n))
+                  notes=notes + tuple(n for n in row.notes if "no band" not in n), **_replicas(hw.device, hw.devices))
 
 
 def project_anchor(found: published.PublishedResult, hw: hardware.Hardware):

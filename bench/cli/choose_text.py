@@ -57,6 +57,8 @@ def _sources(c: dict) -> list[str]:
     if c["rate_from"] != "none":
         lines += [f"  spread  {c['rate_spread']}", f"  epochs  {_epochs_line(c)}"]
     lines.append(f"  price   {c['price_detail']}")
+    if c["partitioning"]:
+        lines.append(f"  split   {c['partitioning']['line']}")
     lines += [f"  note    {n}" for n in c["notes"]]
     return lines
 

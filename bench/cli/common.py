@@ -115,11 +115,27 @@ def check_imagenet_shaped(run: str, summary: Summary) -> None:
                          "--images-per-sec X")
 
 
+def ways_split(value) -> int:
+    """A recorded ``spatial_partitions``: a whole number above 1, else 1 (absent: runs before the split existed)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
+
+
+def spatial_partitions_of(run_dir: str | Path) -> int:
+    """The ways a run split each image (summary.json ``spatial_partitions``; 1 where it does not say, or where
+    the summary cannot be read: that is said elsewhere)."""
+    try:
+        return ways_split(rundir.read_json(Path(run_dir) / rundir.SUMMARY_FILE).get("spatial_partitions"))
+    except (OSError, ValueError, AttributeError):
+        return 1
+
+
 def run_hardware(run: str, summary: Summary) -> hardware.Hardware | None:
-    """The hardware a run recorded (summary.json, and environment.json's TPU accelerator type), or None."""
+    """The hardware a run recorded (summary.json, and environment.json's TPU accelerator type), or None: its
+    replicas' devices, K a replica where it split each image K ways."""
     try:
         env = rundir.read_json(Path(run) / "environment.json")
     except (OSError, ValueError):
         env = {}
     tpu_type = env.get("tpu_accelerator_type") if isinstance(env, dict) else None
-    return hardware.from_run(summary.platform, summary.device_kind, summary.num_replicas, tpu_type)
+    replicas = summary.num_replicas * spatial_partitions_of(run) if summary.num_replicas else summary.num_replicas
+    return hardware.from_run(summary.platform, summary.device_kind, replicas, tpu_type)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import importlib.util
 import os
 import resource
 import signal
@@ -23,6 +24,7 @@ from bench.data.synthetic_set import MARKER_FILE, SyntheticSet, incomplete_set, 
 from bench.errors import UsageError
 from bench.harness import stopping
 from bench.results.rundir import dumps
+from bench.train_jax import packages
 
 IMAGE_SIDE = checks.count(1, 65535, "JPEG's largest side; memory bounds it further")
 # Shard names carry five digits (train-00003-of-01024): 99,999 is the most the format can name.
@@ -217,6 +219,8 @@ def handle_bench(args: argparse.Namespace) -> int:
     checks.check_fits(f"--batch-size {args.batch_size} at {args.image_size}x{args.image_size} (the batch's float32 "
                       "images alone)", checks.image_bytes(args.image_size, args.batch_size), "lower --batch-size")
     if args.framework == "jax":  # before a bucket is asked for: grain reads none
+        if importlib.util.find_spec("jax") is not None:
+            packages.load(("jax",))  # grain imports it: a JAX whose import fails is one line, not grain's traceback
         from bench.data import grain_input  # noqa: PLC0415 (grain and numpy: only this command needs them)
 
         grain_input.check_readable(args.data, args.data_dir)

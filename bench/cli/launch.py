@@ -10,6 +10,7 @@ start-up. No TensorFlow is loaded in this process.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import resource
@@ -43,8 +44,10 @@ which. The global batch is per-replica batch x replicas.
 
 If a worker dies, the others are stopped (SIGTERM, then SIGKILL 15 s later: a peer of a
 dead worker may wait in an all-reduce forever), the chief's summary.json says which
-worker failed, and the launch fails naming it and its log; with --max-restarts N every
-worker is started again from the run's last checkpoint (`run --resume`), up to N times.
+worker failed, how and at which step, and the launch fails naming it and its log; a
+worker that exits 0 before the run's end has left it, and is named the same way (exit
+1). With --max-restarts N every worker is started again from the run's last checkpoint
+(`run --resume`), up to N times.
 Ctrl-C or SIGTERM to the launcher reaches every worker: each stops at a step boundary,
 writes a last checkpoint if the grace period allows, and summarizes (exit 130/143).
 
@@ -219,7 +222,19 @@ def _launch_once(args: argparse.Namespace, command: list[str], run_id: str, run_
         print(f"podbench launch {run_id}: started worker pids {', '.join(map(str, pids))} (worker 0 first)",
               file=sys.stderr, flush=True)
 
-    return launch.run_workers(specs, timeout_s=args.timeout, on_started=started), specs
+    return launch.run_workers(specs, timeout_s=args.timeout, on_started=started,
+                              progress=lambda: run_progress(run_dir)), specs
+
+
+def run_progress(run_dir: Path) -> launch.Progress:
+    """Where the run stands: the last step the chief recorded, and the steps its plan holds (None: unreadable)."""
+    step = planned = None
+    with contextlib.suppress(OSError, ValueError):
+        steps = jsonl.read_steps(run_dir / rundir.STEPS_FILE)
+        step = steps[-1].step if steps else 0
+    with contextlib.suppress(OSError, ValueError, AttributeError, KeyError, TypeError):
+        planned = int(rundir.read_json(run_dir / rundir.CONFIG_FILE)["resolved"]["train_steps"])
+    return launch.Progress(step, planned)
 
 
 def resume_command(command: list[str], run_dir: Path) -> list[str]:

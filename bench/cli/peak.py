@@ -13,11 +13,12 @@ import os
 import sys
 
 from bench.plan import config as cfg
-from bench.cli import checks
+from bench.cli import checks, xla_flags
 from bench.errors import UsageError
 from bench.cli.common import text_table
 from bench.report.summary_text import flops_text
 from bench.results import rundir
+from bench.train_jax import packages
 
 MAX_REPETITIONS = 100
 
@@ -66,7 +67,9 @@ def handle(args: argparse.Namespace) -> int:
         if args.tpu is not None:
             raise UsageError("--tpu names a TPU for TensorFlow's client; JAX on a TPU VM measures its chips "
                              "itself: drop --tpu")
+        xla_flags.check(os.environ)  # a flag XLA would abort this process for
         say("podbench peak: loading JAX…")
+        packages.load(("jax",))  # a JAX whose import fails (a jaxlib of another version): one line
         from bench.train_jax import peak as jax_peak  # noqa: PLC0415 (JAX loads here, after every check)
         report = jax_peak.survey(args.repetitions, say=say)
     else:

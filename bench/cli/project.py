@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import dataclasses
 from dataclasses import dataclass
 
 from bench.cli import checks, common, project_charts, project_source, project_text, validate_text
 from bench.cluster.sweep import parse_sizes
 from bench.errors import UsageError
 from bench.results import rundir
-from methodology import all_reduce, interconnect, prices, projection, published, update, validation
+from methodology import all_reduce, interconnect, prices, projection, published, spatial, update, validation
 from methodology import time_to_target as ttt
 from methodology.constants import IMAGENET_TRAIN_EXAMPLES
 
@@ -38,6 +39,8 @@ examples:
   podbench project --anchor mlperf-v0.7-tpu-v4-16 --interconnect tpu-v4 --devices 16,256 --recipe google-tpu
   podbench project --anchor mlperf-v0.7-tpu-v3-32 --interconnect tpu-v3-multipod --devices 256,1024,4096 \
       --global-batch-max 65536 --recipe rcp --weight-update both
+  podbench project --anchor mlperf-v0.7-tpu-v3-32 --interconnect tpu-v3-multipod --network tpu-v5p-dcn \
+      --devices 4096,16384,32768,65536 --global-batch-max 65536 --recipe rcp --spatial-partitions 1,2,4,8
   podbench project --validate            # the model against published runs, out of sample
 
 The model (methodology/PROJECTION.md): a device's step at its batch from the device curve
@@ -49,7 +52,11 @@ it not hidden; the optimizer update, whole on every replica (--weight-update rep
 divided across them after a reduce-scatter, the new weights all-gathered (sharded: the same bytes
 as the all-reduce, shown as its two halves; both: side by side), its time measured by a --run that
 recorded update_time_s, else estimated from memory bandwidth (methodology/device_memory.csv);
-epochs by --recipe; time on the blog's clock and MLPerf's. Every row carries the band of the
+epochs by --recipe; time on the blog's clock and MLPerf's. --spatial-partitions K splits each
+replica's images K ways on height (1,2,4,8 side by side): a device computes its share (less
+than one image where the batch is below the devices), plus the halo exchanges and the batch
+norms' all-reduces over the partitions, counted from ResNet-50's layers (methodology/spatial.py),
+and each split row says whether it pays against data parallelism. Every row carries the band of the
 model's own out-of-sample errors, on images/sec and on both clocks. Anchors:
 methodology/published.csv; interconnects: methodology/interconnects.csv (dated and sourced; empty
 where unpublished).
@@ -118,6 +125,11 @@ def register(sub) -> None:
                         "methodology/device_memory.csv")
     p.add_argument("--weight-update-sharding", action="store_true",
                    help="older spelling of --weight-update sharded")
+    p.add_argument("--spatial-partitions", metavar="K[,K...]",
+                   help="split each replica's images K ways on height (spatial partitioning), K of "
+                        f"{', '.join(map(str, spatial.PARTITIONS))} (default 1: data parallelism alone); several side "
+                        "by side, e.g. 1,2,4,8: halo exchanges and the all-reduces over the partitions from ResNet-50's "
+                        "layers, fewer images than devices allowed, and whether the split pays")
     p.add_argument("--strict", action="store_true", help="refuse sizes that need extrapolation")
     p.add_argument("--prices", metavar="2018|current|FILE.csv", help=common.PRICES_HELP)
     p.add_argument("--usd-per-device-hour", type=float, metavar="X", help="your own price a device, host included")
@@ -135,7 +147,7 @@ def _names(kinds: tuple[str, ...]) -> list[str]:
 _PROJECTION_ONLY = ("per_device_batch", "measured_devices", "interconnect", "network", "link_gb_per_s",
                     "network_gb_per_s", "devices", "global_batch_max", "recipe", "epochs_rule", "target",
                     "all_reduce_dtype", "exposed_fraction", "batch_half", "prices", "usd_per_device_hour",
-                    "weight_update")
+                    "weight_update", "spatial_partitions")
 
 
 def weight_updates(args: argparse.Namespace) -> tuple[str, ...]:
@@ -153,6 +165,25 @@ def weight_updates(args: argparse.Namespace) -> tuple[str, ...]:
         mode = "sharded"
     mode = mode or "replicated"
     return update.WEIGHT_UPDATES if mode == BOTH else (mode,)
+
+
+def spatial_partitions(args: argparse.Namespace) -> tuple[int, ...]:
+    """--spatial-partitions as ways to split each image, ascending, each once (1 when not given).
+
+    Raises:
+      UsageError: not a comma list of the ways `podbench run --spatial-partitions` splits an image.
+    """
+    text = args.spatial_partitions
+    if text is None:
+        return (1,)
+    allowed = ", ".join(map(str, spatial.PARTITIONS))
+    found = []
+    for item in text.split(","):
+        if not item.strip().isdigit() or int(item) not in spatial.PARTITIONS:
+            raise UsageError(f"--spatial-partitions: {item.strip()!r} is not one of {allowed} (the ways `podbench run "
+                             "--spatial-partitions` splits an image); give one, or several as 1,2,4,8")
+        found.append(int(item))
+    return tuple(sorted(set(found)))
 
 
 def _check_numbers(args: argparse.Namespace) -> None:
@@ -178,6 +209,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
     if args.recipe and args.epochs_rule:
         raise UsageError("give --recipe or the older --epochs-rule, not both")
     weight_updates(args)
+    spatial_partitions(args)
     if args.images_per_sec is not None and args.per_device_batch is None:
         raise UsageError("--images-per-sec needs --per-device-batch B: the batch that rate was measured at")
     if args.measured_devices is not None and args.images_per_sec is None:
@@ -275,7 +307,13 @@ def _device(source: project_source.Source, fabric: interconnect.Interconnect) ->
 def update_time(source: project_source.Source, fabric: interconnect.Interconnect) -> update.UpdateTime | None:
     """The whole optimizer update a step: what the runs measured, else the estimate from the device's memory
     bandwidth (LARS; scaled by its bytes where a size runs momentum SGD), else None (not modelled)."""
-    return source.update or update.estimated(_device(source, fabric), "lars")
+    if source.update is not None:
+        return source.update
+    estimate = update.estimated(_device(source, fabric), "lars")
+    if estimate is not None and source.update_unresolved:  # the runs probed it: the estimate says why it stands in
+        estimate = dataclasses.replace(estimate, source=f"{estimate.source}; not measured: "
+                                                        f"{'; '.join(source.update_unresolved)}")
+    return estimate
 
 
 def parse_devices(text: str | None) -> tuple[int, ...]:
@@ -329,6 +367,33 @@ def hourly_prices(args: argparse.Namespace, device: str, sizes) -> Pricing:
     return Pricing(out, label, tuple(dict.fromkeys(parts)), tuple(notes))
 
 
+def project_rows(model: projection.Model, sizes, usd_per_hour: dict, modes: tuple[str, ...],
+                 partitions: tuple[int, ...]) -> tuple[list, list[dict]]:
+    """Every (size, weight update, ways split) row, sizes in order; with several ways split, a combination the
+    size cannot run (data parallelism below one image a replica, a split the devices do not divide) is left out
+    and said why, as long as another runs.
+
+    Raises:
+      UsageError: a size none of the combinations can run, or a single combination that cannot.
+    """
+    rows, skipped = [], []
+    for n in sizes:
+        found = []
+        for mode in modes:
+            for k in partitions:
+                try:
+                    found.append(projection.project_size(model.with_weight_update(mode).with_spatial_partitions(k), n,
+                                                         usd_per_hour.get(n)))
+                except ValueError as err:
+                    if len(partitions) == 1:
+                        raise UsageError(str(err)) from None
+                    skipped.append({"devices": n, "weight_update": mode, "spatial_partitions": k, "why": str(err)})
+        if not found:
+            raise UsageError(f"{n} devices: {skipped[-1]['why']}")
+        rows += found
+    return rows, skipped
+
+
 def handle(args: argparse.Namespace) -> int:
     _check_numbers(args)
     if args.validate:
@@ -342,23 +407,20 @@ def handle(args: argparse.Namespace) -> int:
     model = build_model(args, source)
     sizes = parse_devices(args.devices)
     pricing = hourly_prices(args, source.anchor.device if source.anchor else model.fabric.device, sizes)
-    try:
-        by_mode = {mode: projection.project(model.with_weight_update(mode), sizes, pricing.usd_per_hour)
-                   for mode in weight_updates(args)}
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    rows = [row for n in range(len(sizes)) for row in (rows_[n] for rows_ in by_mode.values())]
+    rows, skipped = project_rows(model, sizes, pricing.usd_per_hour, weight_updates(args), spatial_partitions(args))
     refused = [r for r in rows if r.extrapolated] if args.strict else []
     if refused:
         raise UsageError(f"--strict: {refused[0].devices} devices need extrapolation ({'; '.join(refused[0].notes)});"
                          " measure a point nearer that size, or drop --strict to see the row marked * as "
                          "extrapolated")
-    answer = project_text.projection_answer(args, source, model, rows, pricing, update_time(source, model.fabric))
+    answer = project_text.projection_answer(args, source, model, rows, pricing, update_time(source, model.fabric),
+                                            skipped)
     if args.chart:
         directory = checks.output_dir(args.chart, "--chart DIR", refuse_runs=False)
-        first = next(iter(by_mode))
-        if len(by_mode) > 1:  # the chart draws rates and times, not the step's parts: one line a size
+        first = rows[0].weight_update
+        if len(weight_updates(args)) > 1:  # the chart draws rates and times, not the step's parts: one line a size
             print(f"note: the chart draws the {first} rows; the table compares the weight updates", file=sys.stderr)
-        project_charts.write_projection_chart(directory, by_mode[first], model.fabric.name, source.anchor)
+        project_charts.write_projection_chart(directory, [r for r in rows if r.weight_update == first],
+                                              model.fabric.name, source.anchor)
     print(rundir.dumps(answer) if args.json else project_text.projection_text(answer))
     return 0

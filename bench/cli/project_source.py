@@ -26,7 +26,7 @@ from bench.cluster.sweep import SWEEP_JSON
 from bench.errors import UsageError
 from bench.results import rundir
 from bench.results.summary import read_summary
-from methodology import hardware, interconnect, projection, published, update, validation
+from methodology import hardware, interconnect, projection, published, update, update_share, validation
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class Source:
       update: the whole optimizer update the runs measured (methodology/update.py UpdateTime), or None.
       curve_update_shards: the replicas the runs divided their update over (1: replicated).
       optimizer_state_bytes: the optimizer state a device of the runs held, where recorded.
+      update_unresolved: for each run whose update probe measured no update (its difference within its own
+        noise), why: the update is then estimated, and the estimate says so.
     """
 
     points: dict
@@ -52,6 +54,7 @@ class Source:
     update: update.UpdateTime | None = None
     curve_update_shards: int = 1
     optimizer_state_bytes: int | None = None
+    update_unresolved: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,12 +66,14 @@ class RunUpdate:
       replicas: its replicas (what a sharded run divided its update over).
       time: its whole update, where it measured one.
       optimizer_state_bytes: optimizer_state_bytes_per_device, where recorded.
+      unresolved: why its update probe measured no update, where it ran and did not resolve it.
     """
 
     weight_update: str
     replicas: int
     time: update.UpdateTime | None
     optimizer_state_bytes: int | None = None
+    unresolved: str | None = None
 
 
 def _run_optimizer(path: Path) -> str | None:
@@ -85,16 +90,23 @@ def _run_optimizer(path: Path) -> str | None:
 def run_update(path: Path, s) -> RunUpdate:
     """A run's weight update from its Summary ``s``: its mode, and its whole update where it measured one.
 
-    A sharded run's update_time_s is its device's 1/R share; the whole is R times it (update.measured).
+    A sharded run's update_time_s is its device's 1/R share; the whole is R times it (update.measured). A probe
+    that did not resolve the update (its difference within its own noise: update_probe), or an update_time_s
+    of 0 (an older podbench's floor for such a difference), is no measurement: the reason is kept instead.
     """
     mode = s.weight_update or "replicated"
     replicas = int(s.num_replicas or 1)
-    time = None
-    if s.update_time_s is not None:
+    time, unresolved = None, None
+    if s.update_probe is not None and not s.update_probe.get("resolved"):
+        unresolved = f"{path}: {update_share.unresolved_why(s.update_probe)}"
+    elif s.update_time_s == 0:
+        unresolved = (f"{path}: update_time_s 0, which an older podbench recorded for an update its probe did not "
+                      "resolve")
+    elif s.update_time_s is not None:
         time = update.measured(s.update_time_s, where=str(path), per_device_batch=s.per_replica_batch_size,
                                weight_update=mode, replicas=replicas, optimizer=_run_optimizer(path),
                                share=s.update_share)
-    return RunUpdate(mode, replicas, time, s.optimizer_state_bytes_per_device)
+    return RunUpdate(mode, replicas, time, s.optimizer_state_bytes_per_device, unresolved)
 
 
 def measured_update(found: list[RunUpdate]) -> tuple[update.UpdateTime | None, int, int | None]:
@@ -148,6 +160,19 @@ def physical_devices(where: Path, platform: str | None, device_kind: str | None,
     return devices
 
 
+def refuse_split(where: Path, partitions: int) -> None:
+    """A spatially partitioned run's rate holds its split's halo exchanges and all-reduces: it is no point of the
+    data-parallel device curve the model splits itself.
+
+    Raises:
+      UsageError: ``partitions`` > 1.
+    """
+    if partitions > 1:
+        raise UsageError(f"{where} split each image {partitions} ways (--spatial-partitions): its rate holds the "
+                         "split's halo exchanges and all-reduces, and the device curve is data parallelism's; give "
+                         "unsplit runs and model the split with `podbench project --spatial-partitions K`")
+
+
 def _per_device_batch(where: Path, global_batch: int | None, per_replica_batch: int | None, replicas: int | None,
                       devices: int) -> int:
     total = global_batch or (per_replica_batch or 0) * int(replicas or 1)
@@ -156,11 +181,16 @@ def _per_device_batch(where: Path, global_batch: int | None, per_replica_batch: 
     return total // devices
 
 
+def _sweep_run_dir(path: Path, row: dict) -> Path:
+    """A sweep size's run directory as sweep.json names it, or (a sweep moved, or named relative to where it ran)
+    the one inside the sweep."""
+    run_dir = Path(row.get("run_dir") or "")
+    return run_dir if run_dir.is_dir() else path / run_dir.name
+
+
 def _sweep_run_update(path: Path, row: dict) -> RunUpdate | None:
     """A sweep size's run's weight update (its run directory, as sweep.json names it), None where unreadable."""
-    run_dir = Path(row.get("run_dir") or "")
-    if not run_dir.is_dir():
-        run_dir = path / run_dir.name  # a sweep moved, or named relative to where it ran: its sizes are inside it
+    run_dir = _sweep_run_dir(path, row)
     try:
         return run_update(run_dir, read_summary(run_dir))
     except (FileNotFoundError, ValueError, OSError):
@@ -177,6 +207,8 @@ def _sweep_points(path: Path) -> tuple[dict, list]:
     rows = [r for r in document.get("sizes", []) if r.get("status") != "failed" and r.get("images_per_sec")]
     points, described = {}, []
     for r in rows:
+        refuse_split(path, max(common.ways_split(r.get("spatial_partitions")),
+                               common.spatial_partitions_of(_sweep_run_dir(path, r))))
         devices = physical_devices(path, r.get("platform"), r.get("device_kind"), r.get("replicas"))
         batch = _per_device_batch(path, r.get("global_batch_size"), r.get("per_replica_batch_size"),
                                   r.get("replicas"), devices)
@@ -192,6 +224,7 @@ def _run_point(path: Path) -> tuple[dict, list]:
         raise UsageError(str(err)) from None
     if not s.measured:
         raise UsageError(f"{path} has no steady-state images_per_sec (status {s.status}); rerun it with more steps")
+    refuse_split(path, common.spatial_partitions_of(path))
     found = common.run_hardware(str(path), s)
     devices = found.devices if found else physical_devices(path, s.platform, s.device_kind, s.num_replicas)
     batch = _per_device_batch(path, s.global_batch_size, s.per_replica_batch_size, s.num_replicas, devices)
@@ -265,11 +298,15 @@ def read_source(args: argparse.Namespace) -> Source:
                      "point; their coordination cost stays in the curve")
     kinds = sorted({r.get("device_kind") or r.get("platform") or "?" for r in rows})
     notes += _what_if(rows, args.interconnect)
-    whole, shards, state = measured_update([r["update"] for r in rows if r.get("update") is not None])
+    updates = [r["update"] for r in rows if r.get("update") is not None]
+    whole, shards, state = measured_update(updates)
+    unresolved = tuple(r.unresolved for r in updates if r.unresolved)
+    if whole is not None and unresolved:
+        notes.append(f"the update is what the other runs measured; {'; '.join(unresolved)}")
     on = f" on {devices} devices" if devices > 1 else ""
     return Source(points, devices, f"{len(points)} measured point(s){on} from {' '.join(args.run)} "
                                    f"({', '.join(kinds)})", tuple(notes), update=whole, curve_update_shards=shards,
-                  optimizer_state_bytes=state)
+                  optimizer_state_bytes=state, update_unresolved=() if whole is not None else unresolved)
 
 
 def _what_if(rows: list, fabric_name: str | None) -> list[str]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 
 from bench.cli import common, project_source
 from bench.humanize import format_hours, format_rate, format_usd
-from methodology import all_reduce, constants, interconnect, projection, update, validation
+from methodology import all_reduce, constants, interconnect, projection, spatial, spatial_verdict, update, validation
 from methodology import time_to_target as ttt
 from methodology.prices import Price
 
@@ -36,13 +37,18 @@ def _update_json(model: projection.Model, rows, source, whole: update.UpdateTime
     return {"modes": modes, "update_s": whole.seconds if whole else None,
             "optimizer": whole.optimizer if whole else None, "measured": bool(whole and whole.measured),
             "update_source": whole.source if whole else (
-                f"not modelled: no measured update_time_s, and "
+                f"not modelled: no measured update_time_s{_unresolved(source)}, and "
                 f"{source.anchor.device if source.anchor else model.fabric.device}'s memory bandwidth is not "
                 "sourced (methodology/device_memory.csv)"),
             "replicas_per_device": model.replicas_per_device, "curve_update_shards": model.curve_update_shards,
             "optimizer_state_bytes_per_device": source.optimizer_state_bytes,
             "batch_note": "the update touches every weight once a step whatever the batch: a time measured at one "
                           "per-device batch stands for every batch"}
+
+
+def _unresolved(source) -> str:
+    """Why the runs measured no update, where their probes ran and did not resolve it."""
+    return f" ({'; '.join(source.update_unresolved)})" if source.update_unresolved else ""
 
 
 def _k_rows(args: argparse.Namespace, model: projection.Model, source) -> tuple[str, ...]:
@@ -69,12 +75,25 @@ def _row_json(r, model: projection.Model, source, k_rows: tuple[str, ...]) -> di
     device = source.anchor.device if source.anchor else model.fabric.device
     found = projection.published_at(r, device, model.fabric.name, model.network.name if model.network else "")
     family = projection.family_of(device)
+    mine = model.with_weight_update(r.weight_update).with_spatial_partitions(r.spatial_partitions)
     return dict(r.to_json(), shape=all_reduce.shape(model.fabric, r.devices),
-                published=[_published_json(f, k_rows, family) for f in found])
+                published=[_published_json(f, k_rows, family) for f in found],
+                partitioning=spatial_verdict.verdict(mine, r).to_json())
+
+
+def _spatial_json(model: projection.Model, rows, skipped) -> dict:
+    """The ways split, what each split costs a step (counted from ResNet-50's layers), and the batch limit."""
+    ways = sorted({r.spatial_partitions for r in rows} | {s["spatial_partitions"] for s in skipped})
+    return {"partitions": ways, "activation_dtype": spatial.ACTIVATION_DTYPE,
+            "splits": {str(k): dataclasses.asdict(spatial.split_cost(k)) for k in ways if k > 1},
+            "largest_converged_batch": spatial_verdict.LARGEST_CONVERGED_BATCH,
+            "largest_converged_source": spatial_verdict.LARGEST_CONVERGED_SOURCE,
+            "data_parallel_devices": spatial_verdict.data_parallel_devices(model.replicas_per_device),
+            "replicas_per_device": model.replicas_per_device, "skipped": list(skipped)}
 
 
 def projection_answer(args: argparse.Namespace, source, model: projection.Model, rows, pricing,
-                      whole: update.UpdateTime | None = None) -> dict:
+                      whole: update.UpdateTime | None = None, skipped=()) -> dict:
     """Everything the projection says, as JSON-ready data (the text is drawn from it).
 
     Args:
@@ -85,6 +104,7 @@ def projection_answer(args: argparse.Namespace, source, model: projection.Model,
         size's weight updates together).
       pricing: bench.cli.project.Pricing.
       whole: the whole optimizer update a step (measured or estimated), or None where not modelled.
+      skipped: the (size, weight update, ways split) combinations that cannot run, each with why.
     """
     target, target_notes = _target(args, model.recipe)
     dtype = args.all_reduce_dtype or "float32"
@@ -113,6 +133,7 @@ def projection_answer(args: argparse.Namespace, source, model: projection.Model,
         # The older block (--weight-update-sharding), kept for readers of earlier JSON.
         "weight_update_sharding": {"on": sharded, "update_s": model.update_s if sharded else 0.0},
         "prices": {"label": pricing.label, "parts": [common.part_json(p) for p in pricing.parts]},
+        "spatial": _spatial_json(model, rows, skipped),
         "rows": [_row_json(r, model, source, k_rows) for r in rows],
         "notes": [*source.notes, *_below_the_points(model, rows), *target_notes, *pricing.notes],
     }
@@ -126,7 +147,7 @@ def _below_the_points(model: projection.Model, rows) -> list[str]:
         return []
     family = projection.family_of(model.fabric.device)
     rounds = validation.round_batch_halves(family)
-    low = min(r.per_device_batch for r in below)
+    low = max(1, math.floor(min(r.per_device_batch for r in below)))  # a sweep runs whole images a device
     below = list({r.devices: r for r in below}.values())  # a size once, whatever its weight updates
     batches = sorted({low, smallest} | {2 ** k for k in range(1, 20) if low < 2 ** k < smallest})
     spread = (f" (fitted round by round, published {family} runs put K between {min(k.value for k in rounds):.1f} "
@@ -171,6 +192,7 @@ def _header(a: dict) -> list[str]:
         f"all-reduce    {ar['payload_bytes'] / 1e6:,.1f} MB a step ({ar['parameters']:,} {ar['dtype']} gradients), "
         f"bandwidth + latency, {ar['exposed_fraction']:.0%} not hidden behind the backward pass (--exposed-fraction)",
         *_update_lines(a["weight_update"]),
+        *_spatial_lines(a["spatial"]),
         f"batch         {curve['per_device_batch']} a device" + (f"; global batch at most {cap:,}" if cap else
                                                                  "; global batch not capped (--global-batch-max)"),
         f"recipe        {r['name']}: {r['description']} (to {r['target_top1']:.1%}; --recipe)",
@@ -202,6 +224,23 @@ def _update_lines(w: dict) -> list[str]:
     return lines + [f"              {modes}"]
 
 
+def _spatial_lines(sp: dict) -> list[str]:
+    """What each split costs a step, where any row is split."""
+    splits = sp["splits"]
+    if not splits:
+        return []
+    costs = "; ".join(f"{k}-way {c['halo_exchanges']} halo exchanges ({c['halo_bytes_per_image'] / 1e3:,.0f} KB an "
+                      f"image of a replica over the busier link), {c['all_reduces']} all-reduces over the {k} "
+                      f"({c['statistics_bytes'] / 1e3:,.0f} KB), odd maps {c['padding_factor'] - 1:.1%} more work"
+                      for k, c in splits.items())
+    return [f"split         each replica's images split K ways on height (--spatial-partitions): a device computes "
+            "global batch / devices images' worth,",
+            f"              a fraction below one image; a step adds {costs} (counted from ResNet-50's layers, "
+            f"{sp['activation_dtype']} activations, float32 statistics; methodology/spatial.py)",
+            f"              its partitions are neighbours: a hop of latency an exchange, 2 (K - 1) an all-reduce; "
+            "none of it hidden behind compute"]
+
+
 def _band(r: dict) -> str:
     if r["images_per_sec_low"] is None:
         return "n/a"
@@ -218,6 +257,35 @@ def _communication(r: dict) -> str:
     if "all_reduce_s" in parts:
         return _ms(parts["all_reduce_s"])
     return f"{_ms(parts['reduce_scatter_s']).removesuffix(' ms')} + {_ms(parts['all_gather_s'])}"
+
+
+def _ways(r: dict) -> str:
+    return "none" if r["spatial_partitions"] == 1 else f"{r['spatial_partitions']}-way"
+
+
+def _split_parts(r: dict) -> str:
+    """The split's halo exchanges + its all-reduces over the partitions, or "-" unsplit."""
+    if r["spatial_partitions"] == 1:
+        return "-"
+    return f"{_ms(r['halo_s']).removesuffix(' ms')} + {_ms(r['partition_all_reduce_s'])}"
+
+
+def _partitioning_lines(a: dict, modes: list[str]) -> list[str]:
+    """Whether each split row pays (one line each), the unsplit rows' verdict once, and what could not run."""
+    out, unsplit = [], {}
+    for r in a["rows"]:
+        p = r["partitioning"]
+        mode = f", {r['weight_update']}" if len(modes) > 1 else ""
+        if r["spatial_partitions"] == 1:
+            unsplit.setdefault(p["line"], []).append(str(r["devices"]))
+        else:
+            out.append(f"  {r['devices']} devices{mode}: {p['line']}")
+    out = [f"  {', '.join(dict.fromkeys(sizes))} devices: {line}" for line, sizes in unsplit.items()] + out
+    for s in a["spatial"]["skipped"]:
+        ways = "data parallelism alone" if s["spatial_partitions"] == 1 else f"{s['spatial_partitions']}-way"
+        out.append(f"  {s['devices']} devices, {ways}{', ' + s['weight_update'] if len(modes) > 1 else ''}: "
+                   f"cannot run: {s['why']}")
+    return ["", "spatial partitioning, when it pays (the blog's clock; methodology/spatial_verdict.py):", *out]
 
 
 def _time_band(r: dict, clock: str = "mlperf_s") -> str:
@@ -275,13 +343,16 @@ def projection_text(a: dict) -> str:
     modes = a["weight_update"]["modes"]
     both, shown = len(modes) > 1, bool(a["weight_update"]["update_s"])
     communication = "all-reduce or RS + AG" if both else "RS + AG" if modes == ["sharded"] else "all-reduce"
-    header = ("devices", "layout", "batch/dev", "global batch", *(("weight update",) if both else ()), "compute",
-              "sync", communication, "latency", *(("update",) if shown else ()), "step", "images/s", "band",
+    split = bool(a["spatial"]["splits"])
+    header = ("devices", "layout", "batch/dev", "global batch", *(("weight update",) if both else ()),
+              *(("split",) if split else ()), "compute", "sync", communication, "latency",
+              *(("halo + all-reduces",) if split else ()), *(("update",) if shown else ()), "step", "images/s", "band",
               "efficiency", "epochs", "blog clock", "MLPerf clock", "MLPerf band", "USD/h", "cost USD")
     lines.append(common.text_table(a["rows"], header, lambda r: (
-        r["devices"], r["shape"], r["per_device_batch"], f"{r['global_batch']:,}",
-        *((r["weight_update"],) if both else ()), _ms(r["parts"]["compute_s"]), _ms(r["sync_s"]),
-        _communication(r), _ms(r["parts"]["latency_s"]), *((_ms(r["update_s"]),) if shown else ()),
+        r["devices"], r["shape"], projection.images(r["per_device_batch"]), f"{r['global_batch']:,}",
+        *((r["weight_update"],) if both else ()), *((_ways(r),) if split else ()), _ms(r["parts"]["compute_s"]),
+        _ms(r["sync_s"]), _communication(r), _ms(r["parts"]["latency_s"]), *((_split_parts(r),) if split else ()),
+        *((_ms(r["update_s"]),) if shown else ()),
         _ms(r["step_s"]), format_rate(r["images_per_sec"]) + ("*" if r["extrapolated"] else ""), _band(r),
         f"{r['scaling_efficiency']:.1%}", "n/a" if r["epochs"] is None else f"{r['epochs']:.1f}",
         _clock(r, "blog_s"), _clock(r, "mlperf_s"), _time_band(r), format_usd(r["usd_per_hour"]),
@@ -299,8 +370,11 @@ def projection_text(a: dict) -> str:
     notes = [f"{_sizes(sizes, modes)}: {n}" for n, sizes in by_note.items()] + a["notes"]
     if any(r["extrapolated"] for r in a["rows"]):
         lines.append("* extrapolated beyond the measured points or the recipe's epochs (--strict refuses)")
-    bands = dict.fromkeys(r["band"]["basis"] for r in a["rows"] if r["band"])
+    bands = list(dict.fromkeys(r["band"]["basis"] for r in a["rows"] if r["band"]))
+    # A split row's basis is its data-parallel band's and what widens it: said once.
+    bands = [next((b.removeprefix(o + "; ") for o in bands if o != b and b.startswith(o + "; ")), b) for b in bands]
     lines += ["", "band: " + "; ".join(bands) + " (cost on the blog's clock)"] if bands else []
+    lines += _partitioning_lines(a, modes)
     lines += ["", "notes:", *[f"  {n}" for n in notes]] if notes else []
     f = a["interconnect"]
     lines += ["", f"interconnect: {f['source']} (as of {f['as_of']})"]

@@ -7,6 +7,13 @@ Supervision exists because MultiWorkerMirroredStrategy has no failure
 handling of its own: a worker whose peer died waits in the next all-reduce
 forever. So the launcher ends every worker itself, within a bounded time,
 when any one of them fails, when a deadline passes, or on Ctrl-C.
+
+A worker that exits 0 while the run has steps to go has left it, whatever
+made it (a wrapper that returns early, a scheduler that ends a step as done):
+the others cannot go on without it, and what they do next (its orphaned
+training process is stopped by its guard, and that stop reaches every worker
+as a stop notice; or a collective breaks) is its doing. It is named like a
+dead worker, with the step the run had reached, and the launch fails.
 """
 from __future__ import annotations
 
@@ -23,6 +30,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence, TextIO
+
+from bench.errors import EXIT_FAILED
 
 
 
@@ -79,6 +88,31 @@ class LaunchOutcome:
     failed_index: int | None = None
     returncodes: tuple[int, ...] = ()
     stop_signal: str | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where the run stood when a worker left: its last completed step and the steps it planned (None: unknown).
+
+    Attributes:
+      step: the last step the run recorded (the chief's steps.jsonl).
+      planned: the steps the run planned (the chief's config.json).
+    """
+
+    step: int | None = None
+    planned: int | None = None
+
+    def before_the_end(self) -> bool | None:
+        """Whether the run had steps still to go (None: unknown)."""
+        if self.step is None or self.planned is None:
+            return None
+        return self.step < self.planned
+
+    def words(self) -> str:
+        """" at step 6 of 4000", " at step 6", or nothing."""
+        if self.step is None:
+            return ""
+        return f" at step {self.step}" + (f" of {self.planned}" if self.planned is not None else "")
 
 
 def describe_exit(returncode: int) -> str:
@@ -168,7 +202,8 @@ def run_workers(specs: Sequence[WorkerSpec], timeout_s: float | None = None, gra
                 straggler_s: float = STRAGGLER_S, stdout: TextIO | None = None,
                 stderr: TextIO | None = None,
                 on_started: Callable[[list[int]], None] | None = None,
-                stop_grace_s: float = STOP_GRACE_S, peer_grace_s: float = PEER_DEATH_GRACE_S) -> LaunchOutcome:
+                stop_grace_s: float = STOP_GRACE_S, peer_grace_s: float = PEER_DEATH_GRACE_S,
+                progress: Callable[[], Progress] = Progress) -> LaunchOutcome:
     """Starts the workers, waits for all, and ends them all if one fails.
 
     Args:
@@ -181,12 +216,15 @@ def run_workers(specs: Sequence[WorkerSpec], timeout_s: float | None = None, gra
       stop_grace_s: after Ctrl-C or SIGTERM to the launcher, how long the workers get to stop
         at a step boundary, write a last checkpoint and summarize, before SIGKILL.
       peer_grace_s: after a worker died, how long the others get before SIGKILL.
+      progress: where the run stands (read when a worker ends, to say at which step it left).
 
     Returns:
       A LaunchOutcome: the chief's exit code when every worker exited 0; else
       the failed worker's exit code (128 + N for signal N), 124 on timeout, or
       130/143 when Ctrl-C/SIGTERM stopped the launch, with one line saying which
-      worker and where its log is.
+      worker and where its log is. A worker that exited 0 before the run's end,
+      whose peers then stopped, failed or straggled, left the run: named like a
+      dead one, exit code 1.
 
     Call it from the main thread: Linux's parent-death signal, which ends the
     workers if this process is killed outright, follows the thread that started them.
@@ -202,7 +240,7 @@ def run_workers(specs: Sequence[WorkerSpec], timeout_s: float | None = None, gra
                 worker.start_threads(stdout, stderr, lock, exits)
             if on_started is not None:
                 on_started([w.proc.pid for w in workers])
-            outcome = _watch(workers, exits, timeout_s, straggler_s)
+            outcome = _watch(workers, exits, timeout_s, straggler_s, progress)
             after = peer_grace_s if outcome.failed_index is not None else grace_s
             _stop(workers, (signal.SIGTERM, signal.SIGKILL), after)
         except StopLaunch as stop:
@@ -219,25 +257,34 @@ def run_workers(specs: Sequence[WorkerSpec], timeout_s: float | None = None, gra
 
 
 def _watch(workers: list[_Worker], exits: queue.Queue, timeout_s: float | None,
-           straggler_s: float) -> LaunchOutcome:
-    """Waits until every worker exited 0, one failed, the deadline passed, or one straggles."""
+           straggler_s: float, progress: Callable[[], Progress] = Progress) -> LaunchOutcome:
+    """Waits until every worker exited 0, one failed or left, the deadline passed, or one straggles."""
     start_s = time.monotonic()
     first_done_s = None
     finished, stopped = set(), {}
+    left: tuple[_Worker, Progress] | None = None  # the first worker that exited 0 while the run had steps to go
     while len(finished) < len(workers):
         with contextlib.suppress(queue.Empty):
             index, code = exits.get(timeout=POLL_S)
-            if code in INTERRUPTED:  # a stop notice: the workers agree to stop at one step, all of them
+            if code == 0 and left is None and len(finished) + 1 < len(workers):
+                at = progress()
+                if at.before_the_end() is not False:  # not known to have finished: it may have left
+                    left = (workers[index], at)
+            elif left is not None and code != 0:  # its peers stopped or failed for want of it
+                return _left(*left, len(workers))
+            elif code in INTERRUPTED:  # a stop notice: the workers agree to stop at one step, all of them
                 stopped[index] = INTERRUPTED[code]
             elif code != 0:
-                return _failure(workers[index], code, len(workers))
+                return _failure(workers[index], code, len(workers), progress())
             finished.add(index)
             first_done_s = first_done_s or time.monotonic()
         now_s = time.monotonic()
         if first_done_s is not None and now_s - first_done_s > (STOP_GRACE_S if stopped else straggler_s):
             late = sorted(set(range(len(workers))) - finished)
-            return LaunchOutcome(1, f"worker(s) {', '.join(map(str, late))} still running {straggler_s:g} s "
-                                    f"after another finished: stopped them (logs in {_log_dir(workers)})")
+            late_words = f"worker(s) {', '.join(map(str, late))} still running {straggler_s:g} s after"
+            if left is not None and left[1].before_the_end():
+                return _left(*left, len(workers), f"; {late_words}")
+            return LaunchOutcome(1, f"{late_words} another finished: stopped them (logs in {_log_dir(workers)})")
         if timeout_s is not None and now_s - start_s > timeout_s:
             return LaunchOutcome(EXIT_TIMED_OUT, f"timed out after {timeout_s:g} s (--timeout): stopped every "
                                                  f"worker (logs in {_log_dir(workers)})")
@@ -247,12 +294,25 @@ def _watch(workers: list[_Worker], exits: queue.Queue, timeout_s: float | None,
     return LaunchOutcome(workers[0].proc.returncode)
 
 
-def _failure(worker: _Worker, code: int, count: int) -> LaunchOutcome:
-    role = " (the chief)" if worker.spec.index == 0 else ""
+def _role(worker: _Worker, count: int) -> str:
+    return f"worker {worker.spec.index}{' (the chief)' if worker.spec.index == 0 else ''} of {count}"
+
+
+def _failure(worker: _Worker, code: int, count: int, at: Progress = Progress()) -> LaunchOutcome:
     return LaunchOutcome(
         shell_exit_code(code),
-        f"worker {worker.spec.index}{role} of {count} failed with {describe_exit(code)}; its log: "
-        f"{worker.spec.log_path}; stopped the other workers",
+        f"{_role(worker, count)} failed with {describe_exit(code)}{at.words()}; its log: {worker.spec.log_path}; "
+        "stopped the other workers",
+        worker.spec.index,
+    )
+
+
+def _left(worker: _Worker, at: Progress, count: int, more: str = "") -> LaunchOutcome:
+    """A worker that exited 0 while the run had steps to go: the others cannot go on without it."""
+    return LaunchOutcome(
+        EXIT_FAILED,
+        f"{_role(worker, count)} left the run{at.words()} with {describe_exit(0)}, before the run's end: the other "
+        f"workers cannot go on without it{more}; its log: {worker.spec.log_path}; stopped the other workers",
         worker.spec.index,
     )
 

@@ -42,8 +42,9 @@ CSV_COLUMNS = (
     "precision", "image_size", "images_per_sec", "ideal_images_per_sec", "scaling_efficiency",
     "efficiency_base_replicas", "images_per_sec_per_replica", "step_time_p50_s", "measured_steps",
     "physical_devices", "replicas_share_a_device", "run_dir", "error", "images_per_sec_jitter", "num_intervals",
-    # The JAX engine's update probe (--update-probe): its share of a step grows as the batch a device shrinks.
-    "weight_update", "update_time_s", "update_share",
+    # The JAX engine's update probe (--update-probe): its share of a step grows as the batch a device shrinks;
+    # update_resolved False: the probe ran and its difference lay within its own noise (no time, never 0).
+    "weight_update", "update_time_s", "update_share", "update_resolved",
 )
 
 
@@ -235,6 +236,7 @@ def size_row(result: SizeResult) -> dict:
         "weight_update": s.weight_update,
         "update_time_s": s.update_time_s if measured else None,
         "update_share": s.update_share if measured else None,
+        "update_resolved": s.update_probe.get("resolved") if measured and s.update_probe else None,
     }
 
 
@@ -304,13 +306,14 @@ def format_table(rows: Sequence[dict], axis: str = REPLICAS) -> str:
 
 def _format_curve(rows: Sequence[dict]) -> str:
     """The device curve; with the update probe (--update-probe), the update's time and share at each batch."""
-    probed = any(row.get("update_time_s") is not None for row in rows)
+    probed = any(row.get("update_resolved") is not None or row.get("update_time_s") is not None for row in rows)
     update = f"  {'update (ms)':>11}  {'share':>6}" if probed else ""
     lines = [f"{'batch':>7}  {'images/sec':>11}  {'step p50 (s)':>12}{update}  status"]
     for row in rows:
         status = row["status"] + (f": {row['error']}" if row["error"] and row["status"] == "failed" else "")
         ms = row.get("update_time_s")
-        cells = (f"  {_cell(ms and ms * 1e3, '>11.3f')}  {_cell(row.get('update_share'), '>6.1%')}" if probed else "")
+        time = f"{'unresolved':>11}" if row.get("update_resolved") is False else _cell(ms and ms * 1e3, '>11.3f')
+        cells = f"  {time}  {_cell(row.get('update_share'), '>6.1%')}" if probed else ""
         lines.append(f"{row['per_replica_batch_size']:>7}  {_cell(row['images_per_sec'], '>11,.1f')}  "
                      f"{_cell(row['step_time_p50_s'], '>12.4f')}{cells}  {status}")
     return "\n".join(lines + [f"note: {note}" for note in notes(rows, BATCH)])

@@ -30,7 +30,7 @@ from typing import Callable
 from bench.cluster import peers
 from bench.plan.config_json import config_from_dict
 from bench.errors import EXIT_FAILED, EXIT_USAGE, RunFailed, UsageError
-from bench.harness import guard, threads
+from bench.harness import guard, peer_watch, threads
 from bench.harness.ending import interrupted_early
 from bench.harness.stopping import DEFAULT_GRACE_S, HANDLED, StopRequest, exit_code, handling_stop_signals
 from bench.streams import protect_std_streams
@@ -83,13 +83,24 @@ def grace_of(request: dict) -> float:
 
 
 def main(load_execute: Callable[[], Callable], before_load: Callable[[dict], None] | None = None) -> int:
-    """The training process: request, guard, CPU pins, then the engine's ``execute``.
+    """The training process: request, guard, CPU pins, then the engine's ``execute``; returns its exit code.
 
     Args:
       load_execute: returns the engine's ``execute(config, run_id, run_dir, resume=, restore_checkpoint=)``;
         called after the pins, since the framework loads with it.
       before_load: the engine's settings that must precede its framework's start (environment variables).
     """
+    code = _run(load_execute, before_load)
+    if peer_watch.LOST_A_PEER.is_set():
+        # Its summary is written; the runtime's client would abort the exit (jax.distributed) or wait for the
+        # lost process (torch.distributed) at its shutdown barrier: the process ends without it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _run(load_execute: Callable[[], Callable], before_load: Callable[[dict], None] | None) -> int:
     protect_std_streams()  # a closed console never stops a run
     request = read_request(sys.stdin.read())
     # Nothing of this process goes to stdout, where the supervisor prints the summary (--json: one document):

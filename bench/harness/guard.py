@@ -252,6 +252,10 @@ class _Guard:
     def _after(self) -> dict | None:
         """Once the training process has ended: the end it could not record, and the room given back."""
         self.supervisor_gone = self.supervisor_gone or self.supervisor.ended()  # it may have gone just now
+        if not Path(self.watch.run_dir).is_dir():
+            # A training process that could not load its framework (one error: line) removes its empty directory,
+            # and its supervisor may be gone a moment later: there is no run to record anything in.
+            return self.end
         if self.end is None and self.supervisor_gone and not _ended_in_words(Path(self.watch.run_dir)):
             # Killed as its supervisor was (the OOM killer, a kill -9 of both) or crashed: "killed", as a
             # summary rebuilt from the raw logs says, with what the guard saw.

@@ -9,6 +9,7 @@ import os
 import platform as host_platform
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.harness.peak_probe import MeasuredPeak
@@ -63,45 +64,127 @@ def source_digest(root: Path = _REPO) -> str:
     return whole.hexdigest()
 
 
+# git (2.35.2 on) refuses a repository another user owns (a bind mount in a container, a copy made as root):
+# "fatal: detected dubious ownership in repository at '/path'".
+_DUBIOUS = re.compile(r"dubious ownership in repository at '([^']+)'")
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """The git repository a directory lies in, as git read it.
+
+    Attributes:
+      commit: its HEAD.
+      top: its top level (`git rev-parse --show-toplevel`): podbench's own directory, or another project's
+        repository that holds it.
+      dubious: the directory git called of dubious ownership (read with ``safe.directory`` for that one
+        call, the user's git config untouched); None where git took it as it is.
+    """
+
+    commit: str
+    top: str
+    dubious: str | None = None
+
+    def git(self, root: Path, *args: str) -> list[str]:
+        """A git command line over ``root`` that reads this checkout as the first read did."""
+        return _git_argv(root, self.dubious, *args)
+
+
+def _git_argv(root: Path, safe: str | None, *args: str) -> list[str]:
+    return ["git", *(("-c", f"safe.directory={safe}") if safe else ()), "-C", str(root), *args]
+
+
+def checkout(root: Path = _REPO) -> Checkout | None:
+    """The git repository ``root`` lies in (None: none, or no git)."""
+    safe = None
+    for _ in range(2):
+        try:
+            done = subprocess.run(_git_argv(root, safe, "rev-parse", "--show-toplevel", "HEAD"), capture_output=True,
+                                  text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        lines = done.stdout.split("\n")
+        if done.returncode == 0 and len(lines) >= 2 and lines[1].strip():
+            return Checkout(lines[1].strip(), lines[0].strip(), safe)
+        dubious = _DUBIOUS.search(done.stderr)
+        if dubious is None or safe is not None:
+            return None
+        safe = dubious.group(1)
+    return None
+
+
+def own_checkout(root: Path = _REPO) -> tuple[Checkout | None, str | None]:
+    """(podbench's own checkout, None) where ``root`` is a repository's top level; (None, why) where it lies
+    inside another project's repository, whose commit is not podbench's version; (None, None): no git."""
+    found = checkout(root)
+    if found is None:
+        return None, None
+    try:
+        own = os.path.samefile(found.top, root)
+    except OSError:
+        own = False
+    if own:
+        return found, None
+    dubious = f", {_dubious_words(found.dubious)}" if found.dubious else ""
+    return None, (f"{root} lies inside another repository ({found.top}, commit {found.commit[:12]}{dubious}): that "
+                  "commit is not podbench's version")
+
+
 def provenance(root: Path = _REPO) -> dict:
     """environment.json's account of the code that ran: the commit, whether the tree was clean (and if not,
-    a hash of its diff), the source digest, and one sentence saying which."""
-    sha, diff = None, None
+    a hash of its diff), the source digest, and one sentence saying which.
+
+    The commit is podbench's only where ``root`` is a repository's top level; a checkout git calls of dubious
+    ownership (another user's) is read all the same, and the sentence says so."""
+    found, outer = own_checkout(root)
+    sha, diff = (found.commit, None) if found else (None, None)
     try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, check=True).stdout.strip() or None
-        changes = subprocess.run(["git", "-C", str(root), "diff", "HEAD", "--", *SOURCE_DIRS], capture_output=True,
-                                 timeout=10, check=True).stdout
-        # A new file git does not track yet is code the run may import (and the source digest reads) too.
-        untracked = subprocess.run(["git", "-C", str(root), "ls-files", "--others", "--exclude-standard", "-z", "--",
-                                    *SOURCE_DIRS], capture_output=True, timeout=10, check=True).stdout
-        for name in sorted(n for n in untracked.decode().split("\0") if n.endswith(SOURCE_SUFFIXES)):
-            changes += b"\0new file " + name.encode() + b"\0" + (root / name).read_bytes()
-        diff = hashlib.sha256(changes).hexdigest() if changes else None
+        if found is not None:
+            changes = subprocess.run(found.git(root, "diff", "HEAD", "--", *SOURCE_DIRS), capture_output=True,
+                                     timeout=10, check=True).stdout
+            # A new file git does not track yet is code the run may import (and the source digest reads) too.
+            untracked = subprocess.run(found.git(root, "ls-files", "--others", "--exclude-standard", "-z", "--",
+                                                 *SOURCE_DIRS), capture_output=True, timeout=10, check=True).stdout
+            for name in sorted(n for n in untracked.decode().split("\0") if n.endswith(SOURCE_SUFFIXES)):
+                changes += b"\0new file " + name.encode() + b"\0" + (root / name).read_bytes()
+            diff = hashlib.sha256(changes).hexdigest() if changes else None
     except (OSError, subprocess.SubprocessError):
-        sha = None
+        found, sha, diff = None, None, None
     digest = source_digest(root)
     if sha is None:
-        words = f"no git checkout here: the code is identified by its source digest {digest[:12]} only"
+        where = f"{outer};" if outer else "no git checkout here:"
+        words = f"{where} the code is identified by its source digest {digest[:12]} only"
     elif diff is None:
         words = f"commit {sha[:12]}, a clean tree"
     else:
         words = (f"commit {sha[:12]} WITH LOCAL CHANGES (the diff's sha256 {diff[:12]}): not that commit's code; "
                  f"source digest {digest[:12]}")
+    if found is not None and found.dubious:
+        words += f" ({_dubious_words(found.dubious)})"
     return {"podbench_commit": sha, "podbench_diff_sha256": diff, "podbench_source_sha256": digest,
             "podbench_provenance": words}
 
 
-def git_sha() -> str | None:
-    """The podbench checkout's commit, with "-dirty" if it has local changes."""
+def _dubious_words(path: str) -> str:
     try:
-        sha = subprocess.run(["git", "-C", str(_REPO), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(_REPO), "status", "--porcelain", "--untracked-files=no"],
+        owner = f"owned by uid {os.stat(path).st_uid}, "
+    except OSError:
+        owner = ""
+    return (f"git called {path} of dubious ownership ({owner}this process runs as uid {os.geteuid()}): read with "
+            "safe.directory for this one call, the git config left as it is")
+
+
+def git_sha() -> str | None:
+    """The podbench checkout's commit, with "-dirty" if it has local changes (None: not its own checkout)."""
+    found, _ = own_checkout(_REPO)
+    if found is None:
+        return None
+    try:
+        dirty = subprocess.run(found.git(_REPO, "status", "--porcelain", "--untracked-files=no"),
                                capture_output=True, text=True, timeout=5).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
+    return found.commit + ("-dirty" if dirty else "")
 
 
 def package_version(distribution: str) -> str | None:

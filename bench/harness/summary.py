@@ -219,14 +219,16 @@ def data_position(lifecycle: list[dict], starts: int) -> str | None:
 
 def _update(record: RunRecord) -> dict:
     """How the weights were updated, the optimizer state's bytes on one device, and the update's measured
-    seconds and share of a step (the JAX engine's probe: methodology/update_share.py)."""
+    seconds and share of a step (the JAX engine's probe: methodology/update_share.py): None where the probe
+    did not resolve it, with the probe's difference, its interval and the verdict beside them."""
     model = last_event(record.lifecycle, jsonl.MODEL) or {}
     probe = last_event(record.lifecycle, jsonl.UPDATE_PROBE)
     measured = update_share.update_share(probe["blocks"]) if probe else None
     return {"weight_update": record.requested.runtime.weight_update,
             "optimizer_state_bytes_per_device": model.get("optimizer_state_bytes_per_device"),
             "update_time_s": measured.update_time_s if measured else None,
-            "update_share": measured.share if measured else None}
+            "update_share": measured.share if measured else None,
+            "update_probe": measured.record() if measured else None}
 
 
 def _flops(record: RunRecord, images_per_sec: float | None) -> dict:

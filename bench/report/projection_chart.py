@@ -8,6 +8,11 @@ A published point is named by its source and precision. It goes on the
 efficiency panel only when its precision is the projection's own: a TF32 run
 divided by an AMP-derived one-device rate reads as "40% efficiency at one
 device", which is a precision gap, not scaling.
+
+Rows split several ways (``project --spatial-partitions 1,2,4,8``) are drawn as
+one line a way, in its own colour and marker, with no value labels (the table
+holds the figures): where data parallelism alone cannot run, its line stops and
+the split ones go on.
 """
 from __future__ import annotations
 
@@ -112,13 +117,89 @@ def _time_cost_panel(ax, rows: pd.DataFrame) -> None:
     ax.legend(handles=handles, loc="upper right", fontsize=8, framealpha=0.9)
 
 
+SPLIT_STYLES = {1: (MEASURED_COLOR, "o"), 2: (REFERENCE_COLOR, "s"), 4: ("#8172b3", "^"), 8: ("#c44e52", "D")}
+
+
+def _ways_label(k: int) -> str:
+    return "data parallelism alone" if k == 1 else f"each image split {k} ways"
+
+
+def _split_lines(ax, eff_ax, time_ax, rows: pd.DataFrame) -> None:
+    """One line a way of splitting on every panel (rate, efficiency, time; cost dashed on the time panel's
+    right axis), hollow markers where extrapolated."""
+    cost_ax = time_ax.twinx()
+    cost_ax.spines["top"].set_visible(False)
+    cost_ax.set_ylabel("cost to target (US dollars, linear from $0), dashed")
+    cost_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"${v:,.0f}"))
+    time_ax.set_yscale("log")
+    time_ax.set_ylabel("time to target (log scale), solid")
+    hours = pd.to_numeric(rows["train_hours"], errors="coerce")
+    usd = pd.to_numeric(rows["cost_usd"], errors="coerce")
+    for k, group in rows.groupby("spatial_partitions", sort=True):
+        colour, marker = SPLIT_STYLES.get(int(k), ("#777777", "o"))
+        devices = group["devices"].astype(float)
+        hollow = group["extrapolated"].astype(bool).to_numpy()
+        for axis, values in ((ax, group["images_per_sec"]), (eff_ax, 100 * group["scaling_efficiency"].astype(float)),
+                             (time_ax, hours[group.index])):
+            axis.plot(devices, values, color=colour, linewidth=1.5, label=_ways_label(int(k)) if axis is ax else None)
+            for open_, pick in ((False, ~hollow), (True, hollow)):
+                axis.plot(devices[pick], values[pick], linestyle="none", marker=marker, color=colour, zorder=3,
+                          markerfacecolor="white" if open_ else colour)
+        if usd[group.index].notna().any():
+            cost_ax.plot(devices, usd[group.index], color=colour, linestyle="--", linewidth=1.0, marker=marker,
+                         markersize=4)
+    if hours.notna().any():
+        low, high = float(hours.min()) / 1.5, float(hours.max()) * 1.5
+        time_ax.set_ylim(low, high)
+        _time_ticks(time_ax, low, high)
+    if usd.notna().any():
+        cost_ax.set_ylim(0, float(usd.max()) * 1.2)
+
+
+# Round times, in seconds, for a time axis spanning less than a decade (MLPerf's multipods ran 11-30 s).
+SECONDS_TICKS = (1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600, 1200, 1800, 3600)
+
+
+def _time_ticks(ax, low_h: float, high_h: float) -> None:
+    """Round seconds where the axis spans a few of them, else the shared round durations."""
+    ticks = [t for t in SECONDS_TICKS if low_h <= t / 3600 <= high_h]
+    if len(ticks) < 2:
+        _duration_ticks(ax, low_h, high_h, axis="y")
+        return
+    ax.yaxis.set_major_locator(FixedLocator([t / 3600 for t in ticks]))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_hours(v)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _plot_split(rows: pd.DataFrame, published: pd.DataFrame | None, precision: str | None):
+    """plot_projection for rows of several ways of splitting: a line each, no value labels."""
+    fig, ax, eff_ax, time_ax = _figure("Projection, each image split K ways on height: images/sec, efficiency, "
+                                       "time and cost")
+    ideal = rows.drop_duplicates("devices")
+    ax.plot(ideal["devices"].astype(float), ideal["ideal_images_per_sec"], linestyle="--", color=IDEAL_COLOR,
+            linewidth=1.2, label="ideal: devices × one device")
+    _split_lines(ax, eff_ax, time_ax, rows)
+    ax.plot([], [], linestyle="none", marker="o", color="#777777", markerfacecolor="white",
+            label="hollow: extrapolated (every split row: no run was split)")
+    devices = list(rows["devices"].astype(float))
+    points, extremes, published_sizes, notes = _add_published(
+        ax, eff_ax, published, precision, float(ideal["ideal_images_per_sec"].iloc[0] / ideal["devices"].iloc[0]))
+    values = [float(rows["images_per_sec"].min()), float(rows["ideal_images_per_sec"].max()), *extremes]
+    ticks = device_ticks(devices, published_sizes)
+    _finish_axes(ax, eff_ax, 100 * rows["scaling_efficiency"].astype(float), values, ticks, devices + published_sizes)
+    time_ax.xaxis.set_major_locator(FixedLocator(ticks))
+    _finish_figure(fig, ax, points, notes)
+    return fig, ax
+
+
 def plot_projection(df: pd.DataFrame, published: pd.DataFrame | None = None, precision: str | None = None):
     """Projected images/sec, efficiency, and time and cost to the target against devices.
 
     Args:
       df: projection rows (methodology.projection.SizeProjection.to_json): devices,
         images_per_sec, ideal_images_per_sec, scaling_efficiency, extrapolated,
-        train_hours, cost_usd. Extrapolated sizes are drawn hollow.
+        train_hours, cost_usd. Extrapolated sizes are drawn hollow. Rows of several
+        spatial_partitions are drawn a line each (no value labels).
       published: optional published points: devices, images_per_sec, label, and
         optionally precision (else read from the label) and source (named under the chart).
       precision: the projected rate's precision (AMP, TF32, FP32, bf16), if known:
@@ -129,13 +210,10 @@ def plot_projection(df: pd.DataFrame, published: pd.DataFrame | None = None, pre
       panel; fig.axes[2] the time panel (fig.axes[3] its cost axis).
     """
     rows = df.sort_values("devices").reset_index(drop=True)
-    fig, (ax, eff_ax, time_ax) = plt.subplots(3, 1, figsize=(FIGURE_WIDTH_IN * 0.8, 10.0), sharex=True,
-                                              height_ratios=(3, 2, 2), layout="constrained")
-    _setup_axes(ax, "Projection: images/sec, scaling efficiency, and time and cost to the target, "
-                    "against devices", "", "images/sec (log scale)", log_y=True)
-    _setup_axes(eff_ax, "", "", "scaling efficiency")
-    _setup_axes(time_ax, "", "devices (log scale)", None)
-    ax.set_xscale("log", base=2)
+    if "spatial_partitions" in rows and rows["spatial_partitions"].nunique() > 1:
+        return _plot_split(rows, published, precision)
+    fig, ax, eff_ax, time_ax = _figure("Projection: images/sec, scaling efficiency, and time and cost to the "
+                                       "target, against devices")
     devices = rows["devices"].astype(float)
     ax.plot(devices, rows["ideal_images_per_sec"], linestyle="--", color=IDEAL_COLOR, linewidth=1.2,
             label="ideal: devices × one device")
@@ -143,23 +221,44 @@ def plot_projection(df: pd.DataFrame, published: pd.DataFrame | None = None, pre
     efficiency = 100 * rows["scaling_efficiency"].astype(float)
     eff_ax.plot(devices, efficiency, color=MEASURED_COLOR, linewidth=1.5)
     _projection_markers(ax, eff_ax, rows, efficiency)
-    values, points = [float(rows["images_per_sec"].min()), float(rows["ideal_images_per_sec"].max())], \
-        [(float(n), float(r), format_rate(r)) for n, r in zip(devices, rows["images_per_sec"])]
-    published_sizes: list[float] = []
-    notes = []
-    if published is not None and len(published):
-        table = _published_table(published)
-        ideal_per_device = float(rows["ideal_images_per_sec"].iloc[0] / rows["devices"].iloc[0])
-        points += _published_points(ax, eff_ax, table, ideal_per_device, precision)
-        values += [float(table["images_per_sec"].min()), float(table["images_per_sec"].max())]
-        published_sizes = list(table["devices"].astype(float))
-        notes = _published_notes(table, precision)
+    ideal_per_device = float(rows["ideal_images_per_sec"].iloc[0] / rows["devices"].iloc[0])
+    named, extremes, published_sizes, notes = _add_published(ax, eff_ax, published, precision, ideal_per_device)
+    values = [float(rows["images_per_sec"].min()), float(rows["ideal_images_per_sec"].max()), *extremes]
+    points = [(float(n), float(r), format_rate(r)) for n, r in zip(devices, rows["images_per_sec"])] + named
     ticks = device_ticks(list(devices), published_sizes)
     _finish_axes(ax, eff_ax, efficiency, values, ticks, list(devices) + published_sizes)
     for n, value in zip(devices, efficiency):
         eff_ax.annotate(f"{value:.0f}%", (n, value), xytext=(6, 4), textcoords="offset points", fontsize=8)
     _time_cost_panel(time_ax, rows)
     time_ax.xaxis.set_major_locator(FixedLocator(ticks))
+    _finish_figure(fig, ax, points, notes)
+    return fig, ax
+
+
+def _figure(title: str):
+    """(fig, rate panel, efficiency panel, time panel), devices on a shared log x axis."""
+    fig, (ax, eff_ax, time_ax) = plt.subplots(3, 1, figsize=(FIGURE_WIDTH_IN * 0.8, 10.0), sharex=True,
+                                              height_ratios=(3, 2, 2), layout="constrained")
+    _setup_axes(ax, title, "", "images/sec (log scale)", log_y=True)
+    _setup_axes(eff_ax, "", "", "scaling efficiency")
+    _setup_axes(time_ax, "", "devices (log scale)", None)
+    ax.set_xscale("log", base=2)
+    return fig, ax, eff_ax, time_ax
+
+
+def _add_published(ax, eff_ax, published: pd.DataFrame | None, precision: str | None, ideal_per_device: float):
+    """The published points drawn (_published_points): (their (x, y, key) to name, their lowest and highest
+    rates, their sizes, the notes naming them), all empty without any."""
+    if published is None or not len(published):
+        return [], [], [], []
+    table = _published_table(published)
+    points = _published_points(ax, eff_ax, table, ideal_per_device, precision)
+    return (points, [float(table["images_per_sec"].min()), float(table["images_per_sec"].max())],
+            list(table["devices"].astype(float)), _published_notes(table, precision))
+
+
+def _finish_figure(fig, ax, points, notes: list[str]) -> None:
+    """The legend, the notes under the panels, and the named points."""
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     if notes:
         text = "\n".join(notes)
@@ -167,7 +266,6 @@ def plot_projection(df: pd.DataFrame, published: pd.DataFrame | None = None, pre
         share = (text.count("\n") + 1) * 0.13 / fig.get_figheight() + 0.01  # 7-point lines
         fig.get_layout_engine().set(rect=(0, share, 1, 1 - share))
     place_labels(fig, ax, points)
-    return fig, ax
 
 
 def _published_notes(table: pd.DataFrame, precision: str | None) -> list[str]:

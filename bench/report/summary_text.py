@@ -5,6 +5,7 @@ import statistics
 from typing import Sequence
 
 from bench.results.summary import Summary
+from methodology import update_share
 from methodology.throughput import MIN_SPREAD_INTERVALS
 
 
@@ -175,6 +176,8 @@ def _update_rows(s: Summary) -> list[tuple[str, str]]:
     if s.update_time_s is not None:
         text += (f"; the update {s.update_time_s * 1e3:.2f} ms a step, {100 * s.update_share:.1f}% of it (timed with "
                  "and without it, after the measured steps)")
+    elif s.update_probe is not None:
+        text += f"; {update_share.unresolved_why(s.update_probe)}"
     return [("update", text)]
 
 

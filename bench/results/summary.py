@@ -88,6 +88,10 @@ class Summary:
       update_time_s: seconds of one optimizer update a step on one device, measured by timing the compiled
         step with and without the update (a sharded run's is its device's 1/N share); None: not measured.
       update_share: update_time_s / the step's time.
+      update_probe: the probe's own account (methodology/update_share.py): ``resolved`` (its interval wholly
+        above 0; where not, update_time_s and update_share are None, never 0), ``difference_s`` (median with
+        minus without, any sign), ``low_s`` and ``high_s`` (the smallest and largest paired difference),
+        ``pairs``, ``coverage`` (how often such an interval holds the pairs' median); None: no probe.
       optimizer_state_bytes_per_device: bytes of optimizer state one device holds (a sharded run's 1/N).
     """
 
@@ -162,6 +166,7 @@ class Summary:
     weight_update: str | None = None
     update_time_s: float | None = None
     update_share: float | None = None
+    update_probe: dict | None = None
     optimizer_state_bytes_per_device: int | None = None
 
     def __post_init__(self):

@@ -1,19 +1,15 @@
-"""What a TensorFlow run ran on: software versions, host, devices, and the devices' peak FLOP/s (datasheet and
-measured); the host and the peaks' blocks are the harness's (bench/harness/host.py)."""
+"""What a TensorFlow run ran on: TensorFlow's versions and devices, in the record every engine writes
+(bench/harness/environment.py: the host, the checkout, the peaks' blocks)."""
 from __future__ import annotations
-
-import platform
-import socket
-import sys
 
 import tensorflow as tf
 
 from bench.cluster import tpu_slice
-from bench.harness import host, threads
-from bench.harness.host import cpu_info, git_sha, package_version, provenance
+from bench.harness import environment, host, threads
+from bench.harness.host import cpu_info, package_version
 from bench.harness.peak_probe import MeasuredPeak
 from bench.train.strategy import StrategyInfo, cluster_task
-from methodology import mfu, peaks
+from methodology import mfu
 
 # The TPU VM's own description (no TensorFlow needed): bench/cluster/tpu_slice.py.
 TPU_TYPE_ENV, GCE_ACCELERATOR_TYPE_URL = tpu_slice.TPU_TYPE_ENV, tpu_slice.GCE_ACCELERATOR_TYPE_URL
@@ -28,14 +24,8 @@ def gpu_details() -> tuple[str, tuple[int, int] | None]:
 
 
 def device_kind(info: StrategyInfo, cpu: dict, gpu_name: str | None = None, tpu_type: str | None = None) -> str:
-    """A human name for what the replicas run on."""
-    if info.platform == "gpu":
-        return gpu_name or "GPU"
-    if info.platform == "tpu":
-        matched = peaks.match_tpu(tpu_type)
-        name = f"TPU {matched[0].generation} ({tpu_type}, " if matched else "TPU ("
-        return f"{name}{len(info.devices)} cores)"
-    return cpu["model"]
+    """A human name for what the replicas run on (a TPU's replicas are its cores)."""
+    return environment.device_kind(info.platform, cpu, gpu_name, tpu_type, len(info.devices), unit="cores")
 
 
 def worker_hosts(info: StrategyInfo) -> int:
@@ -77,41 +67,29 @@ def describe(info: StrategyInfo, precision: str, cpu: dict | None = None,
     cpu = cpu or cpu_info()
     gpu = gpu_details() if info.platform == "gpu" else None
     tpu_type = tpu_accelerator_type() if info.platform == "tpu" else None
-    hosts = worker_hosts(info)
-    peak, count, kind = datasheet_peak(info, cpu, precision, gpu, tpu_type, hosts)
-    return {
-        "framework": "tensorflow",
-        "framework_version": tf.__version__,
-        "podbench_git_sha": git_sha(),
-        **provenance(),
-        "python": sys.version.split()[0],
-        "tensorflow": tf.__version__,
-        "tf_keras": package_version("tf-keras"),
-        "tf_models_official": package_version("tf-models-official"),
-        "host": socket.gethostname(),
-        "os": platform.platform(),
-        "cpu": cpu,
-        # What the process ran on (--cpu-threads pins it): its CPUs, and TensorFlow's pool sizes as the
-        # environment set them when it started (None: TensorFlow's default, one thread a CPU).
-        "cpus_allowed": threads.allowed_cpus(),
-        "tf_threads": threads.pool_sizes(),
-        "platform": info.platform,
-        "strategy": info.name,
-        "num_replicas": info.num_replicas,
-        "num_hosts": hosts,
-        "devices": list(info.devices),
-        "device_kind": device_kind(info, cpu, gpu and gpu[0], tpu_type),
-        "gpu_compute_capability": list(gpu[1]) if gpu and gpu[1] else None,
-        "tf32_enabled": tf.config.experimental.tensor_float_32_execution_enabled(),
-        "tpu_accelerator_type": tpu_type,
-        "tpu_chips": peaks.tpu_chips(tpu_type),
-        # One device's datasheet (nominal, on a CPU) peak for the run's precision, and how many; None: unknown.
-        "peak": None if peak is None else {"flops_per_sec": peak.flops_per_sec, "count": count, "kind": kind,
-                                           "basis": peak.basis, "source": peak.source},
-        "measured_peak": None if probe is None else measured_block(probe, info, hosts),
-        "measured_peak_note": probe_note,
-        **_cluster(info),
-    }
+    engine = environment.EngineDevices(
+        framework="tensorflow", framework_version=tf.__version__,
+        versions={"tensorflow": tf.__version__, "tf_keras": package_version("tf-keras"),
+                  "tf_models_official": package_version("tf-models-official")},
+        platform=info.platform, strategy=info.name, num_replicas=info.num_replicas, num_hosts=worker_hosts(info),
+        num_processes=_processes(info), process_index=_process_index(info), devices=tuple(info.devices),
+        device_kind=device_kind(info, cpu, gpu and gpu[0], tpu_type), gpu=gpu,
+        tf32=tf.config.experimental.tensor_float_32_execution_enabled(), tpu_type=tpu_type,
+        # TensorFlow's pool sizes as the environment set them when it started (None: one thread a CPU).
+        extra={"tf_threads": threads.pool_sizes(), **_cluster(info)})
+    return environment.describe(engine, precision, cpu, probe, probe_note)
+
+
+def _processes(info: StrategyInfo) -> int:
+    return cluster_task().num_workers if info.name == "multi_worker" else 1
+
+
+def _process_index(info: StrategyInfo) -> int:
+    """This worker's place in TF_CONFIG's order (its chief first), as JAX and torch number their processes."""
+    if info.name != "multi_worker":
+        return 0
+    task = cluster_task()
+    return 0 if task.task_type == "chief" else task.task_index + (task.chief is not None)
 
 
 def _cluster(info: StrategyInfo) -> dict:

@@ -16,6 +16,7 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from bench.data.spec import MEAN_RGB, STDDEV_RGB, DataCounts
 from bench.data.synthetic_set import synthetic_jpegs_marker
@@ -23,7 +24,8 @@ from bench.plan.config import RunConfig
 from bench.plan.resolve import ResolvedRun
 from bench.results import jsonl
 from bench.results.runfiles import RunFiles
-from bench.train_jax import data, loop, recipe, weight_update
+from bench.harness import loop
+from bench.train_jax import data, recipe, weight_update
 from bench.train_jax.devices import DeviceInfo
 from models import resnet_flax, xla_flops
 
@@ -102,8 +104,14 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -
     files.lifecycle.event(jsonl.INPUT_PIPELINES, count=info.process_count if config.data.real else 1,
                           synthetic_jpegs=synthetic_jpegs_marker(config.data.data_dir) is not None)
     steps = loop.Steps(compiled, _prepend((images, labels), batches), evaluate,
-                       evaluation.passes if evaluation else None)
+                       evaluation.passes if evaluation else None, to_host)
     return Built(state, steps, real, evaluation, weight_update.Layout(info, tx, mode), without_update, (images, labels))
+
+
+def to_host(values) -> list[float]:
+    """Device values (a block's losses, an evaluation's sums) on the host: ``jax.device_get`` waits for the
+    devices to have computed them (bench/harness/loop.py)."""
+    return [float(v) for v in np.ravel(np.asarray(jax.device_get(values), np.float64))]
 
 
 def _initial_state(model, tx, image_size: int, plan: ResolvedRun, info: DeviceInfo, seed: int,

@@ -21,7 +21,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from bench.cluster.tf_config import parse_tf_config
 from bench.errors import RunFailed, UsageError
-from bench.train_jax import peers
+from bench.harness import peer_watch
 
 DATA_AXIS = "data"
 
@@ -117,7 +117,7 @@ def process_names(environ: Mapping[str, str], count: int) -> tuple[tuple[str, in
 def join(strategy: str, timeout_s: float | None, environ: Mapping[str, str] = os.environ) -> None:
     """Under multi_worker: joins the cluster (waits, up to ``timeout_s``, for every process to start).
 
-    jax.distributed's heartbeat timeout is set to the peer watch's backstop (bench/train_jax/peers.py),
+    jax.distributed's heartbeat timeout is set to the peer watch's backstop (bench/harness/peer_watch.py),
     not JAX's 100 s: the watch names a silent process first, and JAX ends the run if the watch could not.
 
     Raises:
@@ -128,7 +128,7 @@ def join(strategy: str, timeout_s: float | None, environ: Mapping[str, str] = os
     c = coordinator(environ)
     kwargs = {"initialization_timeout": int(timeout_s)} if timeout_s else {}
     if c.num_processes:
-        kwargs["heartbeat_timeout_seconds"] = peers.timing_for(c.num_processes).jax_heartbeat_s
+        kwargs["heartbeat_timeout_seconds"] = peer_watch.timing_for(c.num_processes).backstop_s
     try:
         jax.distributed.initialize(c.address, c.num_processes, c.process_id, **kwargs)
     except (RuntimeError, ValueError) as err:  # JAX raises XlaRuntimeError (a RuntimeError) on a timeout
@@ -193,12 +193,38 @@ def _shortened(text: str, most: int) -> str:
 
 
 def distributed_client():
-    """jax.distributed's client, whose key-value store the peer watch beats in (None: one process).
+    """jax.distributed's client (None: one process).
 
     jax.experimental.multihost_utils and orbax reach it at the same place."""
     from jax._src import distributed  # noqa: PLC0415 (no public name for it)
 
     return distributed.global_state.client
+
+
+class DistributedStore:
+    """jax.distributed's key-value store, as the peer watch calls it (bench/harness/peer_watch.py KeyValueStore).
+
+    Its coordination service runs in the first process; a key not yet set is NOT_FOUND.
+    """
+
+    def __init__(self, client):
+        self.client = client
+
+    def set(self, key: str, value: str) -> None:
+        self.client.key_value_set(key, value, allow_overwrite=True)
+
+    def get_many(self, keys) -> dict[str, str]:
+        if len(keys) == 1:  # one key (the verdict): not the whole directory it lies in
+            try:
+                return {keys[0]: self.client.key_value_try_get(keys[0])}
+            except Exception as err:  # noqa: BLE001 (jax raises XlaRuntimeError, whose module varies)
+                if "NOT_FOUND" in str(err):
+                    return {}
+                raise
+        found = {}
+        for directory in {key.rsplit("/", 1)[0] + "/" for key in keys}:  # one call a directory (the beats')
+            found.update(dict(self.client.key_value_dir_get(directory)))
+        return {key: found[key] for key in keys if key in found}
 
 
 def agreement(info: DeviceInfo):

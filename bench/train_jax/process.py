@@ -4,22 +4,20 @@
 """
 from __future__ import annotations
 
-import os
 import sys
 
 from bench.errors import UsageError
 from bench.harness import child
 from bench.plan.config_jax import INSTALL_JAX
+from bench.train_jax import packages
 
 
 def before_jax(request: dict) -> None:
     """--replicas N on a CPU splits it into N devices, which JAX must be told before its CPU backend starts."""
     replicas = request["config"].get("runtime", {}).get("replicas")
     if replicas:
-        try:
-            import jax  # noqa: PLC0415 (after the CPU pins; its backends start later, at first use)
-        except ImportError:
-            return  # load_execute says what is missing, in one line
+        packages.load(("jax",))  # after the CPU pins; a missing or broken JAX is one line (UsageError)
+        import jax  # noqa: PLC0415 (its backends start later, at first use)
 
         jax.config.update("jax_num_cpu_devices", int(replicas))
 
@@ -28,9 +26,10 @@ def load_execute():
     """The engine's ``execute``; JAX, Flax, optax load here.
 
     Raises:
-      UsageError: one of them is not installed (`podbench run` checks first, bench/cli/engine_checks.py;
-        this is the word for a package that is there but cannot be imported).
+      UsageError: one of them is not installed (`podbench run` checks first, bench/cli/engine_checks.py), or
+        is there but its import fails (a jaxlib of another version: bench/train_jax/packages.py).
     """
+    packages.load()
     try:
         from bench.train_jax.run import execute  # noqa: PLC0415
     except ImportError as err:
@@ -39,16 +38,5 @@ def load_execute():
     return execute
 
 
-def main() -> int:
-    code = child.main(load_execute, before_jax)
-    peers = sys.modules.get("bench.train_jax.peers")
-    if peers is not None and peers.LOST_A_PEER.is_set():
-        # Its summary is written; jax.distributed's client would abort the exit at its shutdown barrier.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(child.main(load_execute, before_jax))

@@ -7,7 +7,7 @@ The same flow as the TensorFlow engine's (bench/train/run.py), with JAX's parts:
         probe                                     the matmul peak, before anything is compiled or timed
         built = build(config, setup, files)       Flax model, optax, the compiled step, its FLOPs, the input
         restore                                   a resumed run's checkpoint (orbax)
-        fit(...)                                  bench/train_jax/loop.py: blocks timed on the host
+        fit(...)                                  bench/harness/loop.py: blocks timed on the host
     summary = build_summary(read_run(run_dir))    pure, from what the files hold (bench/harness/summary.py)
 
 Nothing here imports TensorFlow: real data alone loads it, through
@@ -43,8 +43,8 @@ from bench.results import jsonl, mllog
 from bench.results.rundir import PROFILE_DIR
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import configuration_of, write_summary
-from bench.train_jax import (data, devices, environment, loop, peak, peers, recipe, resume, step_profile,
-                              update_probe)
+from bench.harness import loop, peer_watch
+from bench.train_jax import data, devices, environment, peak, recipe, resume, step_profile, update_probe
 from bench.train_jax.build import Built, Setup, build
 from methodology import peaks
 from methodology.target import EvalRecord
@@ -146,7 +146,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         ending = {"status": "failed", "error": str(err), "usage": True}
     except Exception as err:  # noqa: BLE001 (any failure ends the same way: recorded, summarized, one line)
         ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
-        if watch is not None and peers.broke_collective(err):
+        if watch is not None and peer_watch.broke_collective(err):
             ending = _peer_ending(watch, ending, files.run_dir, say)
     if watch is not None:
         watch.stop()
@@ -196,17 +196,17 @@ def profile_step(built: Built, state, files: RunFiles, say) -> None:
         f"for {found['weight_tensors']} weight tensors (trace in {found['trace_dir']})")
 
 
-def _watch(setup: Setup, files: RunFiles) -> peers.PeerWatch | None:
-    """Several processes: the watch that names one that stops answering (bench/train_jax/peers.py)."""
+def _watch(setup: Setup, files: RunFiles) -> peer_watch.PeerWatch | None:
+    """Several processes: the watch that names one that stops answering (bench/harness/peer_watch.py)."""
     info = setup.info
     if info.process_count == 1:
         return None
-    return peers.start(devices.distributed_client(), info.process_index,
+    return peer_watch.start(devices.DistributedStore(devices.distributed_client()), info.process_index,
                        devices.process_names(os.environ, info.process_count),
                        lambda **fields: files.end(**fields), files.run_dir)
 
 
-def _peer_ending(watch: peers.PeerWatch, ending: dict, run_dir: Path, say) -> dict:
+def _peer_ending(watch: peer_watch.PeerWatch, ending: dict, run_dir: Path, say) -> dict:
     """A collective that broke: a peer that died breaks it at once, and the watch names which within its bound
     (a stop notice meanwhile, such as `podbench launch` ending the others, keeps the collective's own line)."""
     say(f"a collective with another process failed: waiting up to {watch.timing.silence_s:g} s for the process "
@@ -218,7 +218,7 @@ def _peer_ending(watch: peers.PeerWatch, ending: dict, run_dir: Path, say) -> di
     if lost is None:
         return {**ending, "error": f"{ending['error']} (a collective with another process broke, and every process "
                                    "kept answering: check the other processes' logs)"}
-    return peers.ending_of(lost, run_dir, watch.timing)
+    return peer_watch.ending_of(lost, run_dir, watch.timing)
 
 
 def describe_failure(err: BaseException, run_dir: Path) -> str:

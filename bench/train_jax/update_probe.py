@@ -10,7 +10,8 @@ the update (bench/train_jax/recipe.py ``make_train_step(update=False)``: forward
 backward and the gradients' collective, the gradients returned instead of applied)
 are timed in alternating blocks (with, without, without, with, ...), each block timed
 once its last result is on the host. The records go to lifecycle.jsonl as they are;
-methodology/update_share.py turns them into the update's seconds and share.
+methodology/update_share.py turns them into the update's seconds and share, or, where the
+difference lies within the blocks' own spread, says the update was not resolved (never 0 s).
 
 The step without the update still writes the gradients out (else XLA would drop the
 backward pass that makes them): what the difference measures is the update's reads,

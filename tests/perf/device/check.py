@@ -252,7 +252,7 @@ def step_update(c: Check, z: Sizes) -> None:
                           "--json", timeout_s=c.left_s() - 10, name=f"update-{batch}")
         s = summary_of(done) or {}
         rows.append({k: s.get(k) for k in ("per_replica_batch_size", "images_per_sec", "update_time_s",
-                                           "update_share", "measured_steps", "status")})
+                                           "update_share", "update_probe", "measured_steps", "status")})
         c.results["update"] = rows
         c.save()
     c.results["update"] = rows

@@ -1,27 +1,27 @@
-"""The JAX engine's training loop: blocks of steps, each timed once its results are on the host.
+"""The training loop of the engines that write their own (JAX, torch): blocks of steps, each timed once its
+results are on the host.
 
-JAX dispatches asynchronously: a step returns before the devices have run it, so
-a clock read then measures Python. The loop dispatches a block of steps
-(``steps_per_execution``) and reads the clock once, after the block's losses have
-been copied to the host, as the TensorFlow engine's callbacks read it after
-Keras's block; the devices are busy with the queued steps meanwhile. Blocks end
-where the TensorFlow engine's do (every ``steps_per_execution`` steps, and at
-each epoch's end), so warm-up, checkpoints and evaluations fall on the same
-steps under either engine.
+JAX and torch on a GPU dispatch asynchronously: a step returns before the devices
+have run it, so a clock read then measures Python. The loop dispatches a block of
+steps (``steps_per_execution``) and reads the clock once, after the block's losses
+have been copied to the host (the engine's ``to_host``: the one synchronisation a
+block), as the TensorFlow engine's callbacks read it after Keras's block; the
+devices are busy with the queued steps meanwhile, and nothing waits for them
+between a block's steps. Blocks end where the TensorFlow engine's do (every
+``steps_per_execution`` steps, and at each epoch's end), so warm-up, checkpoints
+and evaluations fall on the same steps under every engine.
 
 After each block, in the order the TensorFlow engine's callbacks run: the step
 record, the progress line, the TensorBoard events, then the block-end decisions
 (a checkpoint when one is due, a stop when a signal asked); at each epoch's end,
-an evaluation when one is due. Everything that is not JAX is the harness's
-(bench/harness/).
+an evaluation when one is due. No framework: the engine gives its compiled steps,
+its batches and its copy to the host (``Steps``).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
-
-import jax
-import numpy as np
+from typing import Any, Callable, Iterator, Sequence
 
 from bench.harness.block_end import BlockEnd
 from bench.harness.evaluation import Evaluations
@@ -31,7 +31,6 @@ from bench.harness.progress import Progress
 from bench.harness.steps import StepClock
 from bench.harness.stopping import Interrupted
 from bench.plan.resolve import ResolvedRun
-from bench.train_jax.recipe import TrainState
 from methodology.target import EvalRecord
 
 
@@ -58,21 +57,29 @@ class Hooks:
     announce: Callable[[EvalRecord], None] = field(default=lambda record: None)
 
 
+def _floats(values: Sequence[Any]) -> list[float]:
+    return [float(v) for v in values]
+
+
 @dataclass
 class Steps:
-    """The compiled computations and their input.
+    """The engine's compiled computations, their input, and its copy to the host.
 
     Attributes:
-      train: (state, images, labels) -> (state, loss).
+      train: (state, images, labels) -> (state, loss); the loss may still be on its way (asynchronous).
       batches: an iterator of (images, labels) global batches (synthetic data: the same one forever).
       evaluate: (state, images, labels, weights) -> [top-1 hits, top-5 hits, weight], summed (None: no evaluation).
       eval_batches: a fresh iterator of (images, labels, weights) for each evaluation.
+      to_host: device values (a block's losses, one evaluation's sums) -> floats on the host, once the devices
+        have computed them: the loop's only wait for the devices (JAX: ``jax.device_get``; torch: a copy to
+        the CPU). The default takes values that are already the host's.
     """
 
     train: Callable
     batches: Iterator
     evaluate: Callable | None = None
     eval_batches: Callable[[], Iterator] | None = None
+    to_host: Callable[[Sequence[Any]], list[float]] = _floats
 
 
 def blocks(plan: ResolvedRun, initial_step: int) -> Iterator[tuple[int, int, bool]]:
@@ -90,8 +97,7 @@ def blocks(plan: ResolvedRun, initial_step: int) -> Iterator[tuple[int, int, boo
         step = last
 
 
-def fit(state: TrainState, steps: Steps, plan: ResolvedRun, hooks: Hooks, initial_step: int,
-        checkpointer=None) -> TrainState:
+def fit(state: Any, steps: Steps, plan: ResolvedRun, hooks: Hooks, initial_step: int, checkpointer=None) -> Any:
     """Trains from ``initial_step`` to the plan's end, a stop notice, or the target; returns the newest state.
 
     ``checkpointer`` (its ``state`` set before each block-end decision) is the block end's.
@@ -118,7 +124,8 @@ def fit(state: TrainState, steps: Steps, plan: ResolvedRun, hooks: Hooks, initia
             state, loss = steps.train(state, images, labels)
             losses.append(loss)
             step += 1
-        block_loss = float(np.mean(jax.device_get(losses)))  # the block's results are on the host now
+        block_losses = steps.to_host(losses)  # the block's results are on the host now
+        block_loss = math.fsum(block_losses) / len(block_losses)
         h.timer.record(step, waited_s)
         losses.clear()
         h.progress.after_block()
@@ -138,7 +145,7 @@ def fit(state: TrainState, steps: Steps, plan: ResolvedRun, hooks: Hooks, initia
     return state
 
 
-def _end_epoch(state: TrainState, steps: Steps, plan: ResolvedRun, hooks: Hooks, epoch: int) -> bool:
+def _end_epoch(state: Any, steps: Steps, plan: ResolvedRun, hooks: Hooks, epoch: int) -> bool:
     """An epoch ended: its evaluation if one is due (as Keras's validation_freq: every Nth epoch).
     Returns True when training stops here (the target reached)."""
     h = hooks
@@ -156,7 +163,7 @@ def _end_epoch(state: TrainState, steps: Steps, plan: ResolvedRun, hooks: Hooks,
     return h.evaluations.reached(record)
 
 
-def evaluate(state: TrainState, steps: Steps, plan: ResolvedRun, hooks: Hooks, epoch: int) -> tuple[float, float]:
+def evaluate(state: Any, steps: Steps, plan: ResolvedRun, hooks: Hooks, epoch: int) -> tuple[float, float]:
     """Every validation record once (padding weighs nothing); a stop notice does not wait for the end.
 
     Raises:
@@ -166,11 +173,12 @@ def evaluate(state: TrainState, steps: Steps, plan: ResolvedRun, hooks: Hooks, e
     if h.mlperf is not None:
         h.mlperf.eval_begin(epoch)
     h.evaluations.begin()
-    totals = np.zeros(3)
+    totals = [0.0, 0.0, 0.0]
     batches = steps.eval_batches()
     for _ in range(plan.eval_steps):
         images, labels, weights = next(batches)
-        totals += np.asarray(jax.device_get(steps.evaluate(state, images, labels, weights)), np.float64)
+        sums = steps.to_host(steps.evaluate(state, images, labels, weights))
+        totals = [total + value for total, value in zip(totals, sums)]
         if h.block_end.during_evaluation():
             raise Interrupted(h.block_end.request.signal_name)
     h.evaluations.end()

@@ -1,7 +1,8 @@
-"""bench/train_jax/peers.py: the watch that names a process of a JAX run that stops answering.
+"""bench/harness/peer_watch.py: the watch that names a process of a multi-process run that stops answering.
 
-The watch's threads run for real, against an in-memory stand-in for jax.distributed's key-value store
-(the real one is exercised by tests/test_train_jax_cluster.py's two-process runs), with a short beat.
+The watch's threads run for real, against an in-memory key-value store (the engines' real ones,
+jax.distributed's and torch.distributed's, are exercised by their two-process runs:
+tests/test_train_jax_cluster.py, tests/test_train_torch_cluster.py), with a short beat.
 """
 import json
 import threading
@@ -10,7 +11,7 @@ import time
 import pytest
 
 from bench.results import jsonl, rundir
-from bench.train_jax import peers
+from bench.harness import peer_watch as peers
 from methodology.throughput import StepRecord
 
 FAST = peers.Timing(beat_s=0.02, silence_s=0.3)
@@ -18,7 +19,7 @@ NAMES = (("worker 0 at 127.0.0.1:1", 0), ("worker 1 at 127.0.0.1:2", 1), ("worke
 
 
 class Store:
-    """jax.distributed's key-value calls, in memory, shared by every 'process'; ``frozen`` ones never return."""
+    """A key-value store in memory, shared by every 'process'; a client whose service no longer answers blocks."""
 
     def __init__(self):
         self.values, self.lock, self.hung = {}, threading.Lock(), threading.Event()
@@ -27,21 +28,15 @@ class Store:
         store = self
 
         class Client:
-            def key_value_set(self, key, value, allow_overwrite=False):
+            def set(self, key, value):
                 if not service_answers():
                     store.hung.wait()  # a call to a service that no longer answers never returns
                 with store.lock:
                     store.values[key] = value
 
-            def key_value_dir_get(self, prefix):
+            def get_many(self, keys):
                 with store.lock:
-                    return [(k, v) for k, v in store.values.items() if k.startswith(prefix)]
-
-            def key_value_try_get(self, key):
-                with store.lock:
-                    if key not in store.values:
-                        raise RuntimeError(f"NOT_FOUND: {key}")
-                    return store.values[key]
+                    return {k: store.values[k] for k in keys if k in store.values}
 
         return Client()
 
@@ -157,4 +152,4 @@ def test_a_verdicts_ending_names_the_process_the_step_and_the_silence(tmp_path):
 def test_a_larger_cluster_beats_less_often(processes, beat_s, silence_s):
     timing = peers.timing_for(processes)
     assert (timing.beat_s, timing.silence_s) == (beat_s, silence_s)
-    assert timing.jax_heartbeat_s > timing.silence_s  # JAX's own check is the backstop, not the first word
+    assert timing.backstop_s > timing.silence_s  # the runtime's own check is the backstop, not the first word

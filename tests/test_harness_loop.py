@@ -1,5 +1,5 @@
-"""bench/train_jax/loop.py: blocks end where Keras's do, each timed once its results exist, and the harness's
-pieces are called in the TensorFlow engine's order.
+"""bench/harness/loop.py: blocks end where Keras's do, each timed once its results exist (the engine's copy to the
+host between a block's last step and its record), and the harness's pieces are called in the TensorFlow engine's order.
 
 The steps here are stand-ins (numpy in, numpy out): the loop's order and bookkeeping are what is tested,
 with the real harness pieces (step clock, progress, events, block end, evaluations, MLPerf segment) and
@@ -23,7 +23,7 @@ from bench.harness.stopping import StopRequest
 from bench.plan.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
 from bench.results.eventfile import EventFileWriter, read_event_log
-from bench.train_jax import loop
+from bench.harness import loop
 
 
 def plan_of(steps_per_epoch=4, spe=2, train_steps=8, warmup=2, eval_every=0) -> ResolvedRun:
@@ -88,10 +88,12 @@ def test_every_block_is_recorded_once_its_loss_is_on_the_host(tmp_path, monkeypa
     never at dispatch: a host copy stands between a block's last step and its record."""
     plan, log = plan_of(), []
     recorder = Recorder(log)
-    copy = loop.jax.device_get
-    monkeypatch.setattr(loop.jax, "device_get", lambda values: (log.append("host copy"), copy(values))[1])
+    def to_host(values):
+        log.append("host copy")
+        return [float(v) for v in values]
+
     hooks, lifecycle, writer = hooks_for(tmp_path, plan, log=log)
-    state = loop.fit(0, loop.Steps(recorder.train, itertools.repeat((None, None))), plan, hooks, 0)
+    state = loop.fit(0, loop.Steps(recorder.train, itertools.repeat((None, None)), to_host=to_host), plan, hooks, 0)
     lifecycle.close()
     writer.close()
     assert state == 8

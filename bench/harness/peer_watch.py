@@ -1,28 +1,27 @@
-"""A multi-process JAX run's watch over its processes: one that stops answering is named, within a bound.
+"""A multi-process run's watch over its processes: one that stops answering is named, within a bound.
 
-JAX's own health check (jax.distributed's heartbeats) notices a crashed or frozen
-process, but it ends every other process with a C++ abort (``F... client.h] Terminating
-process because the JAX distributed service detected fatal errors``) that names the
-peer by a bare task number, in the log only: podbench recorded "SIGABRT without a word",
-after JAX's 100 s default. So each process keeps its own watch, over the same
-coordination service that jax.distributed runs (in the first process):
+Every engine's multi-process runtime notices a crashed or frozen process in its own way, and none names it
+as the user knows it: jax.distributed ends every other process with a C++ abort (``F... client.h]
+Terminating process because the JAX distributed service detected fatal errors``) that names a bare task
+number, after JAX's 100 s default; torch.distributed's collectives hang until their timeout (30 minutes
+by default) or fail with a gloo/NCCL error naming a rank. So each process keeps its own watch, over the
+key-value store its engine's runtime already runs (jax.distributed's coordination service; torch.distributed's
+TCPStore), reached through ``KeyValueStore``:
 
-- every process beats: a counter of its own in the service's key-value store, every
-  ``beat_s``, from a thread of its own (JAX releases the GIL while it computes,
-  compiles and waits, so the thread runs whatever the training loop is doing);
-- the first process reads every counter each beat, and names a process whose counter
-  has not moved for ``silence_s``; it writes the verdict to the store for the others;
-- every other process reads that verdict each beat, and names the first process itself
-  if the service stops answering for ``silence_s`` (it runs there).
+- every process beats: a counter of its own in the store, every ``beat_s``, from a thread of its own (the
+  frameworks release the GIL while they compute, compile and wait, so the thread runs whatever the training
+  loop is doing);
+- the first process reads every counter each beat, and names a process whose counter has not moved for
+  ``silence_s``; it writes the verdict to the store for the others;
+- every other process reads that verdict each beat, and names the first process itself if the store stops
+  answering for ``silence_s`` (it runs there).
 
-A verdict ends the run, named, within ``silence_s`` + a beat: a process whose training
-raised (a peer's death breaks its collective at once) takes the verdict into its own
-failure line; a process whose training is stuck in a collective that will never
-complete (a frozen peer) is ended by the watch, which records the verdict first.
-JAX's heartbeat timeout is set above the bound (``jax_heartbeat_s``), as its backstop.
+A verdict ends the run, named, within ``silence_s`` + a beat: a process whose training raised (a peer's
+death breaks its collective at once) takes the verdict into its own failure line; a process whose training
+is stuck in a collective that will never complete (a frozen peer) is ended by the watch, which records the
+verdict first. The runtime's own health check is set above the bound (``Timing.backstop_s``), as its backstop.
 
-The key-value store is reached through ``jax._src.distributed.global_state.client``:
-jax.distributed's own client, which jax.experimental.multihost_utils and orbax use too.
+No framework: each engine gives its store (bench/train_jax/devices.py, bench/train_torch/devices.py).
 """
 from __future__ import annotations
 
@@ -34,7 +33,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from bench.cluster import peers as cluster_peers
 from bench.errors import EXIT_FAILED
@@ -48,14 +47,26 @@ PROCESSES_A_SECOND = 256
 SILENT_BEATS = 10  # a process silent this many beats is named: 10 s on up to 256 processes
 # A verdict the training loop does not take within this many beats: it is stuck in a collective.
 UNCLAIMED_BEATS = 2
-# Set once this process's run has lost a peer. jax.distributed's client then must not shut down as the
-# process exits: its shutdown waits at a barrier for every process, and aborts the process (a C++ fatal
-# error, after the summary was written) when one is gone. bench/train_jax/process.py ends such a process
-# without it.
+# Set once this process's run has lost a peer. The runtime's client then must not shut down as the process
+# exits: jax.distributed's shutdown waits at a barrier for every process, and aborts the process (a C++ fatal
+# error, after the summary was written) when one is gone; torch.distributed's destroy_process_group waits
+# likewise. bench/harness/child.py ends such a process without it.
 LOST_A_PEER = threading.Event()
 # What a collective that a peer broke raises (gloo on CPUs, NCCL on GPUs, the TPU runtime, the service).
 BROKEN_COLLECTIVE = re.compile(r"gloo|nccl|collective|all-?reduce|all-?gather|connection (reset|closed|refused)|"
                                r"unavailable|deadline_exceeded|peer", re.IGNORECASE)
+
+
+class KeyValueStore(Protocol):
+    """The calls the watch makes of its engine's key-value store (shared by every process of the run).
+
+    ``get_many`` returns the keys that are set (a key not yet set is left out); either call may raise
+    when the store does not answer, or block (the watch's threads tell).
+    """
+
+    def set(self, key: str, value: str) -> None: ...
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]: ...
 
 
 @dataclass(frozen=True)
@@ -63,7 +74,7 @@ class Peer:
     """One process of the run, as the user knows it.
 
     Attributes:
-      process: JAX's process index.
+      process: the process's index in its runtime (JAX's process index, torch.distributed's rank).
       name: "worker 1 at HOST:PORT", "chief at HOST:PORT" (TF_CONFIG), or "process 3".
       worker_index: TF_CONFIG's worker index (what `podbench launch` numbers its workers by); None for the chief.
     """
@@ -92,8 +103,9 @@ class Timing:
     silence_s: float
 
     @property
-    def jax_heartbeat_s(self) -> int:
-        """jax.distributed's heartbeat timeout: its backstop, well above this watch's bound."""
+    def backstop_s(self) -> int:
+        """The runtime's own health check (jax.distributed's heartbeat timeout): its backstop, well above this
+        watch's bound."""
         return int(3 * self.silence_s) + 1
 
 
@@ -107,7 +119,7 @@ class PeerWatch:
     """This process's beats, and its watch over the others (see the module docstring).
 
     Args:
-      client: jax.distributed's client (key_value_set, key_value_dir_get, key_value_try_get).
+      store: the engine's key-value store (``KeyValueStore``).
       me: this process's index.
       peers: every process of the run, by index.
       on_stuck: called, from the watch's thread, with a verdict the training loop did not take in time
@@ -116,9 +128,9 @@ class PeerWatch:
       clock: monotonic seconds (injectable for tests).
     """
 
-    def __init__(self, client, me: int, peers: Sequence[Peer], on_stuck: Callable[[Lost], None],
+    def __init__(self, store: KeyValueStore, me: int, peers: Sequence[Peer], on_stuck: Callable[[Lost], None],
                  timing: Timing | None = None, clock: Callable[[], float] = time.monotonic):
-        self.client, self.me, self.peers, self.on_stuck = client, me, tuple(peers), on_stuck
+        self.store, self.me, self.peers, self.on_stuck = store, me, tuple(peers), on_stuck
         self.timing = timing or timing_for(len(self.peers))
         self.clock = clock
         self._stop = threading.Event()
@@ -126,7 +138,7 @@ class PeerWatch:
         self._found = threading.Event()
         self._claimed = threading.Event()
         self.lost: Lost | None = None
-        self._answered_s = clock()  # when the service last answered this process
+        self._answered_s = clock()  # when the store last answered this process
         self._seen: dict[int, tuple[str, float]] = {}  # process -> (its counter, when it last moved)
         self._threads: list[threading.Thread] = []
 
@@ -168,11 +180,11 @@ class PeerWatch:
                 self._seen = {process: (value, now) for process, (value, _) in self._seen.items()}
             last_s = self.clock()
             try:
-                self.client.key_value_set(f"{PREFIX}/beat/{self.me}", str(count), allow_overwrite=True)
+                self.store.set(f"{PREFIX}/beat/{self.me}", str(count))
                 count += 1
                 self._answered_s = self.clock()
                 found = self._check_peers() if self.me == 0 else self._read_verdict()
-            except Exception:  # noqa: BLE001 (the service is gone or failing: _watch_service names it)
+            except Exception:  # noqa: BLE001 (the store is gone or failing: _watch_service names it)
                 found = None
             if found is not None:
                 self._declare(found)
@@ -182,7 +194,8 @@ class PeerWatch:
     def _check_peers(self) -> Lost | None:
         """The first process: each counter read; one that has not moved for the bound is the verdict."""
         now = self.clock()
-        for key, value in self.client.key_value_dir_get(f"{PREFIX}/beat/"):
+        beats = self.store.get_many([f"{PREFIX}/beat/{process}" for process in self._seen])
+        for key, value in beats.items():
             process = int(key.rsplit("/", 1)[-1])
             if process in self._seen and self._seen[process][0] != value:
                 self._seen[process] = (value, now)
@@ -192,19 +205,19 @@ class PeerWatch:
             return None
         silent_s, process = max(silent)
         lost = Lost(self.peers[process], silent_s)
-        self.client.key_value_set(f"{PREFIX}/lost", lost.to_json(), allow_overwrite=True)
+        self.store.set(f"{PREFIX}/lost", lost.to_json())
         return lost
 
     def _read_verdict(self) -> Lost | None:
         """Another process: the first process's verdict, once it has written one."""
-        try:
-            found = json.loads(self.client.key_value_try_get(f"{PREFIX}/lost"))
-        except Exception:  # noqa: BLE001 (NOT_FOUND until there is a verdict)
+        text = self.store.get_many([f"{PREFIX}/lost"]).get(f"{PREFIX}/lost")
+        if text is None:  # no verdict yet
             return None
+        found = json.loads(text)
         return Lost(self.peers[int(found["process"])], float(found["silent_s"]))
 
     def _watch_service(self) -> None:
-        """Another process: the first process (where the service runs) named if the service stops answering."""
+        """Another process: the first process (where the store runs) named if the store stops answering."""
         if self.me == 0:
             return
         last_s = self.clock()
@@ -231,7 +244,7 @@ class PeerWatch:
 
 
 def peers_of(names: Sequence[tuple[str, int | None]]) -> tuple[Peer, ...]:
-    """Peers from (name, TF_CONFIG worker index) in JAX's process order."""
+    """Peers from (name, TF_CONFIG worker index) in the runtime's process order."""
     return tuple(Peer(i, name, index) for i, (name, index) in enumerate(names))
 
 
@@ -260,7 +273,7 @@ def ending_of(lost: Lost, run_dir: Path, timing: Timing, clock: Callable[[], flo
     return fields
 
 
-def start(client, me: int, names: Sequence[tuple[str, int | None]], record_end: Callable[..., None],
+def start(store: KeyValueStore, me: int, names: Sequence[tuple[str, int | None]], record_end: Callable[..., None],
           run_dir: Path) -> PeerWatch:
     """Starts this process's watch. A verdict the training loop cannot take (it is stuck in a collective
     that will never complete) is recorded with ``record_end(**fields)``, said in one line, and ends the
@@ -273,5 +286,5 @@ def start(client, me: int, names: Sequence[tuple[str, int | None]], record_end: 
         print(f"error: {fields['error']} (what was measured is in {run_dir})", file=sys.stderr, flush=True)
         os._exit(EXIT_FAILED)
 
-    watch = PeerWatch(client, me, peers_of(names), on_stuck)
+    watch = PeerWatch(store, me, peers_of(names), on_stuck)
     return watch.start()
