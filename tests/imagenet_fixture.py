@@ -21,6 +21,9 @@ Bad data (one bad record at a known place):
 Damaged shards (after writing):
   ``truncate_file(path, keep_fraction)``, ``flip_byte(path, offset)`` and
   ``record_offsets(path)``, the byte offset where each record's frame starts.
+  ``append_huge_record(path, length_bytes) -> (index, offset)``: a record of that length, its framing
+  consistent (the length's checksum right), its payload a hole of a sparse file, then
+  one small record: nothing writes gigabytes.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from bench.data import record_checks, records
+from bench.data import record_checks, records, tfrecord
 
 # (height, width): non-square both ways, smaller than a 32x32 model input, and larger.
 SIZES = ((40, 30), (30, 40), (64, 48), (33, 57), (20, 25), (120, 90))
@@ -172,3 +175,18 @@ def record_offsets(path: str) -> list[int]:
         (length,) = struct.unpack("<Q", data[offset:offset + 8])
         offset += 12 + length + 4
     return offsets
+
+
+def append_huge_record(path: str, length_bytes: int) -> tuple[int, int]:
+    """Appends a record of ``length_bytes`` (its payload zeros, a hole in a sparse file) and one record of
+    b"after" to the shard at ``path``; returns the huge record's index in the shard and its frame's offset
+    (``record_offsets`` would read the whole file)."""
+    index = len(record_offsets(path))
+    length = struct.pack("<Q", length_bytes)
+    with open(path, "r+b") as f:
+        end = f.seek(0, 2)
+        f.write(length + struct.pack("<I", tfrecord.masked_crc(length)))
+        f.truncate(end + 12 + length_bytes)  # the hole: no bytes written
+        f.seek(end + 12 + length_bytes)
+        f.write(bytes(4) + tfrecord.frame(b"after"))
+    return index, end

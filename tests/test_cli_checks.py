@@ -84,8 +84,8 @@ def test_sizes_hand_computed():
 @pytest.mark.parametrize("make, fragment", [
     pytest.param(lambda d: d / "missing.csv", "(no such file)", id="missing"),
     pytest.param(lambda d: d, "(a directory, not a file)", id="directory"),
-    pytest.param(lambda d: Path("/dev/zero"), "not a regular file (a FIFO, socket or device)", id="dev_zero"),
-    pytest.param(lambda d: (os.mkfifo(d / "f"), d / "f")[1], "not a regular file", id="fifo"),
+    pytest.param(lambda d: Path("/dev/zero"), "not a regular file (a character device)", id="dev_zero"),
+    pytest.param(lambda d: (os.mkfifo(d / "f"), d / "f")[1], "not a regular file (a FIFO)", id="fifo"),
     pytest.param(lambda d: d / LONG, "longer than the filesystem allows", id="name_too_long"),
     pytest.param(lambda d: ((d / "file").write_text("x"), d / "file" / "x.csv")[1],
                  "a part of the path is a file", id="under_a_file"),

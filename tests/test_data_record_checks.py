@@ -4,8 +4,8 @@ import pytest
 import tensorflow as tf
 
 from bench.data import record_checks, records
-from imagenet_fixture import (BAD_KINDS, REASONS, bad_example, example, flip_byte, jpeg_bytes, record_offsets,
-                              truncate_file, write_bad_record_dir, write_imagenet_dir)
+from imagenet_fixture import (BAD_KINDS, REASONS, append_huge_record, bad_example, example, flip_byte, jpeg_bytes,
+                              record_offsets, truncate_file, write_bad_record_dir, write_imagenet_dir)
 
 NUM_CLASSES = 5
 SHARD = "/d/train-00001-of-00002"
@@ -199,3 +199,14 @@ def test_locate_corruption_of_an_unreadable_file(tmp_path):
 
 def test_locate_corruption_of_clean_shards_is_none(imagenet_dir):
     assert record_checks.locate_corruption(records.list_shards(str(imagenet_dir), "validation"), NUM_CLASSES) is None
+
+
+def test_locate_corruption_names_a_record_too_large_to_read_without_reading_it(tmp_path):
+    """A 3 GB record (a sparse file's hole): the search for the bad record names it by its size at once."""
+    root = write_imagenet_dir(tmp_path, num_classes=NUM_CLASSES, train_per_class=1, validation_per_class=1)
+    files = records.list_shards(str(root), "train")
+    index, offset = append_huge_record(files[1], 3_000_000_000)
+    bad = record_checks.locate_corruption(files, NUM_CLASSES)
+    assert (bad.file, bad.index, bad.skippable) == (files[1], index, False)
+    assert bad.message() == (f"{files[1]}, record {index} (byte {offset}): a record of "
+                             "3,000,000,000 bytes, more than the 67,108,864 (64 MiB) an image's record is read up to")

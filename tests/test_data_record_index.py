@@ -10,7 +10,8 @@ import tensorflow as tf
 from bench.data import records
 from bench.data.record_index import RecordIndex, TFRecordSource, index_of, index_records
 from bench.errors import UsageError
-from imagenet_fixture import flip_byte, record_offsets, truncate_file, write_imagenet_dir
+from console import podbench
+from imagenet_fixture import append_huge_record, flip_byte, record_offsets, truncate_file, write_imagenet_dir
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def test_the_index_holds_every_record_where_it_is(train_files):
 def test_the_source_reads_what_tensorflow_reads(train_files):
     source = TFRecordSource(index_records(train_files))
     theirs = [r.numpy() for path in train_files for r in tf.data.TFRecordDataset(path)]
-    assert [source[i] for i in range(len(source))] == [(i, r, "") for i, r in enumerate(theirs)]
+    assert [source[i] for i in range(len(source))] == [(i, r, "", True) for i, r in enumerate(theirs)]
 
 
 def test_the_source_travels_to_grains_workers(train_files):
@@ -66,13 +67,59 @@ def test_a_corrupt_record_is_named_when_read(train_files, tmp_path):
     index = index_records(paths)
     bad = int(np.flatnonzero((index.shard == 2) & (index.position == 5))[0])
     source = TFRecordSource(index)
-    assert source[bad - 1][2] == source[bad + 1][2] == ""  # its neighbours read
+    assert source[bad - 1][2:] == source[bad + 1][2:] == ("", True)  # its neighbours read
     line = f"bad input data: {paths[2]}, record 5: corrupt record at byte {offset} (checksum mismatch); " \
            "re-create or remove that shard"
-    assert source[bad] == (bad, b"", line)  # for grain's workers: told, not raised
+    assert source[bad] == (bad, b"", line, False)  # for grain's workers: told, not raised; not skippable
     with pytest.raises(UsageError) as raised:
         source.read(bad)
     assert str(raised.value) == line
+
+
+HUGE_BYTES = 3_000_000_000  # past int32, as a length of the framing's 64 bits may be
+
+
+def test_a_record_of_3_gb_is_indexed_and_refused_when_read_naming_its_size(train_files, tmp_path):
+    """Its framing is legal (the length's checksum right; its payload a sparse file's hole): indexed, in an int64
+    column, it is refused when read, in one line, without being read; --skip-corrupt may step over it (the
+    record after it reads)."""
+    paths = _copies(train_files, tmp_path)
+    place, offset = append_huge_record(paths[1], HUGE_BYTES)
+    index = index_records(paths)
+    huge = int(np.flatnonzero((index.shard == 1) & (index.position == place))[0])
+    assert index.length.dtype == np.int64 and int(index.length[huge]) == HUGE_BYTES
+    line = (f"bad input data: {paths[1]}, record {place} (byte {offset}): a record of "
+            "3,000,000,000 bytes, more than the 67,108,864 (64 MiB) an image's record is read up to; re-create or "
+            "remove that shard, or pass --skip-corrupt to skip and count bad records")
+    source = TFRecordSource(index)
+    assert source[huge] == (huge, b"", line, True) and source[huge + 1] == (huge + 1, b"after", "", True)
+    with pytest.raises(UsageError) as raised:
+        source.read(huge)
+    assert str(raised.value) == line
+    assert index_records(train_files).length.dtype == np.int32  # ImageNet's records: the smaller column
+
+
+@pytest.fixture(scope="module")
+def huge_project(tmp_path_factory):
+    """A project folder whose second training shard holds a record of 3 GB (sparse) after its own."""
+    root = tmp_path_factory.mktemp("huge")
+    write_imagenet_dir(root / "data", num_classes=5, train_per_class=2, validation_per_class=1)
+    return root, append_huge_record(str(root / "data" / "train-00001-of-00003"), HUGE_BYTES)[0]
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["data", "bench", "--framework", "jax", "--workers", "1", "--batch-size", "2", "--batches", "12"],
+                 id="data_bench"),
+    pytest.param(["run", "--framework", "jax", "--depth", "10", "--no-peak", "--data",
+                  "imagenet", "--batch-size", "2", "--train-steps", "12", "--output", "runs/r"], id="run"),
+])
+def test_a_record_of_3_gb_is_one_line_naming_shard_record_and_size(huge_project, argv):
+    root, place = huge_project
+    done = podbench(*argv, "--data-dir", "data", "--image-size", "32", "--num-classes", "5", cwd=root, timeout=240)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert done.returncode == 2 and len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert errors[0].startswith(f"error: bad input data: data/train-00001-of-00003, record {place} (byte ")
+    assert "a record of 3,000,000,000 bytes, more than the 67,108,864 (64 MiB)" in errors[0]
 
 
 def test_a_missing_shard_is_one_line(tmp_path):

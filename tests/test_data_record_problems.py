@@ -1,12 +1,13 @@
 """bench/data/record_problems.py: a record's problems without TensorFlow, in the tf.data pipeline's own words
 (real records with real JPEG bytes, tests/imagenet_fixture.py)."""
+import json
 
 import pytest
 import tensorflow as tf
 
-from bench.data import record_checks
+from bench.data import record_checks, records
 from bench.data.record_problems import NOT_AN_EXAMPLE, BadRecord, examine, fix_for
-from console import runs_without
+from console import podbench, runs_without
 from imagenet_fixture import BAD_KINDS, REASONS, bad_example, example, jpeg_bytes
 
 NUM_CLASSES = 5
@@ -31,6 +32,65 @@ def test_the_same_words_as_the_tf_data_pipelines_checks(kind):
     with pytest.raises(tf.errors.InvalidArgumentError) as raised:
         next(iter(dataset))
     assert record_checks.bad_record_from_error(str(raised.value)).reason == examined.problem
+
+
+def _with_thumbnail(jpeg: bytes, thumbnail: bytes) -> bytes:
+    """``jpeg`` with a whole ``thumbnail`` JPEG in an APP1 (Exif) segment after its start marker, as cameras
+    write them: the thumbnail's end marker lies before the image's scan."""
+    body = b"Exif\0\0" + thumbnail
+    return jpeg[:2] + b"\xff\xe1" + (len(body) + 2).to_bytes(2, "big") + body + jpeg[2:]
+
+
+def _photo() -> bytes:
+    return jpeg_bytes(120, 160, seed=4)  # its scan data large enough to cut inside
+
+
+def _cut() -> bytes:
+    return _photo()[:len(_photo()) * 8 // 10]  # cut in the scan data
+
+
+# (the JPEG, the problem named, whether the graph's cheaper check passes it)
+@pytest.mark.parametrize("make, problem, in_graph", [
+    pytest.param(lambda: _photo() + bytes(1000), None, True, id="padded_with_zeros"),
+    pytest.param(lambda: _photo() + b"\x12\x34" * 300, None, True, id="padded_with_other_bytes"),
+    pytest.param(lambda: _with_thumbnail(_photo(), jpeg_bytes(8, 8, seed=5)) + bytes(64), None, True,
+                 id="thumbnail_and_padding"),
+    pytest.param(_cut, record_checks.TRUNCATED_JPEG, False, id="cut_in_the_scan"),
+    pytest.param(lambda: _cut() + bytes(1000), record_checks.TRUNCATED_JPEG, False, id="cut_then_padded"),
+    # The graph finds the marker anywhere: a thumbnail's passes this one, whose decode then fails.
+    pytest.param(lambda: _with_thumbnail(_cut(), jpeg_bytes(8, 8, seed=5)), record_checks.TRUNCATED_JPEG, True,
+                 id="cut_with_a_thumbnails_end_marker_before_the_scan"),
+    pytest.param(lambda: _photo()[:200], record_checks.TRUNCATED_JPEG, False, id="cut_in_the_headers"),
+])
+def test_what_decodes_passes_and_what_is_cut_short_is_named(make, problem, in_graph):
+    """A whole JPEG followed by padding decodes (TensorFlow's decoder, checked here, as libjpeg-turbo's), and
+    real datasets hold such files: it passes. One cut short does not decode under TensorFlow: it is named, its
+    padding or a thumbnail's end marker notwithstanding."""
+    jpeg = make()
+    assert examine(example(0, 1, jpeg), NUM_CLASSES).problem == problem
+    try:
+        tf.io.decode_jpeg(jpeg, channels=3)
+        decodes = True
+    except tf.errors.InvalidArgumentError:
+        decodes = False
+    assert decodes == (problem is None)
+    _, _, ok = record_checks.parse(tf.constant(example(0, 1, jpeg)), tf.constant("f"), tf.constant(0, tf.int64),
+                                   NUM_CLASSES, fail=False)
+    assert bool(ok) == in_graph
+
+
+@pytest.mark.parametrize("framework", ["jax", "tensorflow"])
+def test_data_whose_jpegs_are_padded_is_read_by_both_inputs(tmp_path, framework):
+    """Every JPEG followed by padding, as some real datasets' are: `data bench` reads them all, under grain and
+    tf.data alike, where both refused every one as "truncated JPEG"."""
+    examples = [example(i, 1 + i % NUM_CLASSES, jpeg_bytes(40, 30, seed=i) + bytes(i % 3 * 100 + 7))
+                for i in range(8)]
+    records.write_shards(examples, str(tmp_path / "data"), "train", 2)
+    done = podbench("data", "bench", "--framework", framework, "--data-dir", "data", "--image-size", 32,
+                    "--batch-size", 4, "--batches", 4, "--warmup-batches", 0, "--num-classes", NUM_CLASSES, "--json",
+                    cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["num_examples"] == 8
 
 
 def test_a_corrupt_jpeg_passes_the_checks_that_need_no_decoding():

@@ -1,5 +1,6 @@
 """bench/data/records.py: the ImageNet TFRecord layout, writing and counting shards,
 on real records with real JPEG bytes (tests/imagenet_fixture.py)."""
+import os
 from pathlib import Path
 
 import pytest
@@ -7,10 +8,13 @@ import tensorflow as tf
 
 from bench.data import records
 from bench.errors import UsageError
+from console import podbench
 from imagenet_fixture import (flip_byte, jpeg_bytes, record_offsets, truncate_file, write_bad_record_dir,
                               write_imagenet_dir)
 
 NUM_CLASSES = 5
+RUN_FLAGS = ("--depth", "10", "--image-size", "32", "--no-peak", "--data", "imagenet", "--batch-size", "2",
+             "--train-steps", "2", "--output", "runs/r")
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +65,67 @@ def test_list_shards_errors(tmp_path, make, split, message):
     with pytest.raises(UsageError, match=message) as raised:
         records.list_shards(str(make(tmp_path)), split)
     assert "\n" not in str(raised.value)
+
+
+def _replaced(data_dir: Path, name: str, make) -> Path:
+    """``data_dir`` with its shard ``name`` replaced by what ``make(path)`` puts there."""
+    (data_dir / name).unlink()
+    make(data_dir / name)
+    return data_dir
+
+
+@pytest.mark.parametrize("make, what", [
+    pytest.param(os.mkfifo, "a FIFO", id="fifo"),
+    pytest.param(lambda p: p.symlink_to("/dev/zero"), "a character device", id="link_to_dev_zero"),
+    pytest.param(lambda p: p.mkdir(), "a directory, not a file", id="directory"),
+])
+def test_a_shard_that_is_not_a_file_is_refused_naming_it(tmp_path, make, what):
+    data_dir = _replaced(write_imagenet_dir(tmp_path, num_classes=2, train_per_class=3, validation_per_class=1),
+                         "train-00001-of-00003", make)
+    with pytest.raises(UsageError) as raised:
+        records.list_shards(str(data_dir), "train")
+    assert str(raised.value) == (f"{data_dir}/train-00001-of-00003 is {'' if 'directory' in what else 'not a regular file ('}"
+                                 f"{what}{'' if 'directory' in what else ')'}, and a shard must be a file: remove it, "
+                                 "or put the shard there (a symbolic link to the file will do)")
+
+
+def test_a_symbolic_link_to_a_shard_is_a_shard_and_a_broken_one_is_named(tmp_path):
+    data_dir = write_imagenet_dir(tmp_path / "d", num_classes=2, train_per_class=3, validation_per_class=1)
+    (tmp_path / "elsewhere").mkdir()
+    (data_dir / "train-00001-of-00003").rename(tmp_path / "elsewhere" / "shard")
+    (data_dir / "train-00001-of-00003").symlink_to(tmp_path / "elsewhere" / "shard")
+    assert records.count_records(records.list_shards(str(data_dir), "train")) == 6
+    (tmp_path / "elsewhere" / "shard").unlink()
+    with pytest.raises(UsageError, match="cannot read .*train-00001-of-00003 \\(no such file: a broken symbolic link"):
+        records.list_shards(str(data_dir), "train")
+
+
+FIFO_COMMANDS = [
+    pytest.param(["data", "bench", "--framework", "jax", "--workers", "0", "--batch-size", "2", "--batches", "2"],
+                 id="data_bench_grain"),
+    pytest.param(["data", "bench", "--batch-size", "2", "--batches", "2"], id="data_bench_tf_data"),
+    pytest.param(["data", "inspect"], id="data_inspect"),
+    # (`run` under TensorFlow lists its shards with the same list_shards as `data bench`'s tf.data, in its child.)
+    pytest.param(["run", "--framework", "jax", *RUN_FLAGS], id="run"),
+]
+
+
+@pytest.fixture(scope="module")
+def fifo_project(tmp_path_factory):
+    """A project folder whose data holds a FIFO named like a training shard (what a half-set-up copy or a
+    streaming tool can leave): every reader of the shards used to block in its open() for ever."""
+    root = tmp_path_factory.mktemp("fifo")
+    write_imagenet_dir(root / "data", num_classes=NUM_CLASSES, train_per_class=2, validation_per_class=1)
+    _replaced(root / "data", "train-00001-of-00003", os.mkfifo)
+    return root
+
+
+@pytest.mark.parametrize("argv", FIFO_COMMANDS)
+def test_a_fifo_named_like_a_shard_is_one_line_under_every_command(fifo_project, argv):
+    done = podbench(*argv, "--data-dir", "data", "--num-classes", NUM_CLASSES, cwd=fifo_project, timeout=240)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert done.returncode == 2 and len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert errors[0].startswith("error: data/train-00001-of-00003 is not a regular file (a FIFO), and a shard must")
 
 
 def test_shard_name():

@@ -1,8 +1,11 @@
 """bench/data/synthetic_jpegs.py: made-up photographs in ImageNet's TFRecord layout, written without TensorFlow
 and read back with it."""
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +15,9 @@ import tensorflow as tf
 
 from bench.data import records, synthetic_jpegs
 from bench.data.example import parse_example
-from bench.data.synthetic_set import MARKER_FILE, SyntheticSet, synthetic_jpegs_marker
-from console import ENV, REPO, runs_without
+from bench.data.synthetic_set import MARKER_FILE, SyntheticSet, synthetic_jpegs_marker, write_marker
+from console import ENV, PODBENCH, REPO, alive, descendants, podbench, runs_without
+from test_cli_data import shared_memory_left
 
 
 def test_a_photo_compresses_like_one():
@@ -102,3 +106,53 @@ def test_writing_loads_no_tensorflow(tmp_path):
     runs_without("from bench.data import synthetic_jpegs\nfrom bench.data.synthetic_set import SyntheticSet\n"
                  f"synthetic_jpegs.write_set(SyntheticSet({str(tmp_path)!r}, 2, 1, 1), processes=1)", timeout=300)
     assert (Path(tmp_path) / MARKER_FILE).exists()
+
+
+@pytest.mark.parametrize("stop, code", [pytest.param(signal.SIGTERM, 143, id="sigterm"),
+                                        pytest.param(signal.SIGINT, 130, id="ctrl_c_to_the_process_group")])
+def test_a_stopped_writer_leaves_nothing_behind(tmp_path, stop, code):
+    """Stopped while its two workers write: its workers ended, its semaphores released, what it wrote removed
+    (the directory too: it made it), and the exit a shell reports for that signal. It used to be killed outright
+    by SIGTERM, leaving a half set with no marker, workers running on and semaphores in /dev/shm. Ctrl-C
+    reaches the whole process group, as a terminal sends it: the workers print nothing."""
+    before = set(os.listdir("/dev/shm"))
+    proc = subprocess.Popen([str(PODBENCH), "data", "make-synthetic-jpegs", "--out", "set", "--train-images", "400",
+                             "--validation-images", "0", "--shards", "8", "--workers", "2"], stderr=subprocess.PIPE,
+                            text=True, env=ENV, cwd=tmp_path, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "set" / "train-00001-of-00008").exists():  # both workers writing
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    helpers = descendants(proc.pid)  # the pool's workers and Python's resource tracker
+    assert len(helpers) == 3, helpers
+    if stop == signal.SIGINT:
+        os.killpg(proc.pid, stop)
+    else:
+        proc.send_signal(stop)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == code
+    assert stderr.splitlines()[1:] == [f"interrupted ({stop.name}): nothing of the set is left in set"], stderr
+    assert not (tmp_path / "set").exists()
+    deadline = time.monotonic() + 10  # the resource tracker ends once it has read its parent's last words
+    while (left := [helper for helper in helpers if alive(helper[0])]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left
+    assert not shared_memory_left(before)
+
+
+def test_a_set_whose_writer_was_killed_is_named_by_the_next_command(tmp_path):
+    """What a writer killed outright (SIGKILL) leaves: its marker, written first, saying incomplete, and a shard.
+    `data bench`, `run` and `data make-synthetic-jpegs` name it in one line with the fix."""
+    spec = SyntheticSet(str(tmp_path / "set"), 4, 0, 2)
+    (tmp_path / "set").mkdir()
+    write_marker(spec, complete=False)
+    synthetic_jpegs.write_shard((0, "train", 0, 2, 4, spec.out_dir))
+    line = ("error: set holds synthetic JPEGs whose writing stopped before it finished (podbench-synthetic-jpegs.json "
+            "says incomplete): remove the directory and make the set again with `podbench data make-synthetic-jpegs`")
+    for argv in (["data", "bench", "--framework", "jax", "--data-dir", "set", "--workers", "0"],
+                 ["run", "--framework", "jax", "--data", "imagenet", "--data-dir", "set", "--depth", "10",
+                  "--image-size", "32", "--no-peak", "--train-steps", "2", "--output", "runs/r"],
+                 ["data", "make-synthetic-jpegs", "--out", "set", "--train-images", "4", "--shards", "2"]):
+        done = podbench(*argv, cwd=tmp_path, timeout=240)
+        errors = [l for l in done.stderr.splitlines() if l.startswith("error: ")]
+        assert (done.returncode, errors) == (2, [line]) and "Traceback" not in done.stderr, done.stderr[-3000:]

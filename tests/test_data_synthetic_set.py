@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from bench.data.synthetic_set import MARKER_FILE, SyntheticSet, synthetic_jpegs_marker, write_marker
+from bench.data.synthetic_set import MARKER_FILE, SyntheticSet, incomplete_set, synthetic_jpegs_marker, write_marker
 from console import runs_without
 
 
@@ -33,6 +33,18 @@ def test_the_marker_round_trips(tmp_path):
     assert synthetic_jpegs_marker(str(tmp_path)) == written
     assert written["seed"] == 9 and written["seconds"] == 1.5 and written["synthetic_jpegs"] is True
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_set_marked_incomplete_is_named_and_one_marked_complete_or_by_an_older_writer_is_not(tmp_path):
+    spec = SyntheticSet(str(tmp_path), 10, 2, 5)
+    assert write_marker(spec, complete=False)["complete"] is False
+    assert incomplete_set(str(tmp_path)) == (
+        f"{tmp_path} holds synthetic JPEGs whose writing stopped before it finished ({MARKER_FILE} says "
+        "incomplete): remove the directory and make the set again with `podbench data make-synthetic-jpegs`")
+    write_marker(spec, seconds=1.0)
+    assert incomplete_set(str(tmp_path)) is None
+    (tmp_path / MARKER_FILE).write_text(json.dumps({"synthetic_jpegs": True}))  # written last, as before
+    assert incomplete_set(str(tmp_path)) is None and incomplete_set(str(tmp_path / "absent")) is None
 
 
 def test_other_data_has_no_marker(tmp_path):

@@ -36,6 +36,14 @@ def test_frames_walks_every_record(written, read_payloads, expected):
     assert list(frames(written, read_payloads=read_payloads)) == list(enumerate(expected))
 
 
+def test_frames_reads_no_payload_longer_than_asked(written):
+    with pytest.raises(tfrecord.PayloadTooLarge) as raised:
+        list(frames(written, read_payloads=True, max_payload_bytes=300))
+    assert (raised.value.index, raised.value.length_bytes) == (3, len(PAYLOADS[3]))
+    assert raised.value.offset_bytes == sum(HEADER_BYTES + len(p) + FOOTER_BYTES for p in PAYLOADS[:3])
+    assert list(frames(written, read_payloads=True, max_payload_bytes=len(PAYLOADS[3]))) == list(enumerate(PAYLOADS))
+
+
 def test_an_empty_file_has_no_records(tmp_path):
     (tmp_path / "empty").write_bytes(b"")
     assert list(frames(str(tmp_path / "empty"), read_payloads=True)) == []

@@ -8,7 +8,7 @@ from bench.plan import presets
 from bench.data.spec import DataCounts
 from bench.plan.resolve import resolve
 from bench.results.runfiles import RunRecord
-from bench.results.summary import DATA_POSITION_NOT_RESTORED
+from bench.results.summary import DATA_POSITION_NOT_RESTORED, DATA_POSITION_RESTORED
 from bench.harness.summary import build_summary
 from methodology.target import EvalRecord
 from methodology.throughput import StepRecord
@@ -60,6 +60,27 @@ def test_a_resumed_segments_start_decides_the_status():
     s = build_summary(record(STEPS, lifecycle=lifecycle))
     assert s.status == "killed" and s.data_position == DATA_POSITION_NOT_RESTORED
     assert build_summary(record(STEPS, lifecycle=lifecycle[:2])).data_position is None  # one segment
+
+
+@pytest.mark.parametrize("restores, expected", [
+    pytest.param([("restored", None), ("restored", None)], DATA_POSITION_RESTORED, id="every_segment_restored"),
+    pytest.param([("restored", None), ("fresh order", "the training data changed since the position was saved")],
+                 "not restored: the segment resumed at step 20 read the training stream afresh, reshuffled with seed "
+                 "+ segment, because the training data changed since the position was saved", id="data_changed"),
+    pytest.param([("fresh order", "no input position was saved for this process"), ("restored", None)],
+                 "not restored: the segment resumed at step 10 read the training stream afresh, reshuffled with seed "
+                 "+ segment, because no input position was saved for this process", id="first_one_why_said"),
+    pytest.param([("restored", None), (None, None)], DATA_POSITION_NOT_RESTORED, id="no_position_kept"),
+])
+def test_the_data_position_says_why_a_segment_did_not_continue_the_stream(restores, expected):
+    """Never "restored" where a segment read a fresh order (its input's position damaged, or saved over other
+    data): the first segment that did, and why."""
+    lifecycle = [{"event": "start", "time_s": 0.0}]
+    for n, (state, why) in enumerate(restores, 1):
+        lifecycle += [{"event": "start", "time_s": 0.0},
+                      {"event": "restore", "time_s": 1.0, "step": 10 * n, "segment": n, "input_state": state,
+                       **({"input_why": why} if why else {})}]
+    assert build_summary(record(STEPS, lifecycle=lifecycle)).data_position == expected
 
 
 def test_an_interrupted_run_names_its_signal_and_a_failed_one_its_error():

@@ -114,3 +114,48 @@ def test_a_later_process_writes_no_input_position_into_another_runs_directory(tm
     with pytest.raises(RunFailed, match="holds run run-a's checkpoints .* not this run's \\(run-b\\)"):
         later.save(75)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def positions(directory) -> list[str]:
+    return sorted(p.name for p in directory.glob("*.input-*.json"))
+
+
+def test_a_checkpoint_whose_write_fails_leaves_no_input_position(tmp_path, info):
+    """The position is written first, beside where the checkpoint goes; the checkpoint's write fails (here its
+    path is taken by a file, which cannot be replaced by a directory): the position goes too."""
+    saver = Checkpointer(str(tmp_path), info, "run-a")
+    saver.state, saver.input_state = state_at(3, info), lambda: {"position": 3}
+    saver.save(3)
+    (tmp_path / "ckpt-5").write_text("not a checkpoint")
+    saver.state = state_at(5, info)
+    with pytest.raises(OSError):
+        saver.save(5)
+    assert positions(tmp_path) == ["ckpt-3.input-0.json"]
+    assert saver.input_state_at(3) == ({"position": 3}, None)
+
+
+def test_positions_of_checkpoints_that_never_completed_are_removed(tmp_path, info):
+    """A run killed while orbax wrote ckpt-9 (its temporary name left) had written the processes' positions for
+    it: they are removed when the directory is next restored from, and those of an earlier step with no
+    checkpoint when the next checkpoint is written; a complete checkpoint's stay."""
+    saver = Checkpointer(str(tmp_path), info, "run-a")
+    saver.state, saver.input_state = state_at(4, info), lambda: {"position": 4}
+    saver.save(4)
+    (tmp_path / "ckpt-9.orbax-checkpoint-tmp-12").mkdir()
+    for name in ("ckpt-9.input-0.json", "ckpt-9.input-1.json", "ckpt-2.input-0.json"):
+        (tmp_path / name).write_text("{}")
+    Checkpointer(str(tmp_path), info, "run-a").restore_intact(state_at(0, info))
+    assert positions(tmp_path) == ["ckpt-4.input-0.json"]
+    (tmp_path / "ckpt-6.input-1.json").write_text("{}")  # a later process's, for a checkpoint never written
+    saver.state = state_at(8, info)
+    saver.save(8)
+    assert positions(tmp_path) == ["ckpt-4.input-0.json", "ckpt-8.input-0.json"]
+
+
+def test_no_position_or_an_unreadable_one_is_said_why(tmp_path, info):
+    saver = Checkpointer(str(tmp_path), info, "run-a")
+    assert saver.input_state_at(7) == (None, "no input position was saved for this process")
+    (tmp_path / "ckpt-7.input-0.json").write_text('{"grain": ')  # written in part
+    assert saver.input_state_at(7) == (None, "the saved input position is not JSON (damaged, or written in part)")
+    (tmp_path / "ckpt-7.input-0.json").write_text("[]")  # read as it is: the input judges it
+    assert saver.input_state_at(7) == ([], None)

@@ -56,17 +56,22 @@ def stopped_at(root, run: str, records: int, *args: str) -> None:
     assert proc.returncode == 143, stderr[-3000:]
 
 
-def resumed(project, name: str, forget_position: bool = False, stop_at: int | None = None):
-    """A copy of the stopped run resumed by its relative path (its saved input position deleted first, if asked;
-    stopped again once its steps.jsonl holds ``stop_at`` records, then resumed once more, if asked)."""
-    shutil.copytree(project / "runs" / "stopped", project / "runs" / name)
-    if forget_position:
-        for position in (project / "runs" / name / rundir.CHECKPOINTS_DIR).glob("*.input-*.json"):
-            position.unlink()
+def resumed(project, name: str, forget_position: bool = False, stop_at: int | None = None, position: str | None = None,
+            root=None):
+    """A copy of the stopped run resumed by its relative path (its saved input position deleted first, or
+    replaced by the text ``position``, if asked; stopped again once its steps.jsonl holds ``stop_at`` records,
+    then resumed once more, if asked), from ``root`` (default: the project folder, whose data it reads)."""
+    root = root or project
+    shutil.copytree(project / "runs" / "stopped", root / "runs" / name)
+    for saved in (root / "runs" / name / rundir.CHECKPOINTS_DIR).glob("*.input-*.json"):
+        if forget_position:
+            saved.unlink()
+        elif position is not None:
+            saved.write_text(position)
     if stop_at is not None:
-        stopped_at(project, f"runs/{name}", stop_at, "run", "--resume", f"runs/{name}")
-    done = podbench("run", "--resume", f"runs/{name}", "--json", timeout=RUN_TIMEOUT_S, cwd=project)
-    assert done.returncode == 0, done.stderr[-3000:]
+        stopped_at(root, f"runs/{name}", stop_at, "run", "--resume", f"runs/{name}")
+    done = podbench("run", "--resume", f"runs/{name}", "--json", timeout=RUN_TIMEOUT_S, cwd=root)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     return json.loads(done.stdout), done.stderr
 
 
@@ -90,7 +95,8 @@ def forgot(project):
 def test_without_its_saved_position_a_segment_reads_a_fresh_order_and_says_so(project, forgot):
     summary, stderr = forgot
     assert summary["status"] == "completed" and summary["data_position"].startswith("not restored")
-    assert "holds no input position for this process: reading the training data in a fresh order" in stderr
+    assert summary["data_position"].endswith("because no input position was saved for this process")
+    assert ": no input position was saved for this process; reading the training data in a fresh order" in stderr
     stop = json.loads((project / "runs" / "stopped" / rundir.SUMMARY_FILE).read_text())["steps_completed"]
     whole, again = losses(project / "runs" / "whole"), losses(project / "runs" / "forgot")
     assert any(again[s] != whole[s] for s in range(stop + 1, STEPS + 1))
@@ -110,3 +116,25 @@ def test_a_fresh_order_segment_stopped_again_is_continued_in_its_own_order(proje
     assert stop < last < STEPS
     fresh, again = losses(project / "runs" / "forgot"), losses(project / "runs" / "forgot-twice")
     assert [again[s] for s in range(last + 1, STEPS + 1)] == [fresh[s] for s in range(last + 1, STEPS + 1)]
+
+
+def test_a_damaged_position_resumes_in_a_fresh_order_and_says_why(project):
+    """`[]` was an AttributeError traceback (exit 1), and `{}` refused the resume until the file was deleted by
+    hand. Any damage (bench/data/grain_input.py state_problem, tested there case by case, `{}` included) is now
+    a line saying why, a fresh order, and summary.json saying why the data position was not restored."""
+    summary, stderr = resumed(project, "damaged", position="[]")
+    why = "the saved input position is damaged (a JSON list, not an object)"
+    assert (summary["status"], summary["steps_completed"]) == ("completed", STEPS)
+    assert f": {why}; reading the training data in a fresh order (seed + segment)" in stderr
+    assert summary["data_position"].startswith("not restored") and summary["data_position"].endswith(f"because {why}")
+
+
+def test_data_regenerated_since_the_checkpoint_is_said_and_never_called_restored(project, tmp_path):
+    """The same shard names and record counts, other images (seed 1): the position's records' digest tells the
+    data changed; the segment reads a fresh order and summary.json says why, not "restored"."""
+    write_imagenet_dir(tmp_path / "data", num_classes=10, train_per_class=4, validation_per_class=1, seed=1)
+    summary, stderr = resumed(project, "changed", root=tmp_path)
+    why = ("the training data changed since the position was saved (its records are not the ones indexed then: "
+           "regenerated or replaced?)")
+    assert summary["status"] == "completed" and f": {why}; reading the training data in a fresh order" in stderr
+    assert summary["data_position"].endswith(f"because {why}")

@@ -9,16 +9,20 @@ TensorFlow loads inside the handlers that need it, after the flags are checked;
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib.util
 import os
 import resource
+import signal
 import sys
+import threading
 
 from bench.cli import checks
 from bench.data.spec import InputSpec
-from bench.data.synthetic_set import MARKER_FILE, SyntheticSet, synthetic_jpegs_marker
+from bench.data.synthetic_set import MARKER_FILE, SyntheticSet, incomplete_set, synthetic_jpegs_marker
 from bench.errors import UsageError
+from bench.harness import stopping
 from bench.results.rundir import dumps
 from bench.train_jax import packages
 
@@ -176,6 +180,9 @@ def check_make(args: argparse.Namespace, fraction: float) -> None:
 
 def _check_no_dataset(out_dir: str) -> None:
     out = checks.output_dir(out_dir, "--out")
+    incomplete = incomplete_set(out_dir)  # named as such, not as any dataset
+    if incomplete is not None:
+        raise UsageError(incomplete)
     held = sorted(p.name for p in out.iterdir() if p.name.startswith(("train-", "validation-")))
     if held:
         raise UsageError(f"{out} already holds a dataset ({held[0]} …); choose another --out (podbench never "
@@ -356,16 +363,45 @@ def handle_make_synthetic(args: argparse.Namespace) -> int:
         spec = SyntheticSet(args.out, args.train_images, args.validation_images, args.shards, args.seed)
     except ValueError as err:
         raise UsageError(f"{err}; lower --shards") from None
-    _check_no_dataset(args.out)
-    _say(f"writing {spec.train_images:,} training and {spec.validation_images:,} validation synthetic JPEGs "
-         f"({spec.train_shards} + {spec.validation_shards} shards) to {args.out}…")
+    existed = os.path.isdir(args.out)
     try:
-        made = synthetic_jpegs.write_set(spec, args.workers, _say)
+        with _stopped_by_signals():
+            _check_no_dataset(args.out)
+            _say(f"writing {spec.train_images:,} training and {spec.validation_images:,} validation synthetic JPEGs "
+                 f"({spec.train_shards} + {spec.validation_shards} shards) to {args.out}…")
+            made = synthetic_jpegs.write_set(spec, args.workers, _say)
     except OSError as err:
         raise UsageError(f"cannot write to {args.out} ({checks.os_reason(err)}); choose a writable --out") from None
+    except stopping.Interrupted as stop:  # write_set ended its workers and removed what it wrote
+        if not existed:
+            with contextlib.suppress(OSError):
+                os.rmdir(args.out)  # made for the set, empty again
+        _say(f"interrupted ({stop.signal_name}): nothing of the set is left in {args.out}")
+        return 128 + signal.Signals[stop.signal_name].value
     print(f"wrote {spec.train_images:,} training and {spec.validation_images:,} validation synthetic JPEGs "
           f"(mean {made['mean_jpeg_bytes'] / 1024:,.0f} KB, labels over {made['num_classes']:,} classes) to "
           f"{args.out} ({spec.train_shards} + {spec.validation_shards} shards) in {made['seconds']:,.1f} s, "
           f"{made['images_per_sec']:,.0f} images/s with {made['processes']} processes; marked synthetic "
           f"({MARKER_FILE})")
     return 0
+
+
+@contextlib.contextmanager
+def _stopped_by_signals():
+    """Ctrl-C, SIGTERM and the other stop signals (bench/harness/stopping.py HANDLED) raise Interrupted where the
+    writer stands, once: later ones are ignored, so that the clean-up they started is not cut short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        for sig in stopping.HANDLED:
+            signal.signal(sig, signal.SIG_IGN)
+        raise stopping.Interrupted(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, stop) for sig in stopping.HANDLED}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -25,18 +25,25 @@ weights float32 [B]. Images stay bytes: the device normalises them.
 The iterator's position is grain's, and it is the whole state: ``get_state``
 after N batches and ``set_state`` in a new process continue with batch N+1,
 the same records, crops and flips (the crop's random numbers are drawn from the
-seed and the record's place in the stream, not from a shared generator).
+seed and the record's place in the stream, not from a shared generator). A state
+carries a checksum of itself, so that one damaged or edited is told, whatever the
+damage, and the digest of the records it was taken over (record_index's
+``RecordIndex.digest``), so that a position is never taken back over other data.
 
 Worker processes hand their batches over in shared memory. Closed in the middle
 of a stream (a bad record, the end of a run), the batches grain had prefetched
-are garbage in reference cycles: ``close`` collects them, freeing their memory;
-one a worker hands over as it stops waits for the next collection (should the
-process end first, Python's resource tracker frees it, and warns).
+are garbage in reference cycles, and grain frees a collected batch's memory in a
+thread of its own: ``close`` collects them and waits for that thread, so that a
+process ending on a bad record leaves nothing in /dev/shm and no warning from
+Python's resource tracker (which frees what is left at exit, and says so).
 """
 from __future__ import annotations
 
 import gc
+import hashlib
+import json
 import time
+import weakref
 from typing import Callable, Iterator
 
 import grain
@@ -58,7 +65,7 @@ MAX_DEFAULT_WORKERS = 64
 READ_THREADS = 4
 READ_AHEAD_RECORDS = 64
 WORKER_BUFFER_BATCHES = 2
-STATE_FORMAT = 1
+STATE_FORMAT = 2  # 2: a checksum and the data's digest
 
 
 
@@ -180,6 +187,7 @@ class GrainInput:
                              "each needs one at least; use fewer processes")
         self._placement = {"process_index": process_index, "process_count": process_count}
         self._iterator = None
+        self._streams: weakref.WeakSet = weakref.WeakSet()  # the iterators ``batches`` gave out
         self._skipped = 0
         self._delivered = 0  # validation's records handed out, to count what was skipped at its end
 
@@ -195,8 +203,14 @@ class GrainInput:
         call is a new pass over the share, in order; without padding it ends after
         its last full batch (the rest dropped, as tf.data's drop_remainder drops
         it), with padding the last batch is filled with zero-weight images and
-        zero-weight batches follow without end, as pipeline.py's do.
+        zero-weight batches follow without end, as pipeline.py's do. ``close`` ends
+        every such iterator: the last batch each holds is let go with the rest.
         """
+        stream = self._batches()
+        self._streams.add(stream)
+        return stream
+
+    def _batches(self) -> Iterator[tuple[np.ndarray, ...]]:
         if not self.spec.training:
             self.close()  # a new pass
             self._skipped = self._delivered = 0
@@ -204,7 +218,9 @@ class GrainInput:
         while (batch := next(self._grain_iterator(), None)) is not None:
             problem = next((str(problem) for problem in batch["problem"] if problem), None)  # the earliest
             if problem is not None:
-                del batch  # its arrays may be grain's shared memory: freed now, not with the traceback
+                # This batch's arrays, and the last one's, may be grain's shared memory: dropped before close
+                # frees it, not when the traceback goes (perhaps as the process ends, too late to free it).
+                batch = images = labels = None
                 self.close()
                 raise UsageError(problem)
             images, labels = batch["image"], batch["label"]
@@ -223,27 +239,34 @@ class GrainInput:
             yield _padded(*nothing, size)
 
     def get_state(self) -> dict:
-        """Where training's stream stands, JSON-serialisable: grain's iterator position and what it must be
-        resumed with. (Validation needs none: each pass starts again.)"""
-        return {"format": STATE_FORMAT, "grain": self._grain_iterator().get_state(), **self._setup(),
-                "skipped_records": self._skipped, "delivered_records": self._delivered}
+        """Where training's stream stands, JSON-serialisable: grain's iterator position, what it must be
+        resumed with, the records' digest, and a checksum of all that. (Validation needs none: each pass
+        starts again.)"""
+        state = {"format": STATE_FORMAT, "grain": self._grain_iterator().get_state(), **self._setup(),
+                 "data": self.index.digest, "skipped_records": self._skipped, "delivered_records": self._delivered}
+        state = json.loads(json.dumps(state))  # as it is read back (grain's tuples lists, its keys strings)
+        return {**state, "checksum": _checksum(state)}
 
     def set_state(self, state: dict) -> None:
         """Continues from ``state`` (``get_state``'s): the next batch is the one that followed it.
 
         Raises:
-          UsageError: a state saved by another kind of input, or with another worker count, placement, split,
-            seed, batch size or number of records (the order of the records depends on each).
+          UsageError: a damaged state (``state_problem``); one saved with another worker count, placement,
+            split, seed, batch size or number of records (the order of the records depends on each); or over
+            other data (the records' digest differs).
         """
-        if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or "grain" not in state:
-            raise UsageError("the input state to resume from is not the grain input's; resume from a checkpoint "
-                             "this input wrote")
+        problem = state_problem(state)
+        if problem is not None:
+            raise UsageError(f"the saved input position is {problem}")
+        if state["data"] != self.index.digest:
+            raise UsageError("the training data changed since the position was saved (its records are not the "
+                             "ones indexed then: regenerated or replaced?)")
         for key, value in self._setup().items():
-            if state.get(key) != value:
-                raise UsageError(f"the input state was saved with {key} {state.get(key)!r} and this input has "
-                                 f"{value!r}; resume with the same {key}: the order of the records depends on it")
+            if state[key] != value:
+                raise UsageError(f"the input position was saved with {key} {state[key]!r} and this input has "
+                                 f"{value!r} (the order of the records depends on it)")
         self._grain_iterator().set_state(state["grain"])
-        self._skipped, self._delivered = int(state["skipped_records"]), int(state["delivered_records"])
+        self._skipped, self._delivered = state["skipped_records"], state["delivered_records"]
 
     def _setup(self) -> dict:
         """What the order of the records depends on: a state resumes only under the same."""
@@ -252,12 +275,15 @@ class GrainInput:
 
     def close(self) -> None:
         """Stops grain's worker processes and frees the shared memory of the batches they had made."""
+        for stream in list(self._streams):  # each holds the last batch it gave, perhaps grain's shared memory
+            if not stream.gi_running:  # (one that closes its input itself ends as it raises)
+                stream.close()
         if self._iterator is not None:
             close = getattr(self._iterator, "close", None)
             if close is not None:
                 close()
             self._iterator = None
-            gc.collect()  # the prefetched batches, in grain's reference cycles: their shared memory freed now
+            _free_shared_memory()
 
     def __enter__(self) -> GrainInput:
         return self
@@ -285,6 +311,52 @@ class GrainInput:
             return _in_workers(stream.batch(spec.per_replica_batch_size, drop_remainder=True), self.worker_count)
         # Validation is batched here: each worker's last batch would be partial, and only the pass's last may be.
         return _in_workers(stream, self.worker_count).batch(spec.per_replica_batch_size, drop_remainder=False)
+
+
+def state_problem(state) -> str | None:
+    """What makes a saved state unusable, as it stands, before any input reads it; None: whole.
+
+    A state is whole when its checksum is the checksum of the rest: the state is
+    then exactly what ``get_state`` wrote, so every key is there with its type and
+    a value ``get_state`` gave. Whatever the damage (a file cut short and mended, a
+    list, an empty object, a key deleted or edited, a value out of range), it is
+    told here, in the same words, rather than raised deep in grain or in a worker.
+    """
+    if not isinstance(state, dict):
+        return f"damaged (a JSON {type(state).__name__}, not an object)"
+    if state.get("format") != STATE_FORMAT:
+        return f"from another version of the grain input (format {state.get('format')!r}, not {STATE_FORMAT})"
+    rest = {key: value for key, value in state.items() if key != "checksum"}
+    if state.get("checksum") != _checksum(rest):
+        return "damaged (its checksum does not match its contents: edited, or written in part)"
+    return None
+
+
+def saved_reading(state: dict) -> tuple[int, int]:
+    """(seed, worker count) a whole state (``state_problem`` None) was read with: the order of its records."""
+    return state["seed"], state["worker_count"]
+
+
+def _checksum(state: dict) -> str:
+    """SHA-256 of ``state`` as canonical JSON (sorted keys, no spaces)."""
+    return hashlib.sha256(json.dumps(state, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _free_shared_memory() -> None:
+    """Frees the shared memory of grain's batches no longer referenced, before returning.
+
+    The prefetched batches sit in grain's reference cycles: collected now. A
+    collected batch does not free its memory itself: grain 0.2 queues that to a
+    thread pool of one thread (``SharedMemoryArray.enable_async_del(1)``), whose
+    queue a process ending at once (a bad record's one line, exit 2) does not wait
+    for: Python's resource tracker then unlinks the rest and warns of "leaked
+    shared_memory objects", after the error line. A task queued behind them on that
+    one thread runs after them: waiting for it waits for them.
+    """
+    gc.collect()
+    pool = getattr(grain.multiprocessing.SharedMemoryArray, "_del_thread_pool", None)
+    if pool is not None:
+        pool.apply(int)  # any callable: the wait is the point
 
 
 def batch_shape(spec: InputSpec) -> tuple[int, int, int, int]:

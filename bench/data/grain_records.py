@@ -28,10 +28,10 @@ class Preprocess:
     image_size: int
     num_classes: int
 
-    def __call__(self, element: tuple[int, bytes, str], rng: np.random.Generator | None = None) -> dict:
-        record, payload, unreadable = element
-        if unreadable:
-            return self._bad(unreadable, skippable=False)
+    def __call__(self, element: tuple[int, bytes, str, bool], rng: np.random.Generator | None = None) -> dict:
+        record, payload, unreadable, skippable = element
+        if unreadable:  # its line made by the source (record_index.TFRecordSource)
+            return self._bad(unreadable, skippable)
         jpeg_bytes, label, problem = examine(payload, self.num_classes)
         if problem is None:
             try:

@@ -18,10 +18,10 @@ from typing import Callable, Sequence
 import tensorflow as tf
 
 # (The words and BadRecord are also named through this module, as the pipeline's callers and the tests do.)
-from bench.data.record_problems import (JPEG_END, JPEG_START, NO_IMAGE, NO_LABEL, NOT_JPEG, TRUNCATED_JPEG,
-                                        BadRecord, examine, label_reason_prefix)
+from bench.data.record_problems import (JPEG_END, JPEG_START, MAX_RECORD_BYTES, NO_IMAGE, NO_LABEL, NOT_JPEG,
+                                        TRUNCATED_JPEG, BadRecord, examine, label_reason_prefix, too_large)
 from bench.data.records import ENCODED_KEY, LABEL_KEY, LABEL_OFFSET
-from bench.data.tfrecord import FramingError, frames
+from bench.data.tfrecord import FramingError, PayloadTooLarge, frames
 
 BAD_RECORD_TAG = "podbench bad record"
 
@@ -83,11 +83,25 @@ def _checks(encoded: tf.Tensor, stored: tf.Tensor, in_range: tf.Tensor,
         (stored != _NO_LABEL_VALUE, tf.constant(NO_LABEL)),
         (in_range, tf.strings.join([label_reason_prefix(num_classes), tf.strings.as_string(stored), ")"])),
         (tf.equal(tf.strings.substr(encoded, 0, len(JPEG_START)), JPEG_START), tf.constant(NOT_JPEG)),
-        # A JPEG cut short has no end marker: as telling as a decode, and far cheaper.
-        # (substr clips at the end, so a 1-byte payload reads as 1 byte, not an error.)
-        (tf.equal(tf.strings.substr(encoded, tf.maximum(length - 2, 0), 2), JPEG_END),
-         tf.constant(TRUNCATED_JPEG)),
+        (_has_end_marker(encoded, length), tf.constant(TRUNCATED_JPEG)),
     ]
+
+
+def _has_end_marker(encoded: tf.Tensor, length: tf.Tensor) -> tf.Tensor:
+    """record_problems.has_end_marker in the graph, as cheaply: a JPEG cut short has no end marker.
+
+    Nearly every JPEG ends with it: two bytes compared. A whole JPEG followed by
+    padding decodes, and real datasets hold such files: for the few that do not
+    end with it, the marker is looked for anywhere (a split, in a branch the others
+    never run). A graph cannot walk the segments to the scan as the Python check
+    does, so a thumbnail's marker passes a JPEG cut short in its scan: its decode
+    then fails, and the search after the fact (``locate_corruption``) names it with
+    the Python check's reason.
+    """
+    # (substr clips at the end, so a 1-byte payload reads as 1 byte, not an error.)
+    at_the_end = tf.equal(tf.strings.substr(encoded, tf.maximum(length - 2, 0), 2), JPEG_END)
+    return tf.cond(at_the_end, lambda: tf.constant(True),
+                   lambda: tf.size(tf.strings.split(encoded, sep=JPEG_END)) > 1)
 
 
 # What tf.debugging.Assert prints: each data item in brackets, separated by spaces. The file
@@ -137,19 +151,22 @@ def locate_corruption(files: Sequence[str], num_classes: int, *, decode: bool = 
       progress: called with one line per shard, before it is read.
 
     Returns:
-      The first problem found (``skippable`` False for broken framing or an
-      unreadable file), or None when every record is good.
+      The first problem found (``skippable`` False for broken framing, a record too
+      large to read, which tf.data reads whole all the same, or an unreadable file),
+      or None when every record is good.
     """
     for n, path in enumerate(files, 1):
         if progress:
             progress(f"checking shard {n}/{len(files)}: {path}")
         try:
-            for index, payload in frames(path, read_payloads=True):
+            for index, payload in frames(path, read_payloads=True, max_payload_bytes=MAX_RECORD_BYTES):
                 reason = record_problem(payload, num_classes, decode=decode)
                 if reason:
                     return BadRecord(path, index, reason)
         except FramingError as err:
             return BadRecord(path, err.index, err.reason, skippable=False)
+        except PayloadTooLarge as err:
+            return BadRecord(path, err.index, too_large(err.length_bytes), False, err.offset_bytes)
         except tf.errors.OpError as err:
             return BadRecord(path, None, f"cannot read: {op_error_text(err)}", skippable=False)
     return None

@@ -6,11 +6,14 @@ has none, so ``index_records`` walks each shard's record headers
 record's shard, place in the shard, byte offset and length. ``TFRecordSource``
 is grain's data source over that index: a record's number gives its bytes, with
 one ``pread``. A broken shard or record is a one-line UsageError that names the
-shard, the record and the byte.
+shard, the record and the byte. A record longer than an image's
+(record_problems.MAX_RECORD_BYTES) is indexed, as its framing is legal, and
+refused when read, with its size, rather than read into memory.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from bench.data import tfrecord
-from bench.data.record_problems import FIX, BadRecord
+from bench.data.record_problems import FIX, MAX_RECORD_BYTES, SKIP_FIX, BadRecord, too_large
 from bench.errors import UsageError
 
 INDEX_THREADS = 16  # shards indexed at once: each read waits on storage, not on Python
@@ -53,6 +56,17 @@ class RecordIndex:
     def __len__(self) -> int:
         return len(self.shard)
 
+    @functools.cached_property
+    def digest(self) -> str:
+        """What identifies the records: a SHA-256 of the shards' names and every record's shard, offset and
+        length (ImageNet's 1.28 M: ~30 MB hashed, once). The same set copied elsewhere (another directory,
+        new modification times) has the same digest; one regenerated or replaced has another, unless every
+        record kept its length."""
+        digest = hashlib.sha256("\n".join(os.path.basename(path) for path in self.files).encode())
+        for column in (self.shard, self.offset, self.length):
+            digest.update(column.astype("<i8").tobytes())
+        return digest.hexdigest()
+
     def bad_record(self, record: int, reason: str, skippable: bool = True) -> BadRecord:
         """Record ``record`` (of the split) by its shard, place in the shard and byte offset."""
         return BadRecord(self.files[self.shard[record]], int(self.position[record]), reason, skippable,
@@ -70,10 +84,13 @@ def index_records(files: Sequence[str]) -> RecordIndex:
         found = list(pool.map(_spans_of, files))
     counts = [len(spans) for spans in found]
     flat = [span for spans in found for span in spans]
-    # int32 where it fits (a shard's records, a JPEG's bytes): ImageNet's index is ~26 MB in each process.
+    lengths = [n for _, n in flat]
+    # int32 where it fits (a shard's records, a JPEG's bytes): ImageNet's index is ~26 MB in each process. A
+    # length is 64 bits in the framing: one past int32 (a record of 3 GB) makes the column int64.
     return RecordIndex(tuple(files), np.repeat(np.arange(len(files), dtype=np.int32), counts),
                        np.concatenate([np.arange(n, dtype=np.int32) for n in counts] or [np.zeros(0, np.int32)]),
-                       np.array([o for o, _ in flat], dtype=np.int64), np.array([n for _, n in flat], dtype=np.int32))
+                       np.array([o for o, _ in flat], dtype=np.int64),
+                       np.array(lengths, dtype=np.int32 if max(lengths, default=0) < 2**31 else np.int64))
 
 
 def index_of(files: Sequence[str]) -> RecordIndex:
@@ -103,7 +120,8 @@ def _spans_of(path: str) -> list[tuple[int, int]]:
 
 
 class TFRecordSource:
-    """grain's random-access data source over indexed shards: record number -> (number, payload, problem).
+    """grain's random-access data source over indexed shards: record number -> (number, payload, problem,
+    skippable).
 
     A record that cannot be read comes back as its one-line problem rather than as
     an exception: raised in one of grain's worker processes, an exception ends that
@@ -118,22 +136,32 @@ class TFRecordSource:
     def __len__(self) -> int:
         return len(self._index)
 
-    def __getitem__(self, record: int) -> tuple[int, bytes, str]:
-        """(record, its payload, "") or, when it cannot be read, (record, b"", the one-line problem)."""
+    def __getitem__(self, record: int) -> tuple[int, bytes, str, bool]:
+        """(record, its payload, "", True) or, when it cannot be read, (record, b"", the one-line problem, whether
+        --skip-corrupt may step over it: a record too large to read may be, broken framing may not)."""
+        if int(self._index.length[record]) > MAX_RECORD_BYTES:
+            return record, b"", self.too_large(record), True
         try:
-            return record, self.read(record), ""
+            return record, self.read(record), "", True
         except UsageError as err:
-            return record, b"", str(err)
+            return record, b"", str(err), False
+
+    def too_large(self, record: int) -> str:
+        """The one line for a record longer than MAX_RECORD_BYTES: its shard, place, byte and size."""
+        bad = self._index.bad_record(record, too_large(int(self._index.length[record])))
+        return f"bad input data: {bad.message()}; {SKIP_FIX}"
 
     def read(self, record: int) -> bytes:
         """Record ``record``'s payload; its checksum verified where google-crc32c makes that cheap.
 
         Raises:
-          UsageError: a shard cut short since it was indexed or a checksum mismatch (the shard, the record and
-            the byte named), or a shard that cannot be read.
+          UsageError: a record longer than MAX_RECORD_BYTES (not read), a shard cut short since it was indexed or
+            a checksum mismatch (the shard, the record and the byte named), or a shard that cannot be read.
         """
         index = self._index
         path = index.files[int(index.shard[record])]
+        if int(index.length[record]) > MAX_RECORD_BYTES:
+            raise UsageError(self.too_large(record))
         try:
             return tfrecord.read_record(path, int(index.position[record]), int(index.offset[record]),
                                         int(index.length[record]), verify=tfrecord.FAST_CRC32C)

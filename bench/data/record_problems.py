@@ -22,6 +22,13 @@ TRUNCATED_JPEG = "truncated JPEG (no end marker FF D9)"
 
 JPEG_START, JPEG_END = b"\xff\xd8\xff", b"\xff\xd9"
 
+# The largest record read: a record is one image. ImageNet's average ~110 KB (138 GB over 1.28 M images), and a
+# JPEG of 64 MiB is a photograph of some hundreds of megapixels (a photograph compresses to a few bits a pixel),
+# a GB or more decoded, in each of a worker's decoding threads at once. A length beyond it is legal framing (64
+# bits) but no image to train on: such a record is indexed, and refused when read, in one line, rather than
+# read into memory (3 GB of it took tf.data's reader and the search for the bad record 12 GB and two minutes).
+MAX_RECORD_BYTES = 64 * 2**20
+
 # The fixes a bad record's line ends with.
 FIX = "re-create or remove that shard"
 SKIP_FIX = f"{FIX}, or pass --skip-corrupt to skip and count bad records"
@@ -95,11 +102,61 @@ def examine(serialized: bytes, num_classes: int) -> Examined:
         problem = f"{label_reason_prefix(num_classes)}{stored})"
     elif problem is None and not encoded.startswith(JPEG_START):
         problem = NOT_JPEG
-    elif problem is None and not encoded.endswith(JPEG_END):
+    elif problem is None and not has_end_marker(encoded):
         problem = TRUNCATED_JPEG
     if problem is not None:
         return Examined(b"", 0, problem)
     return Examined(encoded, stored - LABEL_OFFSET, None)
+
+
+def too_large(length_bytes: int) -> str:
+    """A record longer than MAX_RECORD_BYTES, as its reason: ``a record of 3,000,000,000 bytes, …``."""
+    return (f"a record of {length_bytes:,} bytes, more than the {MAX_RECORD_BYTES:,} (64 MiB) an image's record "
+            "is read up to")
+
+
+def has_end_marker(jpeg: bytes) -> bool:
+    """Whether a JPEG holds its end marker (FF D9) after its scan data: not cut short.
+
+    A JPEG cut short decodes under libjpeg-turbo's lenient decoding (grey where
+    the data stops), so its missing end marker is what tells it: as telling as a
+    strict decode, and far cheaper. The marker need not be the last bytes: a whole
+    JPEG followed by padding decodes, and real datasets hold such files. Nearly
+    every JPEG ends with it (one comparison); for the rest the segments are walked
+    to the first scan (a few of them) and the marker looked for after it, where
+    the entropy-coded data cannot hold FF D9 (an FF there is followed by 00 or a
+    restart marker) and an embedded thumbnail's end marker (in an APP segment,
+    before the scan) does not count.
+    """
+    if jpeg.endswith(JPEG_END):
+        return True
+    scan = _scan_data_start(jpeg)
+    return scan is not None and jpeg.find(JPEG_END, scan) != -1
+
+
+# Markers that stand alone, without a length: TEM, and the restart markers RST0-7.
+_STANDALONE_MARKERS = frozenset([0x01, *range(0xD0, 0xD8)])
+_START_OF_SCAN = 0xDA
+
+
+def _scan_data_start(jpeg: bytes) -> int | None:
+    """Where the first scan's entropy-coded data starts (after its SOS segment), walking the segments from
+    the start marker; None where the walk cannot reach one (no segment where one must be)."""
+    position = len(JPEG_START) - 1  # on the first marker's FF, after FF D8
+    while position + 4 <= len(jpeg):
+        if jpeg[position] != 0xFF:
+            return None
+        marker = jpeg[position + 1]
+        if marker == 0xFF:  # a fill byte before a marker
+            position += 1
+        elif marker in _STANDALONE_MARKERS:
+            position += 2
+        else:
+            end = position + 2 + int.from_bytes(jpeg[position + 2:position + 4], "big")
+            if marker == _START_OF_SCAN:
+                return end
+            position = end
+    return None
 
 
 def label_reason_prefix(num_classes: int) -> str:

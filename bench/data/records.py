@@ -20,12 +20,15 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from pathlib import Path
 from typing import Sequence
 
 from bench.data.example import serialize_example
 from bench.data.spec import SPLITS
+from bench.data.synthetic_set import incomplete_set
 from bench.data.tfrecord import FramingError, frames, spans
 from bench.errors import UsageError
+from bench.results import rundir
 from methodology import constants
 
 IMAGENET_SHARDS = {"train": 1024, "validation": 128}
@@ -54,9 +57,11 @@ def list_shards(data_dir: str, split: str) -> list[str]:
       The full paths, ``<data_dir>/<split>-00000-of-NNNNN`` first.
 
     Raises:
-      UsageError: unknown split, missing directory, no shards of the split
+      UsageError: unknown split, missing directory, a synthetic set whose writing stopped half-way
+        (bench/data/synthetic_set.py), no shards of the split
         (the message says "none named" and lists what is there), shards that
-        disagree on their count, or an incomplete set (names the first missing one).
+        disagree on their count, an incomplete set (names the first missing one), or a
+        local shard that is not a regular file (``check_shard_file``).
     """
     if split not in SPLITS:
         raise UsageError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
@@ -64,6 +69,9 @@ def list_shards(data_dir: str, split: str) -> list[str]:
     if names is None:
         raise UsageError(f"no data directory {data_dir}; give the directory (or gs:// URI) holding "
                          f"{shard_name(split, 0, IMAGENET_SHARDS[split])} …")
+    incomplete = incomplete_set(data_dir)  # a writer stopped half-way: its shards are not the set
+    if incomplete is not None:
+        raise UsageError(incomplete)
     found: dict[int, str] = {}
     counts: set[int] = set()  # from every name: two sets can share an index
     for name in names:
@@ -86,7 +94,32 @@ def list_shards(data_dir: str, split: str) -> list[str]:
     if missing:
         raise UsageError(f"{data_dir}: {len(found)} of {count} {split} shards; {shard_name(split, missing[0], count)} "
                          "is missing (an interrupted copy?); copy the rest")
-    return [join(data_dir, found[i]) for i in range(count)]
+    paths = [join(data_dir, found[i]) for i in range(count)]
+    if "://" not in data_dir:  # a bucket holds objects, never a FIFO
+        for path in paths:
+            check_shard_file(path)
+    return paths
+
+
+def check_shard_file(path: str) -> None:
+    """Refuses a local shard that is not a regular file (a symbolic link to one is one).
+
+    Every reader opens only the shards ``list_shards`` lists (the count, grain's
+    record index, tf.data, `data inspect`), so the check is made once, here: a FIFO
+    named like a shard would block each of them in its ``open`` for ever, and a
+    device such as /dev/zero would never end.
+
+    Raises:
+      UsageError: the path, what it is, and the fix.
+    """
+    try:
+        rundir.regular_file(Path(path), max_bytes=None)
+    except FileNotFoundError:
+        raise UsageError(f"cannot read {path} (no such file: a broken symbolic link?); put the shard there or "
+                         "re-create the set") from None
+    except OSError as err:
+        raise UsageError(f"{path} is {rundir.os_reason(err)}, and a shard must be a file: remove it, or put the "
+                         "shard there (a symbolic link to the file will do)") from None
 
 
 def _listdir(data_dir: str) -> list[str] | None:

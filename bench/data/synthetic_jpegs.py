@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterator
@@ -29,7 +31,8 @@ import simplejpeg
 
 from bench.cluster import gpus
 from bench.data import records, tfrecord
-from bench.data.synthetic_set import SyntheticSet, write_marker
+from bench.data.synthetic_set import MARKER_FILE, SyntheticSet, write_marker
+from bench.harness.stopping import HANDLED
 
 JPEG_QUALITY = 95
 # (height, width, share): ImageNet's training images are mostly 500 pixels on the long side, landscape
@@ -128,18 +131,46 @@ def write_shard(task: tuple[int, str, int, int, int, str]) -> tuple[int, int]:
 
 
 def _run(tasks: list, processes: int) -> Iterator[tuple[int, int]]:
-    """``write_shard`` of each task, as each finishes: in this process for one, else in a pool."""
+    """``write_shard`` of each task, as each finishes: in this process for one, else in a pool, whose workers
+    are ended (terminated and joined) when the iterator is closed or fails."""
     if processes == 1:
         yield from map(write_shard, tasks)
         return
-    # spawn: a fresh interpreter per worker, whatever threads the caller runs.
-    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+    # While the workers start, SIGINT is ignored, so that they inherit that (the one disposition that
+    # passes exec): a terminal's Ctrl-C reaches the whole process group, and the writer ends its workers
+    # itself; each would otherwise print a KeyboardInterrupt traceback from wherever its start-up stood.
+    # The other stop signals are held meanwhile: one that came with the pool half made would leave the
+    # workers it had started running; held, it comes once the pool is there to be ended.
+    main = threading.current_thread() is threading.main_thread()
+    ctrl_c = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    held = set(HANDLED) - {signal.SIGINT} if main else set()
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    pool = None
+    try:
+        # spawn: a fresh interpreter per worker, whatever threads the caller runs.
+        pool = multiprocessing.get_context("spawn").Pool(processes)
+    finally:
+        if pool is None:
+            _take_signals_again(main, ctrl_c, held)
+    with pool:
+        _take_signals_again(main, ctrl_c, held)
         yield from pool.imap_unordered(write_shard, tasks)
+
+
+def _take_signals_again(main: bool, ctrl_c, held: set) -> None:
+    if main:
+        signal.signal(signal.SIGINT, ctrl_c)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
 def write_set(spec: SyntheticSet, processes: int | None = None,
               progress: Callable[[str], None] | None = None) -> dict:
-    """Writes ``spec``'s shards in parallel, then its marker; on any failure removes what it wrote.
+    """Writes ``spec``'s shards in parallel, its marker first (incomplete) and last (complete).
+
+    Stopped by any exception (a stop signal's, as the command line raises it, included), it ends its worker
+    processes, then removes what it wrote: nothing is left, no half set that would pass for a whole one, no
+    worker, no semaphore. Killed outright (SIGKILL), it leaves the set marked incomplete, which every reader
+    names (bench/data/synthetic_set.py ``incomplete_set``).
 
     Args:
       spec: what to write, into a directory that holds no dataset (the command line checks).
@@ -152,7 +183,6 @@ def write_set(spec: SyntheticSet, processes: int | None = None,
     Raises:
       OSError: the directory cannot be written.
     """
-    os.makedirs(spec.out_dir, exist_ok=True)
     tasks = [(spec.seed, split, shard, shards, images, spec.out_dir)
              for split, shards, images in (("train", spec.train_shards, spec.train_images),
                                            ("validation", spec.validation_shards, spec.validation_images))
@@ -162,9 +192,13 @@ def write_set(spec: SyntheticSet, processes: int | None = None,
     processes = max(1, min(processes, len(tasks)))
     total = spec.train_images + spec.validation_images
     start, said, done, jpeg_bytes = time.perf_counter(), 0.0, 0, 0
+    written = None
     try:
-        for shard_number, (written, size) in enumerate(_run(tasks, processes), 1):
-            done, jpeg_bytes = done + written, jpeg_bytes + size
+        os.makedirs(spec.out_dir, exist_ok=True)
+        write_marker(spec, complete=False)
+        written = _run(tasks, processes)
+        for shard_number, (images, size) in enumerate(written, 1):
+            done, jpeg_bytes = done + images, jpeg_bytes + size
             elapsed = time.perf_counter() - start
             if progress and (elapsed - said >= 2 or shard_number == len(tasks)):
                 said = elapsed
@@ -174,10 +208,13 @@ def write_set(spec: SyntheticSet, processes: int | None = None,
         marker = write_marker(spec, num_classes=records.IMAGENET_CLASSES, jpeg_quality=JPEG_QUALITY,
                               mean_jpeg_bytes=round(jpeg_bytes / total), processes=processes,
                               seconds=round(seconds, 2), images_per_sec=round(total / seconds, 1))
-    except BaseException:  # no half set left behind: it would pass for a whole one
+    except BaseException:
+        if written is not None:
+            written.close()  # its workers ended before their shards are removed (one may be writing still)
         for _, split, shard, shards, _, out_dir in tasks:
             path = Path(records.join(out_dir, records.shard_name(split, shard, shards)))
             if path.is_file():
                 path.unlink()
+        Path(spec.out_dir, MARKER_FILE).unlink(missing_ok=True)
         raise
     return marker

@@ -48,12 +48,18 @@ class SyntheticSet:
         return math.ceil(self.validation_images * self.train_shards / self.train_images)
 
 
-def write_marker(spec: SyntheticSet, **made: object) -> dict:
-    """Writes ``spec``'s marker into its directory (last, once every shard is written: its presence means a
-    whole set) and returns its contents: the set, the validation shards, and ``made`` (how it was made)."""
+def write_marker(spec: SyntheticSet, *, complete: bool = True, **made: object) -> dict:
+    """Writes ``spec``'s marker into its directory and returns its contents: the set, the validation shards,
+    whether the set is complete, and ``made`` (how it was made).
+
+    The writer marks its set incomplete first, then complete once every shard is written: a writer killed
+    outright (SIGKILL, a lost machine) leaves a set that says so, and that every reader refuses
+    (``incomplete_set``) rather than take a part for the whole.
+    """
     marker = {"synthetic_jpegs": True, "made_by": MADE_BY, **asdict(spec), "validation_shards": spec.validation_shards,
-              **made, "note": "made-up photographs with labels drawn at random: for timing input and steps; "
-                              "accuracy on them means nothing"}
+              "complete": complete, **made,
+              "note": "made-up photographs with labels drawn at random: for timing input and steps; "
+                      "accuracy on them means nothing"}
     path = Path(spec.out_dir, MARKER_FILE)
     path.with_suffix(".tmp").write_text(json.dumps(marker, indent=1) + "\n")
     path.with_suffix(".tmp").replace(path)
@@ -76,3 +82,13 @@ def synthetic_jpegs_marker(data_dir: str | None) -> dict | None:
     except (OSError, ValueError):
         return {"synthetic_jpegs": True}
     return marker if isinstance(marker, dict) else {"synthetic_jpegs": True}
+
+
+def incomplete_set(data_dir: str | None) -> str | None:
+    """The one line (without ``error:``) for a directory holding a set whose writing stopped before it finished
+    (its marker says incomplete), with the fix; None for any other directory."""
+    marker = synthetic_jpegs_marker(data_dir)
+    if marker is None or marker.get("complete", True) is not False:  # an older marker: written last, complete
+        return None
+    return (f"{data_dir} holds synthetic JPEGs whose writing stopped before it finished ({MARKER_FILE} says "
+            "incomplete): remove the directory and make the set again with `podbench data make-synthetic-jpegs`")

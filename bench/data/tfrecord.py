@@ -53,6 +53,20 @@ except ImportError:
 FAST_CRC32C = crc32c is not crc32c_in_python
 
 
+class PayloadTooLarge(Exception):
+    """A record whose framing is whole but whose payload is longer than the reader takes (``frames``'s
+    ``max_payload_bytes``): not read. What follows it in the file can still be read.
+
+    Attributes:
+      path, index, offset_bytes: the file, the record's position in it and where its frame starts.
+      length_bytes: its payload's length, as its header states it.
+    """
+
+    def __init__(self, path: str, index: int, offset_bytes: int, length_bytes: int):
+        super().__init__(f"{path}, record {index}: {length_bytes:,} bytes")
+        self.path, self.index, self.offset_bytes, self.length_bytes = path, index, offset_bytes, length_bytes
+
+
 class FramingError(Exception):
     """A truncated file or a checksum mismatch: nothing after it in the file can be read.
 
@@ -80,7 +94,8 @@ def frame(data: bytes) -> bytes:
     return length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data))
 
 
-def frames(path: str, *, read_payloads: bool) -> Iterator[tuple[int, bytes | None]]:
+def frames(path: str, *, read_payloads: bool,
+           max_payload_bytes: int | None = None) -> Iterator[tuple[int, bytes | None]]:
     """Yields (index, payload) for each record of a TFRecord file, local or gs://.
 
     The length's checksum is always verified: it is in the 12 bytes read
@@ -93,9 +108,11 @@ def frames(path: str, *, read_payloads: bool) -> Iterator[tuple[int, bytes | Non
     Args:
       path: the file.
       read_payloads: read each record and verify its checksum.
+      max_payload_bytes: with ``read_payloads``, the longest payload read (None: any).
 
     Raises:
       FramingError: a truncated file or a checksum mismatch.
+      PayloadTooLarge: a payload longer than ``max_payload_bytes`` (not read).
       tf.errors.OpError: the file cannot be opened or read.
     """
     import tensorflow as tf  # noqa: PLC0415 (here: writers such as bench/results/eventfile.py must not load TensorFlow)
@@ -108,6 +125,8 @@ def frames(path: str, *, read_payloads: bool) -> Iterator[tuple[int, bytes | Non
             end = offset + HEADER_BYTES + length + FOOTER_BYTES
             payload = None
             if read_payloads:
+                if max_payload_bytes is not None and length > max_payload_bytes:
+                    raise PayloadTooLarge(path, index, offset, length)
                 payload = f.read(length)
                 check_payload(path, index, offset, payload, f.read(FOOTER_BYTES))
             else:

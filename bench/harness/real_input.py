@@ -42,6 +42,7 @@ class RealInput:
 
     def close(self) -> None:
         """Stops the pipeline's worker processes and frees their batches' memory (grain's; tf.data's has none)."""
+        self.batches.close()  # the last batch it put on the devices holds its host arrays, perhaps shared memory
         close = getattr(self.pipeline, "close", None)
         if close is not None:
             close()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from bench.results import jsonl
 from bench.results.runfiles import RunRecord
-from bench.results.summary import DATA_POSITION_NOT_RESTORED, DATA_POSITION_RESTORED, Summary
+from bench.results.summary import DATA_POSITION_FRESH, DATA_POSITION_NOT_RESTORED, DATA_POSITION_RESTORED, Summary
 from methodology import mfu, target, throughput, update_share
 from methodology.segments import Segment, lost_steps, restart_gaps_s, split, windows
 from methodology.target import EvalRecord
@@ -205,12 +205,16 @@ def _input(record: RunRecord, images_per_sec: float | None, end: dict, wait_shar
 
 def data_position(lifecycle: list[dict], starts: int) -> str | None:
     """Whether the resumed segments continued the training data where they stopped: restored where every
-    segment's restore says its input's position came back (the JAX engine's grain input), else not."""
+    segment's restore says its input's position came back (the JAX engine's grain input), else not, and why
+    where a segment said why (the first such: none saved, one damaged, the data changed since)."""
     if starts <= 1:
         return None
     restores = [e for e in lifecycle if e.get("event") == jsonl.RESTORE and "step" in e]
     if restores and len(restores) >= starts - 1 and all(e.get("input_state") == "restored" for e in restores):
         return DATA_POSITION_RESTORED
+    fresh = next((e for e in restores if e.get("input_why")), None)
+    if fresh is not None:
+        return DATA_POSITION_FRESH.format(step=fresh["step"], why=fresh["input_why"])
     return DATA_POSITION_NOT_RESTORED
 
 

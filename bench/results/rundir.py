@@ -180,11 +180,12 @@ def write_json(path: Path, obj: Any) -> None:
 INPUT_FILE_MAX_BYTES = 256 * 2**20  # far above any JSON, CSV or log file podbench reads or writes
 
 
-def regular_file(path: Path, max_bytes: int = INPUT_FILE_MAX_BYTES) -> Path:
-    """``path``, once it is known to be a regular file of at most ``max_bytes``.
+def regular_file(path: Path, max_bytes: int | None = INPUT_FILE_MAX_BYTES) -> Path:
+    """``path``, once it is known to be a regular file of at most ``max_bytes`` (None: of any size).
 
     Every file podbench reads goes through here first: a FIFO blocks its reader
     and a device such as /dev/zero never ends, so either would hang a command.
+    A symbolic link is followed: a link to a regular file is one.
 
     Raises:
       OSError: missing or unreadable (from stat), a directory (EISDIR), not a regular
@@ -195,11 +196,18 @@ def regular_file(path: Path, max_bytes: int = INPUT_FILE_MAX_BYTES) -> Path:
     if stat.S_ISDIR(info.st_mode):
         raise OSError(errno.EISDIR, "a directory, not a file", str(path))
     if not stat.S_ISREG(info.st_mode):
-        raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
-    if info.st_size > max_bytes:
+        raise OSError(errno.EINVAL, f"not a regular file ({_kind(info.st_mode)})", str(path))
+    if max_bytes is not None and info.st_size > max_bytes:
         raise OSError(errno.EFBIG, f"{info.st_size:,} bytes, more than the {max_bytes:,} such a file can hold",
                       str(path))
     return path
+
+
+def _kind(mode: int) -> str:
+    """What a file that is neither a regular file nor a directory is, in a few words."""
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def read_json(path: Path) -> Any:

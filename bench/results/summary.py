@@ -33,6 +33,9 @@ DATA_POSITION_NOT_RESTORED = ("not restored: each resumed segment reads the trai
                               "reshuffled with seed + segment")
 # The JAX engine's grain input saves its position with each checkpoint, every process its own.
 DATA_POSITION_RESTORED = "restored: each resumed segment continued the training stream where its checkpoint left it"
+# ... and where a segment could not take it back, why (none saved, one damaged, the data changed since).
+DATA_POSITION_FRESH = ("not restored: the segment resumed at step {step} read the training stream afresh, reshuffled "
+                       "with seed + segment, because {why}")
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,8 @@ class Summary:
       stalls: measured intervals far slower than the median step (a stopped process, a swapping host):
         [{"step", "seconds"}]; the rate includes them, the step-time median does not.
       data_position: for a resumed run, what became of its place in the training data
-        (DATA_POSITION_NOT_RESTORED); None for an uninterrupted run.
+        (DATA_POSITION_NOT_RESTORED), or why one segment did not (DATA_POSITION_FRESH); None for an
+        uninterrupted run.
       wall_time_to_target_s: time to target including evaluations, restarts and each segment's warm-up.
       results_dir: where the run directory was written.
       weight_update: how the run updated its weights: "replicated" (every replica the whole update) or

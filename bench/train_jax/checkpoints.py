@@ -72,10 +72,15 @@ class Checkpointer:
         self.input_state: Callable[[], dict] | None = None
 
     def save(self, step: int) -> str:
-        """Writes the state after ``step`` (the first process only); returns its path."""
+        """Writes the state after ``step`` (the first process only); returns its path.
+
+        This process's input position is written first, beside it, and removed again when the checkpoint's
+        write fails (a position of no checkpoint is never left behind).
+        """
         path = f"{self.directory}/ckpt-{step}"
         whole = self.layout.gathered(self.state)  # every process takes part in a sharded state's all-gather
         host = self.layout.to_host(whole, gathered=True) if self.info.is_chief else None  # the writer's copy only
+        position = None
         try:
             if not self._claimed:
                 if self.info.is_chief:
@@ -85,33 +90,51 @@ class Checkpointer:
                 self._claimed = True
             if self.input_state is not None:  # every process its own position (a shared file system's, multi-host)
                 os.makedirs(self.directory, exist_ok=True)
-                _write_json(self._input_path(step, self.info.process_index), self.input_state())
+                position = self._input_path(step, self.info.process_index)
+                _write_json(position, self.input_state())
             if not self.info.is_chief:
                 return path
             if os.path.exists(path):  # a resumed segment that redoes a step overwrites its own checkpoint
                 shutil.rmtree(path)
             self._orbax.save(path, host)
             self._orbax.wait_until_finished()
-        except OSError as err:
-            full = directory_full(self.directory)
+        except BaseException as err:  # a stop signal's exception included: the checkpoint is not there
+            if position is not None:
+                position.unlink(missing_ok=True)
+            full = directory_full(self.directory) if isinstance(err, OSError) else None
             if full is None:
                 raise
             raise RunFailed(full) from err
         for old in self.found()[MAX_TO_KEEP:]:
             shutil.rmtree(old, ignore_errors=True)
-            for position in Path(self.directory).glob(f"{Path(old).name}{INPUT_SUFFIX}*.json"):
-                position.unlink(missing_ok=True)
+        self._remove_positions(lambda saved: saved < step)  # the rotated ones', and earlier writes' cut short
         return path
 
     def _input_path(self, step: int, process: int) -> Path:
         return Path(self.directory) / f"ckpt-{step}{INPUT_SUFFIX}{process}.json"
 
-    def input_state_at(self, step: int) -> dict | None:
-        """This process's input position saved with the checkpoint of ``step`` (None: none, or unreadable)."""
+    def _remove_positions(self, of_step: Callable[[int], bool]) -> None:
+        """Removes the input positions of steps ``of_step`` accepts that no complete checkpoint has (the first
+        process only: the others may be writing theirs for the checkpoint it writes next)."""
+        if not self.info.is_chief:
+            return
+        kept = {checkpoint_number(path) for path in self.found()}
+        for position in Path(self.directory).glob(f"ckpt-*{INPUT_SUFFIX}*.json"):
+            step = checkpoint_number(position.name.split(INPUT_SUFFIX, 1)[0])
+            if step >= 0 and step not in kept and of_step(step):
+                position.unlink(missing_ok=True)
+
+    def input_state_at(self, step: int) -> tuple[Any, str | None]:
+        """This process's input position saved with the checkpoint of ``step``, as its JSON holds it (not
+        checked: the input does), or None and why there is none to read."""
         try:
-            return json.loads(self._input_path(step, self.info.process_index).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
+            return json.loads(self._input_path(step, self.info.process_index).read_text(encoding="utf-8")), None
+        except FileNotFoundError:
+            return None, "no input position was saved for this process"
+        except OSError as err:
+            return None, f"the saved input position cannot be read ({err.strerror or err})"
+        except ValueError:
+            return None, "the saved input position is not JSON (damaged, or written in part)"
 
     def bytes(self, path: str) -> int | None:
         """Bytes under ``path`` (None: not on this host, or unreadable)."""
@@ -144,6 +167,8 @@ class Checkpointer:
             are another run's.
         """
         check_owner(self.directory, self.run_id, UsageError)
+        # Positions of checkpoints that never completed (a write cut short by a kill): no process writes now.
+        self._remove_positions(lambda step: True)
         damaged = []
         target = self.layout.host_template(template)
         for path in self.found():
