@@ -77,3 +77,62 @@ def test_a_full_filesystem_is_named_and_a_bucket_is_not_asked(tmpfs):
     (point / "fill").write_bytes(b"\0" * (900 * 1024))
     assert "is full" in checkpoints.directory_full(str(point))
     assert checkpoints.directory_full("gs://bucket/ckpts") is None
+
+
+def writes_text(text: str):
+    """A checkpoint writer of a plain file (what torch.save's writer does, without torch)."""
+    def write(path: str) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    return write
+
+
+def test_a_checkpoint_directory_keeps_the_newest_two_with_their_positions(tmp_path):
+    directory = checkpoints.CheckpointDir(str(tmp_path / "ckpts"), "run-a")
+    for step in (2, 4, 6):
+        directory.save(step, writes_text(f"state {step}"), lambda step=step: {"position": step})
+    names = sorted(p.name for p in (tmp_path / "ckpts").iterdir())
+    assert names == ["ckpt-4", "ckpt-4.input-0.json", "ckpt-6", "ckpt-6.input-0.json", checkpoints.OWNER_FILE]
+    assert directory.position_at(6) == ({"position": 6}, None)
+    assert directory.position_at(2) == (None, "no input position was saved for this process")
+
+
+def test_a_failed_write_leaves_no_position_and_names_a_full_disk_only_where_it_is(tmp_path):
+    directory = checkpoints.CheckpointDir(str(tmp_path), "run-a")
+
+    def broken(path: str) -> None:
+        raise OSError(5, "Input/output error")
+
+    with pytest.raises(OSError, match="Input/output error"):  # a disk with room: the error as it is
+        directory.save(3, broken, lambda: {"position": 3})
+    assert not list(tmp_path.glob("*.input-*"))
+
+
+def test_the_newest_checkpoint_that_reads_back_is_restored_and_the_damaged_named(tmp_path):
+    directory = checkpoints.CheckpointDir(str(tmp_path), "run-a")
+    for step in (4, 6):
+        directory.save(step, writes_text(f"state {step}"), None)
+    (tmp_path / "ckpt-6").write_text("damaged")
+
+    def read(path: str) -> str:
+        text = open(path, encoding="utf-8").read()
+        if not text.startswith("state"):
+            raise ValueError("not a state")
+        return text
+
+    restored, path, damaged = checkpoints.CheckpointDir(str(tmp_path), "run-a").restore_newest(read)
+    assert (restored, path) == ("state 4", f"{tmp_path}/ckpt-4")
+    assert damaged == [(f"{tmp_path}/ckpt-6", "ValueError: not a state")]
+    (tmp_path / "ckpt-4").write_text("damaged")
+    with pytest.raises(UsageError, match=r"no checkpoint in .* restores \(2 tried; the newest, .*ckpt-6"):
+        directory.restore_newest(read)
+    with pytest.raises(UsageError, match="run run-a's"):
+        checkpoints.CheckpointDir(str(tmp_path), "run-b").restore_newest(read)
+
+
+def test_positions_of_checkpoints_that_never_completed_are_removed_before_a_restore(tmp_path):
+    directory = checkpoints.CheckpointDir(str(tmp_path), "run-a")
+    directory.save(4, writes_text("state 4"), lambda: {"position": 4})
+    (tmp_path / "ckpt-8.input-0.json").write_text("{}")  # its checkpoint's write was cut short by a kill
+    restored, _, _ = directory.restore_newest(lambda path: open(path, encoding="utf-8").read())
+    assert restored == "state 4" and sorted(p.name for p in tmp_path.glob("*.input-*")) == ["ckpt-4.input-0.json"]

@@ -85,16 +85,18 @@ def continue_input(real: RealInput | None, saved: Any, why: str | None,
 
 
 def _restored(real: RealInput, saved: Any, reopen: Callable[[int, int | None], RealInput]) -> Iterator:
-    """The training batches from ``saved`` on.
+    """The training batches from ``saved`` (a grain position) on.
 
     Raises:
-      UsageError: a position the input refuses (not its own, or saved over another setup).
+      UsageError: a damaged position, or one saved over other data or another setup (grain_input's words).
     """
-    if not isinstance(saved, dict):
-        raise UsageError(f"the saved input position is not an object but {type(saved).__name__}")
-    now = real.pipeline.spec.seed, real.pipeline.worker_count
-    reading = saved.get("seed", now[0]), saved.get("worker_count", now[1])
-    if reading != now:
+    from bench.data import grain_input  # noqa: PLC0415 (grain loads for real data only)
+
+    problem = grain_input.state_problem(saved)
+    if problem is not None:  # told before its seed or worker count are read from it
+        raise UsageError(f"the saved input position is {problem}")
+    reading = grain_input.saved_reading(saved)
+    if reading != (real.pipeline.spec.seed, real.pipeline.worker_count):
         # The order of the records depends on the seed (a fresh-order segment's is seed + segment) and on how
         # many workers read them: read as the saved position was read.
         real = reopen(*reading)
