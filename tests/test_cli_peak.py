@@ -86,6 +86,19 @@ def test_a_real_measurement_through_jax():
     assert table.startswith(f"podbench peak: dense matmul FLOP/s through JAX {result['jax']}, best of 1")
 
 
+def test_a_real_measurement_through_torch():
+    pytest.importorskip("torch")
+    done = podbench("peak", "--framework", "torch", "--json", "--repetitions", "1", timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["framework"] == "torch" and result["torch"]
+    cpu = result["devices"][0]
+    assert (cpu["device"], cpu["platform"], cpu["per"]) == ("cpu", "cpu", "host")
+    assert [m["dtype"] for m in cpu["measurements"]] == list(peaks.native_dtypes("cpu", cpu_info()["isa_flags"]))
+    assert all(m["flops_per_sec"] > 0 and m["matrix_size"] == 2048 for m in cpu["measurements"])
+    assert peak.format_report(result).startswith(f"podbench peak: dense matmul FLOP/s through PyTorch {result['torch']}")
+
+
 @pytest.mark.parametrize("environ, fragment", [
     pytest.param("broken_jax", f"--framework jax could not import jax (RuntimeError: {JAXLIB_MISMATCH}); jax ",
                  id="jax_import_raises"),

@@ -108,6 +108,14 @@ def test_a_failed_write_leaves_no_position_and_names_a_full_disk_only_where_it_i
     assert not list(tmp_path.glob("*.input-*"))
 
 
+def test_a_checkpoint_that_fills_the_disk_is_one_line_and_leaves_no_position(tmpfs):
+    point = tmpfs(1)
+    directory = checkpoints.CheckpointDir(str(point), "run-a")
+    with pytest.raises(RunFailed, match=f"the checkpoint directory {point} is full"):
+        directory.save(3, writes_text("x" * (2 * 1024 * 1024)), lambda: {"position": 3})
+    assert not list(point.glob("*.input-*"))
+
+
 def test_the_newest_checkpoint_that_reads_back_is_restored_and_the_damaged_named(tmp_path):
     directory = checkpoints.CheckpointDir(str(tmp_path), "run-a")
     for step in (4, 6):

@@ -309,4 +309,4 @@ def test_a_torch_runs_label_and_family_name_the_engine_and_its_settings(tmp_path
     torch_run = write_run(tmp_path, run_id_at(1), framework="torch")
     table = report.runs_table(report.load_runs([torch_run])[0])
     assert list(table["framework"]) == ["torch"]
-    assert ", PyTorch (eager)" in table["label"][0] and table["family"][0].endswith(", PyTorch (eager)")
+    assert ", PyTorch (channels_last)" in table["label"][0] and table["family"][0].endswith(", PyTorch (channels_last)")

@@ -33,11 +33,20 @@ def losses(run_dir) -> dict[int, float]:
     return {e.step: e.value for e in eventfile.read_event_log(str(run_dir / rundir.EVENTS_DIR), ("loss",)).scalars["loss"]}
 
 
-def stop_at(root, env, run: str, records: int, *args: str) -> None:
-    """`podbench ARGS` sent SIGTERM once the run's steps.jsonl holds ``records`` records."""
-    proc = subprocess.Popen([str(PODBENCH), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+def start(root, env, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([str(PODBENCH), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, cwd=root)
-    steps = root / run / rundir.STEPS_FILE
+
+
+def finished(proc: subprocess.Popen) -> dict:
+    """The summary a `podbench run ... --json` printed, once it completed."""
+    stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 0, stderr[-3000:]
+    return json.loads(stdout)
+
+
+def stop_at(proc: subprocess.Popen, steps, records: int) -> None:
+    """Sends SIGTERM to ``proc`` once its run's steps.jsonl holds ``records`` records."""
     deadline = time.monotonic() + RUN_TIMEOUT_S
     while not (steps.exists() and len(steps.read_text().splitlines()) >= records):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
@@ -50,28 +59,22 @@ def stop_at(root, env, run: str, records: int, *args: str) -> None:
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     """The project folder: the data, runs/whole, runs/stopped (as the stop left it, kept as runs/pristine) then
-    resumed, runs/target; their MLPerf logs beside them. Returns (root, env, {name: summary})."""
+    resumed, runs/target; their MLPerf logs beside them. Two runs at a time (a run's start-up leaves a core
+    idle): whole beside stopped, then the resume beside target. Returns (root, env, {name: summary})."""
     root = tmp_path_factory.mktemp("project")
     env = blocking(root, NOT_INSTALLED)
     write_imagenet_dir(root / "data", num_classes=5, train_per_class=8, validation_per_class=4)
-    summaries = {}
-    whole = podbench("run", *FLAGS, *EVALUATED, "--output", "runs/whole", "--mllog", "whole.log", "--json",
-                     env=env, timeout=RUN_TIMEOUT_S, cwd=root)
-    assert whole.returncode == 0, whole.stderr[-3000:]
-    summaries["whole"] = json.loads(whole.stdout)
-    stop_at(root, env, "runs/stopped", 13, "run", *FLAGS, *EVALUATED, "--output", "runs/stopped", "--mllog",
-            "stopped.log")  # step 12 or later: mid-epoch 2
+    whole = start(root, env, "run", *FLAGS, *EVALUATED, "--output", "runs/whole", "--mllog", "whole.log", "--json")
+    stopped = start(root, env, "run", *FLAGS, *EVALUATED, "--output", "runs/stopped", "--mllog", "stopped.log")
+    stop_at(stopped, root / "runs" / "stopped" / rundir.STEPS_FILE, 13)  # step 12 or later: mid-epoch 2
+    summaries = {"whole": finished(whole)}
     shutil.copytree(root / "runs" / "stopped", root / "runs" / "pristine")
-    resumed = podbench("run", "--resume", "runs/stopped", "--json", env=env, timeout=RUN_TIMEOUT_S, cwd=root)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    summaries["stopped"] = json.loads(resumed.stdout)
+    resumed = start(root, env, "run", "--resume", "runs/stopped", "--json")
     reached = next(e for e in summaries["whole"]["eval_curve"] if e["top_1"] > 0)
-    target = podbench("run", *FLAGS, "--eval-every-epochs", "1", "--target-accuracy", str(reached["top_1"]),
-                      "--input-bench-batches", "5", "--checkpoint-every", "0.001", "--checkpoint-dir", "ckpts",
-                      "--output", "runs/target", "--json", env=env, timeout=RUN_TIMEOUT_S, cwd=root)
-    assert target.returncode == 0, target.stderr[-3000:]
-    summaries["target"] = json.loads(target.stdout)
-    summaries["target_epoch"] = reached["epoch"]
+    target = start(root, env, "run", *FLAGS, "--eval-every-epochs", "1", "--target-accuracy", str(reached["top_1"]),
+                   "--input-bench-batches", "5", "--checkpoint-every", "0.001", "--checkpoint-dir", "ckpts",
+                   "--output", "runs/target", "--json")
+    summaries.update(stopped=finished(resumed), target=finished(target), target_epoch=reached["epoch"])
     return root, env, summaries
 
 

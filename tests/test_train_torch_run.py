@@ -58,7 +58,7 @@ def test_a_torch_run_completes_without_tensorflow_or_jax(synthetic_run):
     assert (summary["status"], summary["framework"], summary["platform"]) == ("completed", "torch", "cpu")
     assert summary["framework_version"].startswith("2.") and summary["strategy"] == "one_device"
     assert summary["xla"] is False and summary["cuda_graphs"] is False
-    assert summary["torch_compile"] is False and summary["channels_last"] is False  # the CPU's defaults
+    assert summary["torch_compile"] is False and summary["channels_last"] is True  # the CPU's defaults
     assert summary["steps_completed"] == summary["train_steps"] == 6 and summary["measured_steps"] == 4
     assert summary["images_per_sec"] > 0 and 0 < summary["mfu_measured"] < 1  # against torch's own matmul probe
     assert "loading PyTorch" in stderr and "under PyTorch" in stderr and not error_lines(stderr)
@@ -100,12 +100,12 @@ def test_compare_and_report_take_a_torch_run_and_compare_names_a_changed_setting
     out, summary, _ = synthetic_run
     other = tmp_path / "channels_last"
     shutil.copytree(out, other)
-    edited = {**summary, "channels_last": True, "run_id": summary["run_id"] + "x"}
+    edited = {**summary, "channels_last": False, "run_id": summary["run_id"] + "x"}
     (other / rundir.SUMMARY_FILE).write_text(json.dumps(edited))
     compared = podbench("compare", out, other, "--max-slowdown", "99")
     assert compared.returncode == 0, compared.stderr[-2000:]
     (differences,) = [line for line in compared.stdout.splitlines() if line.startswith("differences")]
-    assert "channels_last off -> on" in differences and "engine" not in differences
+    assert "channels_last on -> off" in differences and "engine" not in differences
     report = podbench("report", out, "--output", tmp_path / "report")
     assert report.returncode == 0, report.stderr[-2000:]
     rows = (tmp_path / "report" / "runs.csv").read_text().splitlines()
