@@ -24,7 +24,7 @@ Steps (the figures each gives):
   spatial      --spatial-partitions 2: one replica at the batch split over two GPUs (a short point): its
                per-device efficiency against the synthetic run's one GPU, the halo exchanges and gathers, each
                device's activation bytes; only where two GPUs are visible (PODBENCH_DEVICE_GPUS=0,1): with one
-               (the lent machine's), skipped with the reason in results.json
+               (the lent machine's) or none (the dry run), skipped with the reason in results.json
 
 Every figure is written to OUT_DIR/results.json as soon as its step ends, with the log in OUT_DIR/log.txt and
 every run directory in OUT_DIR/runs.tar.gz at the end: the device tool brings back eight files at most, so the
@@ -301,12 +301,13 @@ def step_fusion(c: Check, z: Sizes) -> None:
 
 
 def step_spatial(c: Check, z: Sizes) -> None:
-    """One replica at the batch split 2-way over two GPUs, against the synthetic run's one GPU; a dry run's two
-    CPU devices stand in. With one GPU visible there is nothing to split over: skipped, and why."""
+    """One replica at the batch split 2-way over two GPUs, against the synthetic run's one GPU. With fewer than
+    two GPUs visible (the lent machine's one; a dry run's CPU, whose `podbench run --spatial-partitions` the
+    tests run: tests/test_train_jax_spatial.py) there is nothing to split over: skipped, and why."""
     import jax  # noqa: PLC0415
 
-    visible = [d for d in jax.devices() if d.platform != "cpu"]
-    if not c.dry and len(visible) < 2:
+    visible = [d for d in jax.devices() if d.platform == "gpu"]
+    if len(visible) < 2:
         c.results["spatial"] = {"skipped": f"{len(visible)} GPU visible: --spatial-partitions 2 splits a replica over "
                                            "two (give PODBENCH_DEVICE_GPUS=0,1 on a machine with two)"}
         return
@@ -336,7 +337,8 @@ def cost_of(name: str, c: Check, z: Sizes) -> float:
             "overhead": 20.0 + compile_s * 0.2 + 2 * z.overhead_rounds * z.overhead_steps * step_s,
             "update": 2 * compile_s + 15,  # the smallest batch's; the step weighs each batch's itself
             "levers": 0.0, "fusion": 30.0,
-            "spatial": compile_s * 1.5 + (z.warmup + z.lever_steps) * step_s + 15}.get(name, 0.0)
+            "spatial": 0.0 if os.environ.get("CUDA_VISIBLE_DEVICES", "0").count(",") == 0 else  # skipped: one GPU
+            compile_s * 1.5 + (z.warmup + z.lever_steps) * step_s + 15}.get(name, 0.0)
 
 
 def main(argv=None) -> int:
