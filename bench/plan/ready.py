@@ -7,7 +7,7 @@ refused here when the flags alone fix both.)
 from __future__ import annotations
 
 from bench.plan.config import RunConfig
-from bench.plan.config_jax import check_jax_checkpoint, check_jax_only, check_jax_train
+from bench.plan.config_jax import check_jax_checkpoint, check_jax_only, check_jax_spatial, check_jax_train
 
 MULTI_WORKER_XLA = ("--xla cannot run under --strategy multi_worker: XLA cannot all-reduce across processes "
                     "(a known TensorFlow limitation); drop --xla (multi_worker runs without XLA by default)")
@@ -24,6 +24,7 @@ def check_ready(config: RunConfig) -> RunConfig:
     if config.runtime.framework == "jax":
         check_jax_train(config.train)
         check_jax_checkpoint(config.checkpoint)
+        check_jax_spatial(config.model, config.runtime)
     else:
         check_jax_only(config.runtime, config.measure, config.model)
         if config.runtime.strategy == "multi_worker" and config.train.xla:

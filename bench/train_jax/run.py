@@ -63,7 +63,7 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopReq
         # jax.distributed's preemption service installs a C++ SIGTERM handler over Python's (a SIGTERM
         # is then only logged, "SIGTERM caught"): take SIGTERM back, or no stop notice reaches the loop.
         reclaim(request)
-    info = devices.find_devices(rt.strategy, rt.replicas)
+    info = devices.find_devices(rt.strategy, rt.replicas, rt.spatial_partitions)
     try:
         splits = ("train", "validation") if config.train.evaluates else ("train",)
         counts = data.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
@@ -94,8 +94,8 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
         plan, info = setup.plan, setup.info
         say(f"{'resuming' if resume else 'building'} ResNet-{config.model.depth}"
             f"{' v1.5' * (config.model.depth >= 50)} ({config.model.image_size}x{config.model.image_size}) under "
-            f"JAX {jax.__version__} ({info.name}) on {plan.platform}, {plan.num_replicas} replica(s), global batch "
-            f"{plan.global_batch_size}, {plan.precision}…")
+            f"JAX {jax.__version__} ({info.name}) on {plan.platform}, {plan.num_replicas} replica(s)"
+            f"{_partitions(plan)}, global batch {plan.global_batch_size}, {plan.precision}…")
         with RunFiles(run_dir, run_id, config, plan, mllog_path(run_dir, config), resume=resume) as files:
             segment = start_segment(files, run_id)
             if info.process_count > 1:  # every process joined (bench/cluster/peers.py waits for this event)
@@ -306,6 +306,15 @@ def _data_errors(config: RunConfig, built: Built):
         if not pipeline.is_input_error(err):
             raise
         raise UsageError(pipeline.diagnose(err, built.real.pipeline, config.model.num_classes)) from None
+
+
+def _partitions(plan: ResolvedRun) -> str:
+    """`` of 4 devices (each image split 4-way along its height: 0.5 image a device)``; nothing unpartitioned."""
+    k = plan.spatial_partitions
+    if k == 1:
+        return ""
+    return (f" of {k} devices (each image split {k}-way along its height: {plan.images_per_device:g} image(s) a "
+            "device)")
 
 
 def _printer(stream: TextIO):

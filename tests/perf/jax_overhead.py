@@ -9,7 +9,7 @@ One ResNet-50 v1.5 at 224x224 on synthetic data, built and compiled exactly as `
 builds it (bench/train_jax/run.py ``build``), then rounds in ABBA order on the same device and state:
 
   A  bare: the compiled step dispatched ``steps`` times, one wait for the last loss at the end;
-  B  the harness: bench/train_jax/loop.py ``fit`` over the same steps with every piece of a real run
+  B  the harness: bench/harness/loop.py ``fit`` over the same steps with every piece of a real run
      (the step clock writing steps.jsonl, progress lines, TensorBoard events, the block-end decisions),
      its blocks of ``steps_per_execution`` each waiting for their losses on the host.
 
@@ -40,7 +40,7 @@ from bench.harness.steps import StepClock
 from bench.harness.stopping import StopRequest
 from bench.results.rundir import prepare_run_dir
 from bench.results.runfiles import RunFiles
-from bench.train_jax import loop
+from bench.harness import loop
 from bench.train_jax.build import build
 from bench.train_jax.run import prepare
 
