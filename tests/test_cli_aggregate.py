@@ -64,7 +64,8 @@ def test_json(tmp_path, capsys):
                                  "time_to_target_s": None, "images_per_sec": 990.0, "restarts": 0,
                                  "run_dir": str(dirs[4]), "mlperf_time_to_train_s": None,
                                  "mlperf_status": "no MLPerf log (--mllog)",
-                                 "configuration": {**dict.fromkeys(CONFIGURATION_KEYS), "framework": "tensorflow"}}
+                                 "configuration": {**dict.fromkeys(CONFIGURATION_KEYS), "framework": "tensorflow",
+                                                   "spatial_partitions": 1}}
     a = result["aggregate"]
     assert (a["quantity"], a["num_runs"], a["num_reached"], a["not_reached"]) == ("time_to_target_s", 5, 4, ["run4"])
     assert a["median"] == {"value": 1.3 * 3600, "valid": False, "reason": a["median"]["reason"]}

@@ -27,14 +27,28 @@ def smoke(**train) -> cfg.RunConfig:
 PER_REPLICA = checks.RESNET50_STATE_BYTES_PER_REPLICA + 8 * 3 * 32 * 32 * 4
 
 
-@pytest.mark.parametrize("memory, gpus, replicas, fragment", [
-    pytest.param(4 * PER_REPLICA, 0, 4, None, id="cpu_exactly_fits"),
-    pytest.param(4 * PER_REPLICA - 1, 0, 4, "--replicas 4 on this CPU", id="cpu_offbyone"),
-    pytest.param(100 * GB, 2, 2, None, id="gpus_all"),
-    pytest.param(100 * GB, 2, 3, "this host has 2 GPU(s)", id="gpus_offbyone"),
+# Spatially partitioned (JAX), a replica is K devices: K GPUs, or K logical CPU devices each holding the state.
+SPLIT_CPU = 8 * checks.RESNET50_STATE_BYTES_PER_REPLICA + 2 * 8 * 3 * 32 * 32 * 4  # 2 replicas x 4: their batches split
+
+
+@pytest.mark.parametrize("memory, gpus, replicas, k, fragment", [
+    pytest.param(4 * PER_REPLICA, 0, 4, 1, None, id="cpu_exactly_fits"),
+    pytest.param(4 * PER_REPLICA - 1, 0, 4, 1, "--replicas 4 on this CPU", id="cpu_offbyone"),
+    pytest.param(100 * GB, 2, 2, 1, None, id="gpus_all"),
+    pytest.param(100 * GB, 2, 3, 1, "this host has 2 GPU(s)", id="gpus_offbyone"),
+    pytest.param(100 * GB, 8, 2, 4, None, id="split_gpus_all_eight"),
+    pytest.param(100 * GB, 8, 3, 4, "--replicas 3 x --spatial-partitions 4: this host has 8 GPU(s) this process may "
+                 "use (CUDA_VISIBLE_DEVICES narrows them); give at most 2 replica(s) of 4", id="split_gpus_offbyone"),
+    pytest.param(100 * GB, 1, None, 2, "--replicas 1 x --spatial-partitions 2: this host has 1 GPU(s) this process "
+                 "may use (CUDA_VISIBLE_DEVICES narrows them); a replica's 2 devices need 2 GPUs: give "
+                 "--spatial-partitions 1", id="split_one_gpu"),
+    pytest.param(SPLIT_CPU, 0, 2, 4, None, id="split_cpu_exactly_fits"),
+    pytest.param(SPLIT_CPU - 1, 0, 2, 4, "--replicas 2 x --spatial-partitions 4 on this CPU", id="split_cpu_offbyone"),
 ])
-def test_replicas(memory, gpus, replicas, fragment):
-    c = cfg.replace(smoke(per_replica_batch_size=8), runtime=dict(strategy="mirrored", replicas=replicas))
+def test_replicas(memory, gpus, replicas, k, fragment):
+    runtime = dict(strategy="mirrored", replicas=replicas) if k == 1 else dict(framework="jax", replicas=replicas,
+                                                                               spatial_partitions=k)
+    c = cfg.replace(smoke(per_replica_batch_size=8), runtime=runtime)
     if fragment is None:
         run_checks.check_replicas(c, {}, memory, gpus)
     else:

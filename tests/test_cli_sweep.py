@@ -125,7 +125,17 @@ BAD_INPUTS = [
     pytest.param(["--replicas", "1,2,2"], "2 appears twice", id="replicas_repeated"),
     pytest.param(["--replicas", "1,,4"], "not a comma list", id="replicas_empty_item"),
     pytest.param(["--replicas", ""], "not a comma list", id="replicas_empty"),
-    pytest.param([], "one of the arguments --replicas --batch-sizes is required", id="axis_missing"),
+    pytest.param([], "one of the arguments --replicas --batch-sizes --spatial-partitions is required",
+                 id="axis_missing"),
+    pytest.param(["--framework", "jax", "--spatial-partitions", "1,3"],
+                 "--spatial-partitions: 3 is not one of 1, 2, 4, 8", id="spatial_three_way"),
+    pytest.param(["--spatial-partitions", "1,2"], "--spatial-partitions 2 is the JAX engine's", id="spatial_under_tf"),
+    pytest.param(["--framework", "jax", "--spatial-partitions", "1,8", "--image-size", "36"],
+                 "8 does not divide 36", id="spatial_rows"),
+    pytest.param(["--framework", "jax", "--spatial-partitions", "1", "--spatial-partitions", "2"],
+                 "--spatial-partitions given twice", id="spatial_twice"),
+    pytest.param(["--framework", "jax", "--spatial-partitions", "1,2", "--replicas", "2"], "not allowed with argument",
+                 id="spatial_and_replicas"),
     pytest.param(["--replicas", "1,2", "--batch-sizes", "4,8"], "not allowed with argument", id="both_axes"),
     pytest.param(["--batch-sizes", "4,8", "--batch-size", "4"], "--batch-size clashes with --batch-sizes",
                  id="batch_size_and_sizes"),
@@ -161,7 +171,7 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path, monkeypatch, capsy
     assert not out.exists()
 
 
-BEFORE_TF = ("replicas_zero", "run_combo", "batch_size_and_sizes")
+BEFORE_TF = ("replicas_zero", "run_combo", "batch_size_and_sizes", "spatial_under_tf")
 
 
 @pytest.mark.parametrize("argv, fragment", [p for p in BAD_INPUTS if p.id in BEFORE_TF])

@@ -46,6 +46,9 @@ def test_the_device_check_runs_every_step_and_writes_what_comes_back(tmp_path):
     assert fusion["same_weights"] and len(fusion["fused_over_per_weight"]["ratios"]) == 2
     assert fusion["profile_weight_tensors"] > 0 and fusion["profile_update_kernels_per_step"] > 0
     assert set(results["autotuning_warnings"]) >= {"synthetic", "real", "update-2", "update-4"}
+    # No GPU to split over (the lent machine has one): skipped, and why.
+    assert results["spatial"] == {"skipped": "0 GPU visible: --spatial-partitions 2 splits a replica over two (give "
+                                             "PODBENCH_DEVICE_GPUS=0,1 on a machine with two)"}
     with tarfile.open(out / "runs.tar.gz") as runs:
         names = runs.getnames()
     assert "runs/synthetic/summary.json" in names and "runs/jpegs/summary.json" in names

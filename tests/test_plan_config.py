@@ -38,6 +38,12 @@ from bench.plan import config as cfg
                      id="negative_collective_timeout"),
         pytest.param(lambda: cfg.RuntimeConfig(strategy="multi_worker", collective_timeout_s=float("inf")), ">= 0",
                      id="infinite_collective_timeout"),
+        pytest.param(lambda: cfg.RuntimeConfig(framework="jax", spatial_partitions=3),
+                     r"--spatial-partitions 3: a replica's images split over 1, 2, 4 or 8 devices", id="three_way"),
+        pytest.param(lambda: cfg.RuntimeConfig(framework="jax", spatial_partitions=16), "1, 2, 4 or 8",
+                     id="offbyone_past_eight_way"),
+        pytest.param(lambda: cfg.RuntimeConfig(framework="jax", spatial_partitions=True), "1, 2, 4 or 8",
+                     id="bool_partitions"),
     ],
 )
 def test_validation_on_creation(make, message):

@@ -52,6 +52,9 @@ def test_an_unknown_engine_is_named():
     pytest.param(dict(model=dict(padding="symmetric")), "the Keras model is tf-models-official's", id="padding"),
     pytest.param(dict(model=dict(stem_channels=5)), "unknown stem_channels 5; choose one of: 3, 4, 8",
                  id="stem_channels_unknown"),
+    pytest.param(dict(runtime=dict(spatial_partitions=2)),
+                 r"--spatial-partitions 2 is the JAX engine's \(XLA's partitioner splits the images; tf.distribute "
+                 r"has it on TPUs alone\): add --framework jax", id="spatial_partitions"),
 ])
 def test_what_only_the_jax_engine_does_is_refused_under_tensorflow(parts, fragment):
     with pytest.raises(ValueError, match=fragment):
@@ -62,3 +65,20 @@ def test_the_jax_engine_shards_its_update_and_probes_it():
     config = cfg.replace(cfg.RunConfig(), runtime=dict(framework="jax", weight_update="sharded"),
                          measure=dict(measure_update=True), train=dict(precision="mixed_bfloat16"))
     assert ready.check_ready(config).runtime.weight_update == "sharded"
+
+
+@pytest.mark.parametrize("image_size, k, fits", [
+    pytest.param(224, 8, True, id="imagenet_8_way"),
+    pytest.param(32, 4, True, id="smoke_4_way"),
+    pytest.param(36, 8, False, id="rows_not_a_multiple_of_8"),
+    pytest.param(33, 2, False, id="offbyone_odd_height"),
+])
+def test_a_spatially_partitioned_image_splits_into_equal_bands(image_size, k, fits):
+    config = cfg.replace(cfg.RunConfig(), runtime=dict(framework="jax", spatial_partitions=k),
+                         model=dict(image_size=image_size))
+    if fits:
+        assert ready.check_ready(config).runtime.spatial_partitions == k
+        return
+    with pytest.raises(ValueError, match=rf"--spatial-partitions {k} splits each image's {image_size} rows into {k} "
+                                         rf"bands, and {k} does not divide {image_size}: give an --image-size"):
+        ready.check_ready(config)

@@ -24,6 +24,8 @@ def torch_config(**parts) -> cfg.RunConfig:
     pytest.param(dict(runtime=dict(tpu="local")), "--tpu names a TPU for TensorFlow's client", id="tpu"),
     pytest.param(dict(runtime=dict(weight_update="sharded")), "use --framework jax for weight-update sharding",
                  id="sharded"),
+    pytest.param(dict(runtime=dict(spatial_partitions=2)), "--spatial-partitions 2 splits each image over devices",
+                 id="spatial"),
     pytest.param(dict(train=dict(xla=True)), "the torch engine compiles its step with torch.compile", id="xla"),
     pytest.param(dict(train=dict(precision="mixed_float16")), "needs loss scaling (a GradScaler)", id="float16"),
     pytest.param(dict(train=dict(cuda_graphs=True, torch_compile=False)), "drop --no-compile",
@@ -121,6 +123,7 @@ TORCH_FLAGS = {
     "--checkpoint-dir": ("ckpts", None), "--grace-period": ("60", None), "--output": ("out", None),
     "--results-uri": ("gs://bucket/runs", None), "--log-steps": ("5", None), "--peak-tflops": ("2", None),
     "--no-peak": (None, None), "--update-probe": (None, None),
+    "--spatial-partitions": ("2", "the torch engine trains on one device: drop it, or use --framework jax"),
     "--profile-step": (None, "the torch engine has no profile of its step"), "--json": (None, None),
 }
 REAL = ("--data", "imagenet", "--data-dir", "DATA")

@@ -161,3 +161,22 @@ def test_a_completed_imagenet_shaped_run_points_to_the_decision_view():
 def test_the_update_row_says_its_time_or_why_there_is_none(fields, text):
     jax = dataclasses.replace(MEASURED, framework="jax", weight_update="replicated", **fields)
     assert rows(jax)["update"] == [text]
+
+
+@pytest.mark.parametrize("fields, text", [
+    pytest.param({}, None, id="unpartitioned_no_row"),
+    pytest.param({"spatial_partitions": 1, "num_devices": 8}, None, id="one_way_no_row"),
+    pytest.param({"spatial_partitions": 4, "num_devices": 8, "global_batch_size": 4, "num_replicas": 2,
+                  "activation_bytes_per_device": 31_203_768, "halo_exchanges": 102, "spatial_gathers": []},
+                 "each image split 4-way along its height over 8 devices (0.5 image(s) a device); activations 31.2 MB "
+                 "a device; 102 halo exchange(s) in the step, no gathers", id="half_an_image"),
+    pytest.param({"spatial_partitions": 2, "num_devices": 2, "global_batch_size": 4, "halo_exchanges": 47,
+                  "spatial_gathers": [{"layer": "stage5_block0/conv1", "pass": "backward", "shape": "f32[4,3,256,512]"},
+                                      {"layer": "stage4_block0/conv1", "pass": "forward", "shape": "f32[4,4,4,128]"},
+                                      {"layer": "stage5_block0/conv1", "pass": "forward", "shape": "f32[4,2,2,256]"}]},
+                 "each image split 2-way along its height over 2 devices (2 image(s) a device); 47 halo exchange(s) "
+                 "in the step, gathers instead at stage4_block0/conv1, stage5_block0/conv1", id="gathers_named_once"),
+])
+def test_a_spatially_partitioned_run_says_its_split_and_where_xla_gathers(fields, text):
+    got = rows(dataclasses.replace(MEASURED, framework="jax", **fields)).get("partitions")
+    assert got == (None if text is None else [text])

@@ -75,6 +75,25 @@ def test_the_weight_update_fields_are_read_and_an_older_summary_lacks_them():
         (None, None, None, None)
 
 
+def test_the_spatial_fields_are_read_and_an_older_summary_lacks_them():
+    gathers = [{"layer": "stage5_block0/conv1", "pass": "backward", "shape": "f32[4,3,256,512]"}]
+    s = schema.summary_from_json({"run_id": "r", "status": "completed", "spatial_partitions": 4, "num_devices": 8,
+                                  "activation_bytes_per_device": 184_760, "halo_exchanges": 49,
+                                  "spatial_gathers": gathers})
+    assert (s.spatial_partitions, s.num_devices, s.activation_bytes_per_device, s.halo_exchanges,
+            s.spatial_gathers) == (4, 8, 184_760, 49, gathers)
+    old = schema.summary_from_json({"run_id": "r", "status": "completed"})
+    assert (old.spatial_partitions, old.activation_bytes_per_device, old.spatial_gathers) == (None, None, None)
+    with pytest.raises(ValueError, match="malformed spatial_partitions"):
+        schema.summary_from_json({"run_id": "r", "status": "completed", "spatial_partitions": "4"})
+
+
+def test_partitions_are_part_of_a_runs_configuration_and_an_older_run_was_unpartitioned():
+    split = schema.Summary(run_id="r", status="completed", spatial_partitions=4)
+    assert schema.configuration(split, {})["spatial_partitions"] == 4
+    assert schema.configuration(schema.Summary(run_id="old", status="completed"), {})["spatial_partitions"] == 1
+
+
 def test_missing_summary_says_how_to_rebuild_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="podbench summarize RUN_DIR"):
         schema.read_summary(tmp_path)

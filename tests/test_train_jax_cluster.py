@@ -2,7 +2,8 @@
 podbench resolves (TF_CONFIG, which `podbench launch` writes and a Slurm step's variables become).
 
 Real processes: two tasks under a real one-node Slurm (tests/slurm_cluster.py), and two `podbench launch`
-workers, each a JAX process with one CPU device; JAX's CPU collectives (gloo) cross between them on loopback.
+workers, each a JAX process with one CPU device (two, spatially partitioned: a replica's devices are one
+process's); JAX's CPU collectives (gloo) cross between them on loopback.
 """
 import json
 import re
@@ -155,7 +156,7 @@ def test_sigterm_stops_every_jax_process_at_one_step_and_the_run_resumes_there(t
     assert restores[-1]["step"] == stopped["steps_completed"]
 
 
-# The watch's bound (bench/train_jax/peers.py: 10 s of silence on two processes) and what follows it: the
+# The watch's bound (bench/harness/peer_watch.py: 10 s of silence on two processes) and what follows it: the
 # verdict taken, the summary written, the other processes stopped.
 NAMED_WITHIN_S = 60
 
@@ -299,23 +300,29 @@ def test_a_killed_jax_process_is_named_by_the_first_as_under_a_scheduler(tmp_pat
     assert summary["status"] == "failed" and f"worker 1 at {workers[1]} stopped answering" in summary["error"]
 
 
-def test_two_processes_train_the_same_losses_sharded_as_replicated(tmp_path):
-    """`podbench launch --workers 2` in each mode (float32, the same seed and synthetic batch): the losses
-    agree step by step to float32's reduction order (tests/test_train_jax_weight_update.py states it: 100
-    ulps), and the sharded run's summary records one process's optimizer state at half the replicated's."""
+def test_two_processes_train_the_same_losses_sharded_as_replicated_and_spatially_partitioned(tmp_path):
+    """`podbench launch --workers 2` in each mode (float32, the same seed and synthetic batch), the last also
+    splitting each process's replica 2-way over its 2 devices (bench/train_jax/spatial.py): the losses agree
+    step by step to float32's reduction order (tests/test_train_jax_weight_update.py states it: 100 ulps), and
+    the sharded run's summary records one process's optimizer state at half the replicated's."""
     from bench.results import eventfile  # noqa: PLC0415
 
     losses, summaries = {}, {}
-    for mode in ("replicated", "sharded"):
+    modes = {"replicated": ("--weight-update", "replicated"), "sharded": ("--weight-update", "sharded"),
+             "split": ("--weight-update", "sharded", "--spatial-partitions", "2")}
+    for mode, flags in modes.items():
         out = tmp_path / mode
         done = podbench("launch", "--workers", "2", "--", "run", *SMALL, "--precision", "float32", "--train-steps",
-                        "12", "--steps-per-epoch", "12", "--warmup-steps", "2", "--weight-update", mode, "--output",
-                        out, "--json", timeout=RUN_TIMEOUT_S)
+                        "12", "--steps-per-epoch", "12", "--warmup-steps", "2", *flags, "--output", out, "--json",
+                        timeout=RUN_TIMEOUT_S)
         assert done.returncode == 0, done.stderr[-3000:]
         summaries[mode] = json.loads(done.stdout)
         losses[mode] = [e.value for e in eventfile.read_event_log(str(out / "events"), ("loss",)).scalars["loss"]]
-    assert len(losses["sharded"]) == len(losses["replicated"]) == 12
-    for a, b in zip(losses["replicated"], losses["sharded"]):
-        assert abs(a - b) <= 100 * 1.2e-7 * abs(a), (losses["replicated"], losses["sharded"])
+    assert len(losses["sharded"]) == len(losses["replicated"]) == len(losses["split"]) == 12
+    for other in ("sharded", "split"):
+        for a, b in zip(losses["replicated"], losses[other]):
+            assert abs(a - b) <= 100 * 1.2e-7 * abs(a), (losses["replicated"], losses[other])
     replicated, sharded = (summaries[m]["optimizer_state_bytes_per_device"] for m in ("replicated", "sharded"))
     assert sharded < 0.51 * replicated
+    split = summaries["split"]
+    assert (split["strategy"], split["num_replicas"], split["num_devices"]) == ("multi_worker", 2, 4)

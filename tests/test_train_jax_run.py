@@ -352,15 +352,17 @@ def test_one_writer_per_run_directory(tmp_path):
 
 
 def test_the_compiled_count_is_left_out_on_gpus_where_it_misses_the_convolutions():
-    """XLA:GPU's cost analysis does not count cuDNN's convolutions (0.40 of 24.5 GFLOP an image on an H100)."""
+    """XLA:GPU's cost analysis does not count cuDNN's convolutions (0.40 of 24.5 GFLOP an image on an H100). A
+    device's program counts its own images: half an image, spatially partitioned 4-way on 2 a replica."""
     from types import SimpleNamespace  # noqa: PLC0415
 
     from bench.train_jax.build import _flops_per_image  # noqa: PLC0415
 
     compiled = SimpleNamespace(cost_analysis=lambda: {"flops": 800.0})
-    assert _flops_per_image(compiled, SimpleNamespace(platform="cpu", per_replica_batch_size=8)) == 100.0
-    assert _flops_per_image(compiled, SimpleNamespace(platform="tpu", per_replica_batch_size=8)) == 100.0
-    assert _flops_per_image(compiled, SimpleNamespace(platform="gpu", per_replica_batch_size=8)) is None
+    assert _flops_per_image(compiled, SimpleNamespace(platform="cpu", images_per_device=8)) == 100.0
+    assert _flops_per_image(compiled, SimpleNamespace(platform="tpu", images_per_device=8)) == 100.0
+    assert _flops_per_image(compiled, SimpleNamespace(platform="tpu", images_per_device=0.5)) == 1600.0
+    assert _flops_per_image(compiled, SimpleNamespace(platform="gpu", images_per_device=8)) is None
 
 
 def blocking_jax(tmp_path: Path) -> dict:

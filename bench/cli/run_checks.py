@@ -20,6 +20,7 @@ from typing import Mapping
 from bench.cli import checks, engine_checks
 from bench.cluster import gpus
 from bench.plan.config import RunConfig
+from bench.plan.config_jax import SPATIAL_PARTITIONS
 from bench.errors import UsageError
 from bench.harness import checkpoints, threads
 
@@ -76,23 +77,32 @@ def check_sizes(config: RunConfig, memory_bytes: int | None = None) -> None:
 
 def check_replicas(config: RunConfig, environ: Mapping[str, str], memory_bytes: int | None = None,
                    gpu_count: int | None = None) -> None:
-    """--replicas: at most the GPUs this process may use; on a CPU, as many copies of the model as memory holds."""
-    replicas = config.runtime.replicas
-    if replicas is None or config.runtime.strategy not in ("mirrored", "auto"):
+    """--replicas (x --spatial-partitions): at most the GPUs this process may use; on a CPU, as many copies of
+    the model as memory holds."""
+    replicas, k = config.runtime.replicas, config.runtime.spatial_partitions
+    if (replicas is None and k == 1) or config.runtime.strategy not in ("mirrored", "auto"):
         return
     if gpu_count is None:
         gpu_count = len(gpus.visible_gpus(environ, gpus.driver_gpus()))
+    devices = (replicas or 1) * k
+    asked = f"--replicas {replicas}" if k == 1 else f"--replicas {replicas or 1} x --spatial-partitions {k}"
     if gpu_count:
-        if replicas > gpu_count:
-            raise UsageError(f"--replicas {replicas}: this host has {gpu_count} GPU(s) this process may use "
-                             f"(CUDA_VISIBLE_DEVICES narrows them); give --replicas 1..{gpu_count}")
+        if devices > gpu_count:
+            fix = (f"give --replicas 1..{gpu_count}" if k == 1 else
+                   f"give at most {gpu_count // k} replica(s) of {k}" if gpu_count >= k else
+                   f"a replica's {k} devices need {k} GPUs: give --spatial-partitions "
+                   f"{max(p for p in SPATIAL_PARTITIONS if p <= gpu_count)}")
+            raise UsageError(f"{asked}: this host has {gpu_count} GPU(s) this process may use (CUDA_VISIBLE_DEVICES "
+                             f"narrows them); {fix}")
         return
     # On a CPU the replicas are logical devices of one process: each keeps its own float32 weights,
-    # gradients and momentum (ResNet-50: 3 x 25,557,032 x 4 bytes), and its batch.
+    # gradients and momentum (ResNet-50: 3 x 25,557,032 x 4 bytes), and its batch (a spatial partition: its
+    # band of the batch, and the whole weights).
     state = checks.RESNET50_STATE_BYTES_PER_REPLICA if config.model.depth >= 50 else 0
-    per_replica = state + checks.image_bytes(config.model.image_size, config.train.per_replica_batch_size or 1)
-    checks.check_fits(f"--replicas {replicas} on this CPU (each logical device holds its own weights, "
-                      "gradients and momentum, and its batch)", replicas * per_replica, "lower --replicas", memory_bytes)
+    images = checks.image_bytes(config.model.image_size, config.train.per_replica_batch_size or 1)
+    checks.check_fits(f"{asked} on this CPU (each logical device holds its own weights, gradients and momentum, "
+                      "and its batch)", devices * state + (replicas or 1) * images,
+                      "lower --replicas" if k == 1 else "lower --replicas or --spatial-partitions", memory_bytes)
 
 
 def check_cluster(config: RunConfig, environ: Mapping[str, str]) -> None:

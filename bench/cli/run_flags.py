@@ -141,6 +141,10 @@ RUN_FLAGS: tuple[Flag, ...] = (
          "replicated (default: every replica updates every weight after an all-reduce) or sharded (--framework "
          "jax: weight-update sharding, each replica updates 1/N of the weights with 1/N of the optimizer state)",
          choices=cfg.WEIGHT_UPDATES),
+    Flag("--spatial-partitions", "runtime.spatial_partitions", DISTRIBUTION,
+         "--framework jax: split each replica's images along their height over K devices (1, the default, 2, 4 or "
+         "8; XLA exchanges the halos): the run uses --replicas x K devices, and may hold under one image a device",
+         int, "K", cfg.SPATIAL_PARTITIONS),
     Flag("--strategy", "runtime.strategy", DISTRIBUTION,
          "tf.distribute strategy (default auto); under --framework jax: auto or multi_worker; under torch: auto",
          choices=cfg.STRATEGIES),

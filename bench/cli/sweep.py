@@ -1,5 +1,6 @@
-"""`podbench sweep`: the same benchmark at several replica counts (scaling chart), or at several
-per-device batches on one device (the device curve `podbench project` starts from).
+"""`podbench sweep`: the same benchmark at several replica counts (scaling chart), at several
+per-device batches on one device (the device curve `podbench project` starts from), or, under the JAX
+engine, one replica split over 1, 2, 4 or 8 devices (spatial partitioning's per-device efficiency).
 
 The sweep takes every `podbench run` flag (its parser is the run parser's,
 so a typo fails the same way) and checks the whole configuration at the
@@ -49,6 +50,15 @@ instead: JAX's replicas are the devices it sees (--replicas N: the first N; on a
 CPU, N devices XLA splits it into). Under --framework torch a sweep is a batch sweep
 (--batch-sizes) on the one device the torch engine trains on.
 
+Spatial partitioning (--framework jax): --spatial-partitions 1,2,4 runs one replica
+at --batch-size B split over K devices (`podbench run --replicas 1
+--spatial-partitions K --output SWEEP_DIR/spatial-K`): B/K images a device. The
+table gives the step, a device's seconds an image and its per-device efficiency
+(throughput a device against the unpartitioned run's, as MLPerf's spatially
+partitioned submissions give theirs), and writes spatial.png/.svg. On a CPU the K
+devices share its cores and a halo is a copy in memory: the efficiency (per
+physical device, the host) shows the work partitioning adds, not a TPU's halo cost.
+
 examples:
   podbench sweep --replicas 1,2,4,8                       # the default benchmark at 4 sizes
   podbench sweep --replicas 1,2 --preset smoke            # 32x32, a minute on 2 CPU cores
@@ -57,6 +67,7 @@ examples:
   podbench sweep --batch-sizes 4,8 --preset smoke                                # the curve on a CPU, 32x32
   podbench sweep --framework jax --batch-sizes 32,64,128,256,512                  # one GPU's curve under JAX
   podbench sweep --framework torch --batch-sizes 64,128,256                       # one GPU's curve under PyTorch
+  podbench sweep --framework jax --spatial-partitions 1,2,4 --batch-size 4 --preset smoke   # 32x32, small batches
 """
 
 
@@ -65,6 +76,8 @@ _TWICE = {
     "replicas": "give one comma list, e.g. --replicas 1,2,4,8 (it sets each run's --replicas)",
     "batch_sizes": "give one comma list, e.g. --batch-sizes 8,16,32,64 (it sets each run's --batch-size)",
     "output": "it names the sweep's directory (each size writes SWEEP_DIR/replicas-N)",
+    "spatial_partitions": "give one comma list, e.g. --spatial-partitions 1,2,4 (it sets each run's "
+                          "--spatial-partitions)",
 }
 
 
@@ -78,7 +91,7 @@ class _Once(argparse.Action):
 
 
 # Flags the sweep sets on every run itself, or takes over for its own meaning.
-SWEEP_OWNED = frozenset({"--replicas", "--output", "--strategy", "--tpu", "--json"})
+SWEEP_OWNED = frozenset({"--replicas", "--output", "--strategy", "--tpu", "--json", "--spatial-partitions"})
 # A batch sweep also sets each run's --batch-size.
 CURVE_OWNED = SWEEP_OWNED | {"--batch-size"}
 
@@ -88,7 +101,8 @@ def register(sub) -> None:
         "sweep", help="run the benchmark at several replica counts (or batches): scaling table and chart",
         description="Run `podbench run` once per replica count (--strategy mirrored) and write a "
                     "table and a chart of images/sec and scaling efficiency against replicas; or, with "
-                    "--batch-sizes, once per per-device batch on one device: the device curve. "
+                    "--batch-sizes, once per per-device batch on one device: the device curve; or, with "
+                    "--spatial-partitions (JAX), once per K, one replica split over K devices. "
                     "Takes every `podbench run` flag except --strategy/--tpu (mirrored; auto under JAX).",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -100,6 +114,9 @@ def register(sub) -> None:
     axis.add_argument("--batch-sizes", action=_Once, metavar="LIST",
                       help="per-device batches, e.g. 8,16,32,64: each runs one replica at --batch-size B "
                            "(the device curve for `podbench project`)")
+    axis.add_argument("--spatial-partitions", action=_Once, metavar="LIST",
+                      help="--framework jax: partition counts, e.g. 1,2,4: each runs one replica at --batch-size B "
+                           "split over K devices (per-device efficiency against the unpartitioned run)")
     g.add_argument("--output", action=_Once, metavar="SWEEP_DIR",
                    help=f"the sweep's directory; default {sweep.DEFAULT_SWEEPS_DIR}/<sweep_id>, "
                         "each size in SWEEP_DIR/replicas-N (or batch-B)")
@@ -111,12 +128,26 @@ def register(sub) -> None:
     p.set_defaults(handler=handle)
 
 
+def parse_spatial_partitions(text: str) -> tuple[int, ...]:
+    """--spatial-partitions: ``"4,1,2"`` -> (1, 2, 4), each a K the JAX engine splits into.
+
+    Raises:
+      UsageError: not a comma list of positive whole numbers (sweep.parse_sizes), or a K not in SPATIAL_PARTITIONS.
+    """
+    sizes = sweep.parse_sizes(text, "--spatial-partitions", "partition count", "1,2,4")
+    odd = [k for k in sizes if k not in cfg.SPATIAL_PARTITIONS]
+    if odd:
+        raise UsageError(f"--spatial-partitions: {odd[0]} is not one of {', '.join(map(str, cfg.SPATIAL_PARTITIONS))}"
+                         " (a replica's images split 1, 2, 4 or 8 ways); give e.g. --spatial-partitions 1,2,4")
+    return sizes
+
+
 def check_args(args: argparse.Namespace) -> tuple[str, tuple[int, ...], str]:
     """The axis, its sizes and each size's strategy, with every run flag checked as the largest size's
     `podbench run` would.
 
     Returns:
-      (sweep.REPLICAS or sweep.BATCH, the sizes sorted, mirrored or, under JAX and torch, auto).
+      (sweep.REPLICAS, sweep.BATCH or sweep.SPATIAL, the sizes sorted, mirrored or, under JAX and torch, auto).
 
     Raises:
       UsageError: a bad list, a flag that clashes with the sweep, or a run flag
@@ -127,6 +158,8 @@ def check_args(args: argparse.Namespace) -> tuple[str, tuple[int, ...], str]:
         if args.batch_size is not None:
             raise UsageError("--batch-size clashes with --batch-sizes: each size runs --batch-size B; "
                              "drop --batch-size")
+    elif args.spatial_partitions is not None:
+        axis, sizes = sweep.SPATIAL, parse_spatial_partitions(args.spatial_partitions)
     else:
         axis, sizes = sweep.REPLICAS, sweep.parse_replicas(args.replicas)
     if args.strategy not in (None, "mirrored"):
@@ -145,6 +178,7 @@ def check_args(args: argparse.Namespace) -> tuple[str, tuple[int, ...], str]:
     strategy = "mirrored" if framework == "tensorflow" else "auto"
     largest = copy.copy(args)
     largest.strategy, largest.replicas, largest.output = strategy, max(sizes) if axis == sweep.REPLICAS else 1, None
+    largest.spatial_partitions = max(sizes) if axis == sweep.SPATIAL else None
     if axis == sweep.BATCH:
         largest.batch_size = max(sizes)
     config_from_args(largest)  # the run's own checks (the preset's name among them)
@@ -167,7 +201,7 @@ def handle(args: argparse.Namespace) -> int:
     sweep_id = rundir.new_run_id()
     sweep_dir = sweep.prepare_sweep_dir(args.output, sweep_id)
     flags = run_argv(args, skip=CURVE_OWNED if axis == sweep.BATCH else SWEEP_OWNED)
-    what = "replicas" if axis == sweep.REPLICAS else "per-device batch"
+    what = {sweep.REPLICAS: "replicas", sweep.BATCH: "per-device batch", sweep.SPATIAL: "spatial partitions"}[axis]
     print(f"podbench sweep {sweep_id}: {len(sizes)} size(s), {what} {','.join(map(str, sizes))}, "
           f"writing {sweep_dir}/", file=sys.stderr, flush=True)
     if axis == sweep.REPLICAS and sizes[0] != 1:
@@ -177,7 +211,8 @@ def handle(args: argparse.Namespace) -> int:
         sizes, lambda n, run_dir: sweep.run_command(n, flags, run_dir, axis, strategy), sweep_dir,
         forward_output=not args.quiet, axis=axis)
     document = {"sweep_id": sweep_id, "axis": axis, "replicas": list(sizes) if axis == sweep.REPLICAS else [1],
-                "batch_sizes": list(sizes) if axis == sweep.BATCH else None, "run_flags": flags,
+                "batch_sizes": list(sizes) if axis == sweep.BATCH else None,
+                "spatial_partitions": list(sizes) if axis == sweep.SPATIAL else None, "run_flags": flags,
                 "interrupted": interrupted, "notes": sweep.notes(rows, axis), "sizes": rows}
     written = sweep.write_files(sweep_dir, document)
     print(rundir.dumps(document) if args.json else sweep.format_table(rows, axis))

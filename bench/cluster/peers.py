@@ -127,7 +127,7 @@ def stalled_peer_error(error_text: str, tf_config: str | None, stall: Stall) -> 
 
 
 def silent_process_error(name: str, stall: Stall, silence_s: float, bound_s: float) -> str:
-    """One line naming a process of a JAX run that stopped answering (bench/train_jax/peers.py's verdict)."""
+    """One line naming a process of a JAX run that stopped answering (bench/harness/peer_watch.py's verdict)."""
     return (f"{name} stopped answering at step {stall.step}: {stall.since()}it sent no heartbeat for "
             f"{silence_s:.1f} s (podbench's watch names a process silent for {bound_s:g} s); {CAUSES}")
 

@@ -1,9 +1,12 @@
 """`podbench sweep`'s engine: one `podbench run` process per size, then the table.
 
-Two axes, one a sweep. Replicas (weak scaling): every size keeps the run's
+Three axes, one a sweep. Replicas (weak scaling): every size keeps the run's
 per-replica batch, so the global batch grows with the replicas. Batch (the
 device curve): one replica, one run per per-device batch, the points
-`podbench project` extrapolates from. Each size runs in a fresh process: splitting a CPU
+`podbench project` extrapolates from. Spatial (the JAX engine's spatial
+partitioning): one replica, its batch split over K devices, one run per K, each
+device's throughput against the unpartitioned run's (as MLPerf's per-core figures
+are given). Each size runs in a fresh process: splitting a CPU
 into N logical devices must happen before TensorFlow starts, and a size that
 crashes must not take the others' results with it. The sweep keeps going
 after a failed size. Nothing here imports TensorFlow; pandas and matplotlib
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Sequence, TextIO
 
 from bench import interpreter
+from bench.cluster import spatial_sweep
 from bench.cluster.launch import die_with_parent
 from bench.results import rundir
 from bench.results.summary import Summary, read_summary
@@ -30,9 +34,13 @@ from methodology import scaling
 DEFAULT_SWEEPS_DIR = Path("results") / "sweeps"
 SWEEP_JSON = "sweep.json"
 SWEEP_CSV = "sweep.csv"
-REPLICAS, BATCH = "replicas", "batch"  # the axes; also each size's directory prefix (replicas-N, batch-B)
-AXES = (REPLICAS, BATCH)
-CHART_STEMS = {REPLICAS: "scaling", BATCH: "device_curve"}
+# The axes; also each size's directory prefix (replicas-N, batch-B, spatial-K).
+REPLICAS, BATCH, SPATIAL = "replicas", "batch", "spatial"
+AXES = (REPLICAS, BATCH, SPATIAL)
+CHART_STEMS = {REPLICAS: "scaling", BATCH: "device_curve", SPATIAL: "spatial"}
+# How a size's run is told its value (the per-replica batch of a spatial sweep is the user's --batch-size).
+SIZE_FLAGS = {REPLICAS: ("--replicas",), BATCH: ("--replicas", "1", "--batch-size"),
+              SPATIAL: ("--replicas", "1", "--spatial-partitions")}
 # After Ctrl-C: the run got the same SIGINT from the terminal and is writing its
 # summary; it gets this long before it is asked again, then this long before it is killed.
 CHILD_SUMMARY_WAIT_S = 15.0
@@ -45,6 +53,10 @@ CSV_COLUMNS = (
     # The JAX engine's update probe (--update-probe): its share of a step grows as the batch a device shrinks;
     # update_resolved False: the probe ran and its difference lay within its own noise (no time, never 0).
     "weight_update", "update_time_s", "update_share", "update_resolved",
+    # Spatial partitioning (the JAX engine): the devices a replica spans, a step's images a device, a physical
+    # device's seconds an image, its throughput against the unpartitioned run's, the activations it holds.
+    "spatial_partitions", "num_devices", "images_per_device", "device_s_per_image", "per_device_efficiency",
+    "activation_bytes_per_device",
 )
 
 
@@ -83,7 +95,7 @@ def parse_batch_sizes(text: str) -> tuple[int, ...]:
 
 
 def size_dir(sweep_dir: Path, value: int, axis: str = REPLICAS) -> Path:
-    """The run directory of one size: SWEEP_DIR/replicas-N or SWEEP_DIR/batch-B."""
+    """The run directory of one size: SWEEP_DIR/replicas-N, SWEEP_DIR/batch-B or SWEEP_DIR/spatial-K."""
     return Path(sweep_dir) / f"{axis}-{value}"
 
 
@@ -91,10 +103,11 @@ def run_command(value: int, flags: Sequence[str], run_dir: Path, axis: str = REP
                 strategy: str = "mirrored") -> list[str]:
     """`podbench run` for one size, through this interpreter (no PATH lookup).
 
-    A replicas size runs ``--replicas N``; a batch size runs one replica at ``--batch-size B``.
+    A replicas size runs ``--replicas N``; a batch size runs one replica at ``--batch-size B``; a spatial size one
+    replica split over K devices (``--spatial-partitions K``).
     ``strategy``: mirrored under TensorFlow; auto under JAX (its replicas are the devices it sees).
     """
-    size = ["--replicas", str(value)] if axis == REPLICAS else ["--replicas", "1", "--batch-size", str(value)]
+    size = [*SIZE_FLAGS[axis], str(value)]
     return interpreter.module_argv("bench.cli", "run", *flags, "--strategy", strategy, *size,
                                   "--output", str(run_dir))
 
@@ -117,12 +130,12 @@ class SizeResult:
     """What one size's `podbench run` left behind.
 
     Attributes:
-      value: the size it ran: a replica count, or a per-replica batch.
+      value: the size it ran: a replica count, a per-replica batch, or a partition count.
       exit_code: the process's exit code (0 completed, 130 interrupted, else failed).
       summary: its summary, if it wrote one.
       error: the run's own ``error: ...`` line, without the prefix (None if it gave none).
       run_dir: its run directory.
-      axis: which of the two ``value`` is (REPLICAS or BATCH).
+      axis: which ``value`` is (REPLICAS, BATCH or SPATIAL).
     """
 
     value: int
@@ -207,8 +220,9 @@ def size_row(result: SizeResult) -> dict:
     s = result.summary or Summary(run_id="", status="failed")
     status = _status(result)
     batch_axis = result.axis == BATCH
-    replicas = (s.num_replicas or 1) if batch_axis else result.value
-    devices = physical_devices(s.platform, replicas)
+    replicas = (s.num_replicas or 1) if result.axis != REPLICAS else result.value
+    logical = s.num_devices or replicas
+    devices = physical_devices(s.platform, logical)
     error = result.error
     if status == "failed" and error is None:
         error = s.error or f"exit code {result.exit_code}; see {result.run_dir}.log"
@@ -230,13 +244,18 @@ def size_row(result: SizeResult) -> dict:
         "images_per_sec_jitter": s.images_per_sec_jitter if measured else None,
         "num_intervals": s.num_intervals if result.summary else None,
         "physical_devices": devices,
-        "replicas_share_a_device": None if devices is None else replicas > devices,
+        "replicas_share_a_device": None if devices is None else logical > devices,
         "run_dir": str(result.run_dir),
         "error": error,
         "weight_update": s.weight_update,
         "update_time_s": s.update_time_s if measured else None,
         "update_share": s.update_share if measured else None,
         "update_resolved": s.update_probe.get("resolved") if measured and s.update_probe else None,
+        "spatial_partitions": s.spatial_partitions or (result.value if result.axis == SPATIAL else None),
+        "num_devices": s.num_devices,
+        "activation_bytes_per_device": s.activation_bytes_per_device,
+        **spatial_sweep.partition_columns(s.images_per_sec if measured else None, s.global_batch_size,
+                                          s.num_devices, devices),
     }
 
 
@@ -247,8 +266,10 @@ def sweep_rows(size_results: Sequence[SizeResult]) -> list[dict]:
     (methodology/scaling.py): 1 replica when the sweep includes it and it ran.
     A batch sweep has no ideal: its rows are the device curve.
     """
-    if size_results and size_results[0].axis == BATCH:
+    if size_results and size_results[0].axis in (BATCH, SPATIAL):
         rows = [size_row(r) for r in sorted(size_results, key=lambda r: r.value)]
+        if size_results[0].axis == SPATIAL:
+            rows = spatial_sweep.with_efficiency(rows)
         return [{column: row.get(column) for column in CSV_COLUMNS} for row in rows]
     rows = {r.value: size_row(r) for r in size_results}
     points = scaling.scaling_points({n: row["images_per_sec"] or None for n, row in rows.items()})
@@ -258,12 +279,14 @@ def sweep_rows(size_results: Sequence[SizeResult]) -> list[dict]:
         row.update(ideal_images_per_sec=point.ideal_images_per_sec,
                    scaling_efficiency=point.scaling_efficiency,
                    efficiency_base_replicas=point.base_replicas)
-        out.append({column: row[column] for column in CSV_COLUMNS})
+        out.append({column: row.get(column) for column in CSV_COLUMNS})
     return out
 
 
 def notes(rows: Sequence[dict], axis: str = REPLICAS) -> list[str]:
     """What a reader must know to read the table: the base, shared devices, failures."""
+    if axis == SPATIAL:
+        return spatial_sweep.notes(rows)
     out = []
     bases = {row["efficiency_base_replicas"] for row in rows} - {None}
     if bases and bases != {1}:
@@ -294,6 +317,8 @@ def format_table(rows: Sequence[dict], axis: str = REPLICAS) -> str:
     """The table a person reads: one line per size, then the notes (pure)."""
     if axis == BATCH:
         return _format_curve(rows)
+    if axis == SPATIAL:
+        return spatial_sweep.format_table(rows)
     lines = [f"{'replicas':>8}  {'global batch':>12}  {'images/sec':>11}  {'ideal':>11}  "
              f"{'efficiency':>10}  status"]
     for row in rows:
@@ -336,13 +361,16 @@ def write_files(sweep_dir: Path, document: dict) -> list[Path]:
     table = pd.DataFrame(document["sizes"], columns=list(CSV_COLUMNS))
     report_files.write_csv(table, csv_path)
     axis = document.get("axis", REPLICAS)
-    draw = scaling_charts.plot_device_curve if axis == BATCH else scaling_charts.plot_scaling
+    draw = {BATCH: scaling_charts.plot_device_curve, SPATIAL: scaling_charts.plot_spatial}.get(
+        axis, scaling_charts.plot_scaling)
     fig, _ = draw(table)
     return [json_path, csv_path, *report_files.save_figure(fig, sweep_dir, CHART_STEMS[axis])]
 
 
 def progress_line(index: int, total: int, row: dict, axis: str = REPLICAS) -> str:
     """``[2/4] replicas 4: 123.4 images/sec, global batch 16, 61.2% of linear`` (pure)."""
+    if axis == SPATIAL:
+        return spatial_sweep.progress_line(f"[{index}/{total}] {axis} {row['spatial_partitions']}", row)
     head = f"[{index}/{total}] {axis} {row['replicas' if axis == REPLICAS else 'per_replica_batch_size']}"
     if row["status"] == "failed":
         return f"{head}: failed: {row['error']}"
@@ -359,12 +387,12 @@ def run_sweep(sizes: Sequence[int], command_for: Callable[[int, Path], list[str]
     """Runs every size in turn, a progress line before and after each.
 
     Args:
-      sizes: replica counts (or per-replica batches), in the order to run.
+      sizes: replica counts (or per-replica batches, or partition counts), in the order to run.
       command_for: (size, run_dir) -> argv of that size's run.
       sweep_dir: existing sweep directory (runs go to AXIS-N/, logs to AXIS-N.log).
       stream: where progress goes.
       forward_output: also pass each run's own progress lines through, indented.
-      axis: REPLICAS or BATCH.
+      axis: REPLICAS, BATCH or SPATIAL.
 
     Returns:
       (rows so far, whether Ctrl-C stopped the sweep).

@@ -34,6 +34,8 @@ class EngineDevices:
       versions: the engine's packages and their versions ({"jax": "0.10.2", "flax": ...}), recorded as they are.
       platform: cpu, gpu or tpu; strategy: how replicas share the work ("data_parallel", "multi_worker", ...).
       num_replicas: every process's replicas; num_hosts: distinct hosts (a CPU's peak counts once a host).
+      num_devices: the devices the replicas span, where a replica is several (the JAX engine's spatial
+        partitioning: replicas x K); None: one a replica. The peaks count devices.
       num_processes, process_index: the run's processes and this one's place (1 and 0 for one process).
       devices: every replica's device, named as the framework names it.
       device_kind: a person's name for what the replicas run on (``device_kind``).
@@ -58,6 +60,7 @@ class EngineDevices:
     tf32: bool = False
     tpu_type: str | None = None
     extra: Mapping[str, object] = field(default_factory=dict)
+    num_devices: int | None = None
 
 
 def device_kind(platform: str, cpu: dict, gpu_name: str | None, tpu_type: str | None, count: int,
@@ -119,7 +122,8 @@ def describe(engine: EngineDevices, precision: str, cpu: dict | None = None, pro
     """
     cpu = cpu or host.cpu_info()
     e = engine
-    peak, count, kind = host.datasheet_peak(e.platform, e.num_replicas, cpu, precision, e.gpu, e.tpu_type,
+    devices = e.num_devices or e.num_replicas
+    peak, count, kind = host.datasheet_peak(e.platform, devices, cpu, precision, e.gpu, e.tpu_type,
                                             e.num_hosts, tf32=e.tf32)
     return {
         "framework": e.framework,
@@ -136,6 +140,7 @@ def describe(engine: EngineDevices, precision: str, cpu: dict | None = None, pro
         "platform": e.platform,
         "strategy": e.strategy,
         "num_replicas": e.num_replicas,
+        "num_devices": devices,
         "num_hosts": e.num_hosts,
         "num_processes": e.num_processes,
         "process_index": e.process_index,
@@ -149,8 +154,7 @@ def describe(engine: EngineDevices, precision: str, cpu: dict | None = None, pro
         # One device's datasheet (nominal, on a CPU) peak for the run's precision, and how many; None: unknown.
         "peak": None if peak is None else {"flops_per_sec": peak.flops_per_sec, "count": count, "kind": kind,
                                            "basis": peak.basis, "source": peak.source},
-        "measured_peak": None if probe is None else host.measured_block(probe, e.platform, e.num_replicas,
-                                                                        e.num_hosts),
+        "measured_peak": None if probe is None else host.measured_block(probe, e.platform, devices, e.num_hosts),
         "measured_peak_note": probe_note,
         **e.extra,
     }

@@ -70,9 +70,10 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, *, framework: str, pr
     return outcome_of(summary, run_dir, end)
 
 
-def model_line(config: RunConfig, plan, engine: str, resume: bool) -> str:
-    """The line said before the build: the model, the engine, the platform and what the step computes."""
+def model_line(config: RunConfig, plan, engine: str, resume: bool, replicas: str = "") -> str:
+    """The line said before the build: the model, the engine, the platform and what the step computes
+    (``replicas``: what follows "N replica(s)", such as the devices a partitioned replica spans)."""
     m = config.model
     return (f"{'resuming' if resume else 'building'} ResNet-{m.depth}{' v1.5' * (m.depth >= 50)} ({m.image_size}x"
-            f"{m.image_size}) under {engine} on {plan.platform}, {plan.num_replicas} replica(s), global batch "
-            f"{plan.global_batch_size}, {plan.precision}…")
+            f"{m.image_size}) under {engine} on {plan.platform}, {plan.num_replicas} replica(s){replicas}, global "
+            f"batch {plan.global_batch_size}, {plan.precision}…")

@@ -153,6 +153,7 @@ def build_summary(record: RunRecord) -> Summary:
         **_input(record, stats.images_per_sec, end, throughput.input_wait_share(measured)),
         **_flops(record, stats.images_per_sec),
         **_update(record),
+        **_partitioning(record),
         results_dir=str(record.run_dir),
     )
     if plan.eval_every_epochs:
@@ -232,6 +233,15 @@ def _update(record: RunRecord) -> dict:
             "update_probe": measured.record() if measured else None}
 
 
+def _partitioning(record: RunRecord) -> dict:
+    """The devices a replica spans and what spatial partitioning compiled into the step (the JAX engine:
+    bench/train_jax/spatial.py): the activations' bytes on one device, the halo exchanges, the gathers."""
+    model = last_event(record.lifecycle, jsonl.MODEL) or {}
+    return {"spatial_partitions": record.plan.spatial_partitions, "num_devices": record.plan.num_devices,
+            "activation_bytes_per_device": model.get("activation_bytes_per_device"),
+            "halo_exchanges": model.get("halo_exchanges"), "spatial_gathers": model.get("spatial_gathers")}
+
+
 def _flops(record: RunRecord, images_per_sec: float | None) -> dict:
     """Model FLOPs per image, and MFU against the measured peak and the datasheet (or nominal, or given) one.
 
@@ -285,9 +295,9 @@ def published_peak(record: RunRecord) -> tuple[mfu.Peak, int, str] | None:
     env, plan = record.environment, record.plan
     given = record.requested.measure.peak_tflops
     if given:
-        per = {"gpu": ("GPU", plan.num_replicas), "cpu": ("CPU host", env.get("num_hosts") or 1),
+        per = {"gpu": ("GPU", plan.num_devices), "cpu": ("CPU host", env.get("num_hosts") or 1),
                "tpu": ("TPU chip", env.get("tpu_chips")) if env.get("tpu_chips")
-               else ("TPU core (the chip count is unknown)", plan.num_replicas)}[plan.platform]
+               else ("TPU core (the chip count is unknown)", plan.num_devices)}[plan.platform]
         return mfu.Peak(given * 1e12, f"given with --peak-tflops, per {per[0]}", "user"), per[1], mfu.GIVEN
     known = env.get("peak")
     if not known:

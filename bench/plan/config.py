@@ -12,7 +12,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from bench.plan.config_jax import PADDINGS, STEM_CHANNELS, WEIGHT_UPDATES, check_jax_runtime
+from bench.plan.config_jax import PADDINGS, SPATIAL_PARTITIONS, STEM_CHANNELS, WEIGHT_UPDATES, check_jax_runtime
 from bench.plan.config_torch import check_torch_runtime
 from methodology import schedule
 
@@ -242,6 +242,9 @@ class RuntimeConfig:
         better (the regression gate's preset uses 1: methodology/GATE.md).
       weight_update: "replicated" (every replica updates every weight) or "sharded" (the JAX engine's
         weight-update sharding: bench/train_jax/weight_update.py).
+      spatial_partitions: the JAX engine's spatial partitioning: each replica's images split along their height
+        over K devices (1, 2, 4 or 8; 1: unpartitioned), the run using replicas x K devices
+        (bench/train_jax/spatial.py).
     """
 
     strategy: str = "auto"
@@ -253,10 +256,14 @@ class RuntimeConfig:
     cpu_threads: int | None = None
     collective_timeout_s: float | None = None
     weight_update: str = "replicated"
+    spatial_partitions: int = 1
 
     def __post_init__(self):
         choice("framework", self.framework, FRAMEWORKS)
         choice("weight_update", self.weight_update, WEIGHT_UPDATES)
+        if isinstance(self.spatial_partitions, bool) or self.spatial_partitions not in SPATIAL_PARTITIONS:
+            raise ValueError(f"--spatial-partitions {self.spatial_partitions!r}: a replica's images split over 1, 2, 4 "
+                             "or 8 devices; choose one of those")
         choice("strategy", self.strategy, STRATEGIES)
         positive("replicas", self.replicas)
         positive("cpu_threads", self.cpu_threads)

@@ -11,6 +11,9 @@ JAX_STRATEGIES = ("auto", "multi_worker")
 # How the optimizer update is spread over the data-parallel replicas (bench/train_jax/weight_update.py):
 # every replica all of it, or each its 1/N (weight-update sharding, ZeRO-1; the JAX engine only).
 WEIGHT_UPDATES = update.WEIGHT_UPDATES
+# Spatial partitioning (bench/train_jax/spatial.py): the devices a replica's images are split over along their
+# height, K. The TPU pods' SSD and Mask R-CNN ran 4- and 8-way (MLPerf v0.6-v0.7); 1 is unpartitioned.
+SPATIAL_PARTITIONS = (1, 2, 4, 8)
 # The JAX engine's model levers (models/resnet_flax.py STEM_CHANNELS, PADDINGS; the same values): the
 # Keras model is tfm's, 3 channels and "same" padding.
 STEM_CHANNELS = (3, 4, 8)
@@ -65,12 +68,26 @@ def check_jax_train(train) -> None:
                          "mixed_bfloat16 (its GPU and TPU default) or float32")
 
 
+def check_jax_spatial(model, runtime) -> None:
+    """A spatially partitioned run's images must split into K equal bands of rows.
+
+    Raises:
+      ValueError: K does not divide the image's height.
+    """
+    k = runtime.spatial_partitions
+    if k > 1 and model.image_size % k:
+        fits = ", ".join(str(s) for s in (32, 64, 224) if s % k == 0)
+        raise ValueError(f"--spatial-partitions {k} splits each image's {model.image_size} rows into {k} bands, and "
+                         f"{k} does not divide {model.image_size}: give an --image-size {k} divides (such as {fits})")
+
+
 def check_jax_only(runtime, measure, model=None) -> None:
     """What only the JAX engine does, asked of the TensorFlow engine: one line each.
 
     Raises:
-      ValueError: --weight-update sharded (tf.distribute replicates the update), --update-probe, or a model
-        lever (--stem-channels, --padding: the Keras model is tf-models-official's).
+      ValueError: --weight-update sharded (tf.distribute replicates the update), --spatial-partitions (XLA's
+        partitioner splits the images), --update-probe, or a model lever (--stem-channels, --padding: the Keras
+        model is tf-models-official's).
     """
     if model is not None and (model.stem_channels, model.padding) != (3, "same"):
         raise ValueError("--stem-channels and --padding change the JAX engine's Flax model; the Keras model is "
@@ -78,6 +95,10 @@ def check_jax_only(runtime, measure, model=None) -> None:
     if runtime.weight_update == "sharded":
         raise ValueError("--weight-update sharded is the JAX engine's (tf.distribute replicates the update): add "
                          "--framework jax")
+    if runtime.spatial_partitions != 1:
+        # tf.distribute's one way, TPUStrategy's experimental_split_to_logical_devices, runs on a TPU alone.
+        raise ValueError(f"--spatial-partitions {runtime.spatial_partitions} is the JAX engine's (XLA's partitioner "
+                         "splits the images; tf.distribute has it on TPUs alone): add --framework jax")
     if measure.measure_update:
         raise ValueError("--update-probe times the JAX or torch engine's step without its update: add --framework "
                          "jax or --framework torch")

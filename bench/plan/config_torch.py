@@ -16,7 +16,8 @@ def check_torch_runtime(runtime) -> None:
     """What the torch engine trains on: one process, one device (a GPU, else the CPU).
 
     Raises:
-      ValueError: a tf.distribute strategy, --tpu, several replicas or processes, --weight-update sharded.
+      ValueError: a tf.distribute strategy, --tpu, several replicas or processes, --spatial-partitions,
+        --weight-update sharded.
     """
     if runtime.strategy == "multi_worker":
         raise ValueError("--strategy multi_worker: the torch engine trains in one process for now (no DDP); drop "
@@ -30,6 +31,9 @@ def check_torch_runtime(runtime) -> None:
     if runtime.tpu is not None:
         raise ValueError("--tpu names a TPU for TensorFlow's client; the torch engine runs on a CPU or an NVIDIA GPU: "
                          "drop --tpu (on a TPU, use --framework jax)")
+    if runtime.spatial_partitions != 1:
+        raise ValueError(f"--spatial-partitions {runtime.spatial_partitions} splits each image over devices through "
+                         "XLA's partitioner; the torch engine trains on one device: drop it, or use --framework jax")
     if runtime.weight_update == "sharded":
         raise ValueError("--weight-update sharded splits the update over replicas, and the torch engine trains one: "
                          "drop it, or use --framework jax for weight-update sharding")

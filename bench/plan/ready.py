@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bench.plan.config import RunConfig
 from bench.plan import config_torch
-from bench.plan.config_jax import check_jax_checkpoint, check_jax_only, check_jax_train
+from bench.plan.config_jax import check_jax_checkpoint, check_jax_only, check_jax_spatial, check_jax_train
 
 MULTI_WORKER_XLA = ("--xla cannot run under --strategy multi_worker: XLA cannot all-reduce across processes "
                     "(a known TensorFlow limitation); drop --xla (multi_worker runs without XLA by default)")
@@ -30,6 +30,7 @@ def check_ready(config: RunConfig) -> RunConfig:
     if framework == "jax":
         check_jax_train(config.train)
         check_jax_checkpoint(config.checkpoint)
+        check_jax_spatial(config.model, config.runtime)
     elif framework == "tensorflow":
         check_jax_only(config.runtime, config.measure, config.model)
         if config.runtime.strategy == "multi_worker" and config.train.xla:

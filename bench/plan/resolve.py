@@ -36,8 +36,9 @@ class ResolvedRun:
 
     Attributes:
       platform: cpu, gpu or tpu.
-      num_replicas: replicas in sync, every worker's.
-      per_replica_batch_size, global_batch_size: images a replica, and a step.
+      num_replicas: replicas in sync, every worker's (data-parallel: each its own batch).
+      per_replica_batch_size, global_batch_size: images a replica, and a step (per-replica x replicas, whatever
+        the devices a replica spans).
       steps_per_epoch, epochs, train_steps: what an epoch is, and the run's length.
       warmup_steps: steps excluded from measurement.
       steps_per_execution: steps per host round trip.
@@ -52,6 +53,8 @@ class ResolvedRun:
         per-replica batch, padded with zero-weight examples).
       input_bench_batches, input_bench_warmup_batches: the input-only benchmark (0: none).
       num_examples, eval_examples: records in the real data's training and validation splits.
+      spatial_partitions: the devices a replica spans, its images split along their height over them (the JAX
+        engine's spatial partitioning; 1: a replica is one device).
       torch_compile, channels_last, cuda_graphs: the torch engine's speed settings (None under the others).
     """
 
@@ -77,12 +80,14 @@ class ResolvedRun:
     input_bench_warmup_batches: int = 0
     num_examples: int | None = None
     eval_examples: int | None = None
+    spatial_partitions: int = 1
     torch_compile: bool | None = None
     channels_last: bool | None = None
     cuda_graphs: bool | None = None
 
     def __post_init__(self):
         cfg.choice("platform", self.platform, PLATFORMS)
+        cfg.choice("spatial partitions", self.spatial_partitions, cfg.SPATIAL_PARTITIONS)
         if self.warmup_steps >= self.train_steps:
             raise ValueError(
                 f"warm-up ({self.warmup_steps} steps) must be shorter than the run "
@@ -102,6 +107,16 @@ class ResolvedRun:
     @property
     def optimizer(self) -> str:
         return self.schedule.optimizer
+
+    @property
+    def num_devices(self) -> int:
+        """Devices the run trains on: replicas x spatial partitions."""
+        return self.num_replicas * self.spatial_partitions
+
+    @property
+    def images_per_device(self) -> float:
+        """A step's images a device: under one where a replica's K devices share fewer than K images."""
+        return self.global_batch_size / self.num_devices
 
     def is_logged_step(self, step: int) -> bool:
         """Whether the host sees the end of ``step``.
@@ -298,6 +313,7 @@ def resolve(config: cfg.RunConfig, platform: str, num_replicas: int, counts: Dat
         input_bench_warmup_batches=min(warmup, INPUT_BENCH_MAX_WARMUP) if bench_batches else 0,
         num_examples=counts.train_examples,
         eval_examples=counts.eval_examples,
+        spatial_partitions=config.runtime.spatial_partitions,
         **_torch_settings(config, d),
     )
 

@@ -196,3 +196,37 @@ def plot_device_curve(df: pd.DataFrame):
     notes += _shared_device_note(rows, "the rates are a shared device's, not one device's")
     _notes_below(fig, notes, curve_warnings(rows))
     return fig, ax
+
+
+def plot_spatial(df: pd.DataFrame):
+    """A spatial sweep: each device's throughput against the unpartitioned run's (per-device efficiency) at K-way,
+    each point labelled with the images a device held.
+
+    Args:
+      df: spatial-sweep rows (bench/cluster/sweep.py CSV_COLUMNS): spatial_partitions, per_device_efficiency,
+        images_per_device, images_per_sec, platform, replicas_share_a_device, image_size (rows without a rate
+        are named under the chart).
+
+    Returns:
+      (fig, ax), K on a log-2 x axis, the efficiency in percent.
+    """
+    rows = df.sort_values("spatial_partitions").reset_index(drop=True)
+    measured = rows[rows["per_device_efficiency"].notna()]
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN * 0.7, 4.8), layout="constrained")
+    _setup_axes(ax, f"Spatial partitioning{_image_size_text(rows)}: a device's throughput against unpartitioned",
+                "K: devices an image is split over (log scale)", "per-device efficiency")
+    _power_of_two_x(ax, rows["spatial_partitions"].astype(float).to_numpy())
+    efficiency = 100 * measured["per_device_efficiency"].astype(float)
+    ax.plot(measured["spatial_partitions"], efficiency, marker="o", color=MEASURED_COLOR, linewidth=1.5, zorder=3)
+    for k, value, images in zip(measured["spatial_partitions"], efficiency, measured["images_per_device"]):
+        ax.annotate(f"{value:.0f}% ({float(images):g} img/device)", (k, value), xytext=(6, 4),
+                    textcoords="offset points", fontsize=8)
+    ax.axhline(100, color=IDEAL_COLOR, linestyle="--", linewidth=1)
+    ax.set_ylim(0, max(110.0, float(efficiency.max()) * 1.15 if len(efficiency) else 110.0))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.0f}%"))
+    missing = rows.loc[rows["per_device_efficiency"].isna(), "spatial_partitions"]
+    notes = [f"no rate at {', '.join(str(int(k)) for k in missing)}-way (failed)"] if len(missing) else []
+    notes += _shared_device_note(rows, "efficiency per physical device shows the work partitioning adds, not a "
+                                       "TPU's halo cost")
+    _notes_below(fig, notes, [])
+    return fig, ax

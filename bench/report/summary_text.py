@@ -182,6 +182,24 @@ def _update_rows(s: Summary) -> list[tuple[str, str]]:
     return [("update", text)]
 
 
+def _spatial_rows(s: Summary) -> list[tuple[str, str]]:
+    """Spatially partitioned (the JAX engine): the split, the images a device, the activations a device holds,
+    and what XLA compiled for it: halo exchanges, and where it gathers instead."""
+    if not s.spatial_partitions or s.spatial_partitions == 1:
+        return []
+    k, devices = s.spatial_partitions, s.num_devices or s.spatial_partitions * (s.num_replicas or 1)
+    text = (f"each image split {k}-way along its height over {devices} devices "
+            f"({(s.global_batch_size or 0) / devices:g} image(s) a device)")
+    if s.activation_bytes_per_device is not None:
+        text += f"; activations {s.activation_bytes_per_device / 1e6:,.1f} MB a device"
+    if s.halo_exchanges is not None:
+        gathers = s.spatial_gathers or []
+        layers = sorted({g["layer"] for g in gathers})
+        text += f"; {s.halo_exchanges} halo exchange(s) in the step" + (
+            f", gathers instead at {', '.join(layers)}" if layers else ", no gathers")
+    return [("partitions", text)]
+
+
 def compiler_text(s: Summary) -> str:
     """How the step was compiled and laid out: XLA on or off; under torch, its own settings."""
     if s.framework != "torch":
@@ -215,6 +233,7 @@ def format_summary(s: Summary, earlier: Sequence[Summary] = ()) -> str:
         *_spread_rows(s),
         ("model", f"{_num(macs and macs / 1e9, '.2f')} G multiply-adds/image forward{_compiled_flops(s)}"),
         *_update_rows(s),
+        *_spatial_rows(s),
         *_mfu_rows(s),
         *_restart_rows(s),
         *_accuracy_rows(s),

@@ -95,6 +95,14 @@ class Summary:
         minus without, any sign), ``low_s`` and ``high_s`` (the smallest and largest paired difference),
         ``pairs``, ``coverage`` (how often such an interval holds the pairs' median); None: no probe.
       optimizer_state_bytes_per_device: bytes of optimizer state one device holds (a sharded run's 1/N).
+      spatial_partitions: the devices each replica's images were split over along their height (the JAX
+        engine's --spatial-partitions; 1: unpartitioned); num_devices: replicas x spatial_partitions.
+        None in runs written before it was recorded (unpartitioned).
+      activation_bytes_per_device: bytes of the activations a training step keeps for its backward pass, on
+        one device, from XLA's memory analysis (the JAX engine): about 1/K of the unpartitioned run's at K-way.
+      halo_exchanges: spatially partitioned: the collective-permutes XLA compiled into the model's forward and
+        backward passes (the convolutions' halos); spatial_gathers: where it all-gathers inside the model
+        instead, [{"layer", "pass", "shape"}] (the smallest maps, a band thinner than its halo).
     """
 
     run_id: str
@@ -173,6 +181,11 @@ class Summary:
     update_share: float | None = None
     update_probe: dict | None = None
     optimizer_state_bytes_per_device: int | None = None
+    spatial_partitions: int | None = None
+    num_devices: int | None = None
+    activation_bytes_per_device: int | None = None
+    halo_exchanges: int | None = None
+    spatial_gathers: list | None = None
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -323,9 +336,12 @@ def release_room(run_dir: str | Path) -> None:
 # configurations (aggregate refuses to mix them; report shows what differs; the
 # event files carry them as TensorBoard hparams).
 CONFIGURATION_KEYS = ("framework", "image_size", "depth", "num_classes", "precision", "xla", "strategy",
-                      "num_replicas", "global_batch_size", "data", "torch_compile", "channels_last", "cuda_graphs")
+                      "num_replicas", "global_batch_size", "data", "spatial_partitions", "torch_compile",
+                      "channels_last", "cuda_graphs")
 # Runs written before the JAX engine name no framework: TensorFlow trained them.
 DEFAULT_FRAMEWORK = "tensorflow"
+# Runs written before spatial partitioning name no partitions: a replica was one device.
+UNPARTITIONED = 1
 
 
 def data_name(source: str | None, data_dir: str | None) -> str | None:
@@ -340,6 +356,7 @@ def configuration(summary: Summary, requested: dict | None) -> dict:
     data = (requested or {}).get("data") or {}
     values = {k: getattr(summary, k) for k in CONFIGURATION_KEYS if k != "data"}
     values["framework"] = values["framework"] or DEFAULT_FRAMEWORK
+    values["spatial_partitions"] = values["spatial_partitions"] or UNPARTITIONED
     return {**values, "data": data_name(data.get("source"), data.get("data_dir"))}
 
 
@@ -349,7 +366,8 @@ def configuration_of(requested, plan) -> dict:
     return {"framework": requested.runtime.framework, "image_size": m.image_size, "depth": m.depth, "num_classes": m.num_classes,
             "precision": plan.precision, "xla": plan.xla, "strategy": requested.runtime.strategy,
             "num_replicas": plan.num_replicas, "global_batch_size": plan.global_batch_size,
-            "data": data_name(requested.data.source, requested.data.data_dir), "torch_compile": plan.torch_compile,
+            "data": data_name(requested.data.source, requested.data.data_dir),
+            "spatial_partitions": plan.spatial_partitions, "torch_compile": plan.torch_compile,
             "channels_last": plan.channels_last, "cuda_graphs": plan.cuda_graphs}
 
 

@@ -4,8 +4,10 @@
 the model and its optimizer as the plan says, the initial state made on every replica
 (a sharded update's optimizer state split over them: bench/train_jax/weight_update.py),
 the training step compiled on the first batch, and what the run records of it (its
-FLOPs, the optimizer state's bytes on one device). The step without its update, for the
-update's share (bench/train_jax/update_probe.py), is compiled only when asked for.
+FLOPs, the optimizer state's and the activations' bytes on one device; spatially
+partitioned, the halo exchanges and gathers XLA compiled: bench/train_jax/spatial.py).
+The step without its update, for the update's share (bench/train_jax/update_probe.py),
+is compiled only when asked for.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from bench.plan.resolve import ResolvedRun
 from bench.results import jsonl
 from bench.results.runfiles import RunFiles
 from bench.harness import loop
-from bench.train_jax import data, recipe, weight_update
+from bench.train_jax import data, recipe, spatial, weight_update
 from bench.train_jax.devices import DeviceInfo
 from models import resnet_flax, xla_flops
 
@@ -87,10 +89,12 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -
     say("compiling the training step (XLA)…")
     compile_start_s = time.perf_counter()
     compiled = train_step.lower(state, images, labels).compile()
+    compile_s = time.perf_counter() - compile_start_s
     files.lifecycle.event(jsonl.MODEL, forward_macs_per_image=resnet_flax.forward_macs_per_image(
         model, m.image_size, plan.train_input.image_dtype), compiled_flops_per_image=_flops_per_image(compiled, plan),
-        compile_s=time.perf_counter() - compile_start_s, weight_update=mode,
-        optimizer_state_bytes_per_device=weight_update.state_bytes_per_device(state.opt_state))
+        compile_s=compile_s, weight_update=mode,
+        optimizer_state_bytes_per_device=weight_update.state_bytes_per_device(state.opt_state),
+        **_partitioning(model, state, images, info, compiled))
 
     def without_update():
         step = recipe.make_train_step(model, tx, info, m.num_classes, plan.label_smoothing, loss_decay, decayed, mode,
@@ -124,8 +128,21 @@ def _initial_state(model, tx, image_size: int, plan: ResolvedRun, info: DeviceIn
                                 tx, info, weight_update)
 
 
+def _partitioning(model, state: recipe.TrainState, images, info: DeviceInfo, compiled) -> dict:
+    """The activations' bytes on one device (every run: the unpartitioned run is the yardstick); spatially
+    partitioned, the halo exchanges and the gathers XLA compiled into the step (bench/train_jax/spatial.py)."""
+    def apply(params, batch_stats, x):
+        return model.apply({"params": params, "batch_stats": batch_stats}, x, train=True, mutable=["batch_stats"])[0]
+
+    out = {"activation_bytes_per_device": spatial.activation_bytes_per_device(apply, state.params, state.batch_stats,
+                                                                                images, info)}
+    if info.spatial_partitions > 1:
+        out.update(spatial.exchanges(compiled.as_text()))
+    return out
+
+
 def _flops_per_image(compiled, plan: ResolvedRun) -> float | None:
-    """Training FLOPs an image as XLA counts the compiled step (a replica's program, its own batch); None
+    """Training FLOPs an image as XLA counts the compiled step (a device's program, its share of the batch); None
     where the backend counts none, or not the convolutions (a cross-check, never a reason for the run to fail)."""
     if plan.platform == "gpu":
         # XLA:GPU runs convolutions as cuDNN custom calls, which its cost analysis leaves out: on an H100
@@ -136,7 +153,8 @@ def _flops_per_image(compiled, plan: ResolvedRun) -> float | None:
         flops = xla_flops.flops_from_cost_analysis(compiled.cost_analysis())
     except (NotImplementedError, RuntimeError, ValueError):  # XLA's own errors are RuntimeErrors
         return None
-    return None if not flops else flops / plan.per_replica_batch_size
+    # A device's program: a replica's batch, or its 1/K band of it where spatially partitioned.
+    return None if not flops else flops / plan.images_per_device
 
 
 def _train_batches(spec, setup: Setup):

@@ -77,8 +77,7 @@ def synthetic_batch(spec: InputSpec, info: DeviceInfo) -> tuple[jax.Array, jax.A
             images = jax.random.uniform(images_key, shape, jnp.float32, -2.0, 2.0).astype(dtype)
         return images, jax.random.randint(labels_key, shape[:1], 0, spec.num_classes, jnp.int32)
 
-    batched = info.batched()
-    return jax.jit(make, out_shardings=(batched, batched))()
+    return jax.jit(make, out_shardings=(info.images(), info.batched()))()
 
 
 def real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo, worker_count: int | None = None) -> RealInput:
@@ -90,16 +89,18 @@ def real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo, worker_cou
     if reads_with_grain(spec.source, spec.data_dir):
         from bench.data import grain_input  # noqa: PLC0415 (grain loads for real data only)
 
-        local = dataclasses.replace(spec, per_replica_batch_size=spec.per_replica_batch_size * len(info.local_devices))
+        local = dataclasses.replace(spec, per_replica_batch_size=spec.per_replica_batch_size * info.local_replicas)
         source = grain_input.GrainInput(local, counts, info.process_index, info.process_count, worker_count)
         return RealInput(source, source.batches, _global(info))
     return _tf_real_input(spec, counts, info)
 
 
 def _global(info: DeviceInfo):
-    """Puts this process's rows of a global batch on its devices, as parts of global arrays."""
-    sharding = info.batched()
-    return lambda parts: tuple(jax.make_array_from_process_local_data(sharding, part) for part in parts)
+    """Puts this process's rows of a global batch on its devices, as parts of global arrays (the images split
+    along their height over a replica's devices, where spatially partitioned)."""
+    images, rest = info.images(), info.batched()
+    return lambda parts: tuple(jax.make_array_from_process_local_data(images if i == 0 else rest, part)
+                               for i, part in enumerate(parts))
 
 
 def _tf_real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo) -> RealInput:
@@ -110,7 +111,7 @@ def _tf_real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo) -> Rea
     context = tf.distribute.InputContext(num_input_pipelines=info.process_count,
                                          input_pipeline_id=info.process_index,
                                          num_replicas_in_sync=info.num_replicas)
-    local = len(info.local_devices)
+    local = info.local_replicas
     dataset = pipeline.dataset_fn(context).batch(local, drop_remainder=True).prefetch(2)
     pipeline.input_pipelines = info.process_count
 

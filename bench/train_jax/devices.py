@@ -5,7 +5,9 @@ several processes (``--strategy multi_worker``) join one run through
 ``jax.distributed.initialize``, on the cluster podbench already resolves:
 TF_CONFIG, which `podbench launch` writes and a Slurm step's variables become
 (bench/cli/run_cluster.py), or a Cloud TPU VM slice, where JAX finds the other
-hosts itself. The mesh has one axis, ``data``: every device is one replica.
+hosts itself. The mesh has one axis, ``data``: every device is one replica. With spatial partitioning
+(``--spatial-partitions K``, bench/train_jax/spatial.py) it has a second, ``spatial``: a replica is K
+devices, each holding a band of its images' rows, and the run uses replicas x K devices.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from bench.errors import RunFailed, UsageError
 from bench.harness import peer_watch
 
 DATA_AXIS = "data"
+SPATIAL_AXIS = "spatial"
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,12 @@ class DeviceInfo:
     Attributes:
       name: "data_parallel" (one process) or "multi_worker" (several, one run).
       platform: cpu, gpu or tpu.
-      devices: every replica's device, every process's (the mesh's order).
+      devices: every device of the run, every process's (the mesh's order: a replica's K devices together).
       local_devices: this process's.
       process_index, process_count: this process's place among the run's processes.
-      mesh: one axis, ``data``, over ``devices``.
+      mesh: ``data`` over the replicas; with ``spatial_partitions`` > 1 also ``spatial``, over each replica's
+        devices (a 2-D mesh, replicas x K).
+      spatial_partitions: the devices a replica's images are split over, along their height (K).
     """
 
     name: str
@@ -79,10 +84,21 @@ class DeviceInfo:
     process_index: int
     process_count: int
     mesh: Mesh
+    spatial_partitions: int = 1
 
     @property
     def num_replicas(self) -> int:
+        """Data-parallel replicas: the devices over K."""
+        return len(self.devices) // self.spatial_partitions
+
+    @property
+    def num_devices(self) -> int:
         return len(self.devices)
+
+    @property
+    def local_replicas(self) -> int:
+        """This process's replicas (each whole on it: its K devices are local)."""
+        return len(self.local_devices) // self.spatial_partitions
 
     @property
     def is_chief(self) -> bool:
@@ -93,8 +109,15 @@ class DeviceInfo:
         return NamedSharding(self.mesh, PartitionSpec())
 
     def batched(self) -> NamedSharding:
-        """Split along the first axis, one part a replica (a batch)."""
+        """Split along the first axis, one part a replica (a batch; a replica's K devices each hold all of it)."""
         return NamedSharding(self.mesh, PartitionSpec(DATA_AXIS))
+
+    def images(self) -> NamedSharding:
+        """A batch of images (batch, height, width, channels): one part a replica, and each replica's part
+        split along its height over the replica's K devices (``batched`` when K is 1)."""
+        if self.spatial_partitions == 1:
+            return self.batched()
+        return NamedSharding(self.mesh, PartitionSpec(DATA_AXIS, SPATIAL_AXIS))
 
     def describe(self) -> tuple[str, ...]:
         return tuple(f"{d.platform}:{d.id}" for d in self.devices)
@@ -138,29 +161,46 @@ def join(strategy: str, timeout_s: float | None, environ: Mapping[str, str] = os
                          "longer --peer-timeout") from None
 
 
-def find_devices(strategy: str, replicas: int | None) -> DeviceInfo:
-    """Every device of the run (the first ``replicas`` of one process's, if given) and the mesh over them.
+def find_devices(strategy: str, replicas: int | None, spatial_partitions: int = 1) -> DeviceInfo:
+    """Every device of the run (the first ``replicas`` x ``spatial_partitions`` of one process's, if given) and
+    the mesh over them.
+
+    A replica's K devices are consecutive devices of one process (JAX orders a process's devices together, and
+    the processes in turn), so its images are read, and its rows exchanged, on one host.
 
     Raises:
-      UsageError: more replicas asked for than this process has devices, or a platform JAX_PLATFORMS
-        names that JAX cannot start here.
+      UsageError: more devices asked for than this process has, devices that do not make whole replicas of K,
+        or a platform JAX_PLATFORMS names that JAX cannot start here.
       RunFailed: JAX could start no backend at all.
     """
+    k = spatial_partitions
     local = start_backend()
     if replicas is not None:
-        if replicas > len(local):
-            raise UsageError(f"--replicas {replicas}: JAX sees {len(local)} {local[0].platform} device(s) here; "
-                             f"give at most {len(local)}")
-        local = local[:replicas]
+        if replicas * k > len(local):
+            asked = f"--replicas {replicas}" + (f" x --spatial-partitions {k} = {replicas * k} devices" if k > 1 else "")
+            raise UsageError(f"{asked}: JAX sees {len(local)} {local[0].platform} device(s) here; give at most "
+                             f"{len(local) // k} replica(s){f' of {k} devices' if k > 1 else ''}")
+        local = local[:replicas * k]
         devices = local
     else:
         devices = tuple(jax.devices())
+        if k > 1:  # each replica's K devices on one process
+            devices = tuple(sorted(devices, key=lambda d: (d.process_index, d.id)))
+    if len(local) < k:
+        raise UsageError(f"--spatial-partitions {k}: a replica is {k} devices, and JAX sees {len(local)} "
+                         f"{local[0].platform} device(s) here; give a K of at most {len(local)}, or run where "
+                         "there are more devices")
+    if len(local) % k:
+        raise UsageError(f"--spatial-partitions {k}: this process's {len(local)} {local[0].platform} devices are "
+                         f"not whole replicas of {k} (a replica's partitions are one process's devices); give "
+                         f"--replicas N (N x {k} devices), or a K that divides {len(local)}")
     platform = local[0].platform
     if platform not in ("cpu", "gpu", "tpu"):  # JAX names a CUDA or ROCm GPU "gpu"
         platform = "gpu"
-    mesh = Mesh(np.array(devices), (DATA_AXIS,))
+    mesh = (Mesh(np.array(devices), (DATA_AXIS,)) if k == 1 else
+            Mesh(np.array(devices).reshape(len(devices) // k, k), (DATA_AXIS, SPATIAL_AXIS)))
     name = "multi_worker" if jax.process_count() > 1 else "data_parallel"
-    return DeviceInfo(name, platform, devices, local, jax.process_index(), jax.process_count(), mesh)
+    return DeviceInfo(name, platform, devices, local, jax.process_index(), jax.process_count(), mesh, k)
 
 
 def start_backend(environ: Mapping[str, str] = os.environ) -> tuple:

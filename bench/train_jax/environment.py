@@ -18,7 +18,7 @@ def device_kind(info: DeviceInfo, cpu: dict, tpu_type: str | None) -> str:
     """A human name for what the replicas run on (as the TensorFlow engine names it; a TPU's replicas are its
     devices)."""
     first = info.local_devices[0]
-    return environment.device_kind(info.platform, cpu, first.device_kind, tpu_type, info.num_replicas,
+    return environment.device_kind(info.platform, cpu, first.device_kind, tpu_type, info.num_devices,
                                    tpu_name=f"TPU {first.device_kind}")
 
 
@@ -39,10 +39,12 @@ def describe(info: DeviceInfo, precision: str, cpu: dict | None = None, probe: M
         versions={"jax": jax.__version__, "jaxlib": host.package_version("jaxlib"),
                   "flax": host.package_version("flax"), "optax": host.package_version("optax"),
                   "orbax_checkpoint": host.package_version("orbax-checkpoint")},
-        platform=info.platform, strategy=info.name, num_replicas=info.num_replicas, num_hosts=hosts(info),
+        platform=info.platform, strategy=info.name, num_replicas=info.num_replicas, num_devices=info.num_devices,
+        num_hosts=hosts(info),
         num_processes=info.process_count, process_index=info.process_index, devices=info.describe(),
         device_kind=device_kind(info, cpu, tpu_type), gpu=gpu,
         # JAX multiplies float32 matrices on a GPU in TF32 unless its matmul precision says otherwise.
         tf32=info.platform == "gpu" and jax.config.jax_default_matmul_precision in (None, "default", "tensorfloat32"),
-        tpu_type=tpu_type, extra={"device_kinds": sorted({d.device_kind for d in info.devices})})
+        tpu_type=tpu_type, extra={"device_kinds": sorted({d.device_kind for d in info.devices}),
+                                  "spatial_partitions": info.spatial_partitions})
     return environment.describe(engine, precision, cpu, probe, probe_note)

@@ -13,13 +13,15 @@ from bench.train_jax import packages
 
 
 def before_jax(request: dict) -> None:
-    """--replicas N on a CPU splits it into N devices, which JAX must be told before its CPU backend starts."""
-    replicas = request["config"].get("runtime", {}).get("replicas")
-    if replicas:
+    """--replicas N on a CPU splits it into N devices (N x K with --spatial-partitions K: a replica is K devices),
+    which JAX must be told before its CPU backend starts."""
+    runtime = request["config"].get("runtime", {})
+    replicas, k = runtime.get("replicas"), runtime.get("spatial_partitions") or 1
+    if replicas or k > 1:
         packages.load(("jax",))  # after the CPU pins; a missing or broken JAX is one line (UsageError)
         import jax  # noqa: PLC0415 (its backends start later, at first use)
 
-        jax.config.update("jax_num_cpu_devices", int(replicas))
+        jax.config.update("jax_num_cpu_devices", int(replicas or 1) * int(k))
 
 
 def load_execute():

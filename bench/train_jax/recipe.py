@@ -6,7 +6,9 @@ Keras computes it or LARS as tf-models-official's, cross-entropy with label
 smoothing where the reference used it, an L2 term on the kernels, and top-1 /
 top-5 when evaluating. The steps are data parallel as under tf.distribute: each
 replica computes its batch's loss, gradients and batch-norm statistics on its
-own (per-replica BatchNorm), and the gradients are averaged every step.
+own (per-replica BatchNorm), and the gradients are averaged every step. A replica
+may be K devices, its images split along their height over them
+(bench/train_jax/spatial.py): its batch norm is still the whole images'.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import PartitionSpec
 
+from bench.train_jax import spatial
 from bench.train_jax import weight_update as weight_update_sharding
 from bench.train_jax.devices import DATA_AXIS, DeviceInfo
 from methodology import schedule as lr
@@ -108,7 +111,9 @@ def make_train_step(model, tx: optax.GradientTransformation, info: DeviceInfo, n
     statistics are its own (as under tf.distribute); gradients, the loss and the moving
     statistics are averaged over the replicas, so every replica ends the step with the same state
     (tests/test_train_jax_recipe.py checks it against one replica's step on the mean gradient).
-    The old state is donated: its buffers are reused for the new one.
+    The old state is donated: its buffers are reused for the new one. Spatially partitioned (K > 1),
+    a replica's images are split along their height over its K devices and XLA partitions the rest
+    (bench/train_jax/spatial.py): the same numbers, to float32's reduction order.
 
     Args:
       weight_update: "replicated" (the gradients all-reduced, every replica updates every weight) or
@@ -123,6 +128,7 @@ def make_train_step(model, tx: optax.GradientTransformation, info: DeviceInfo, n
 
     def replica_step(state: TrainState, images, labels):
         replicas = jax.lax.axis_size(DATA_AXIS)
+        images = spatial.split_images(images, info)
 
         def loss_fn(params):
             logits, updated = model.apply({"params": params, "batch_stats": state.batch_stats}, images,
@@ -136,8 +142,16 @@ def make_train_step(model, tx: optax.GradientTransformation, info: DeviceInfo, n
             # then one reduce-scatter: this replica's chunk of the mean gradient.
             local = jax.lax.pcast(state.params, DATA_AXIS, to="varying")
             (share, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(local)
+            grads = spatial.whole_on_each_device(grads, info)
             grads = jax.tree_util.tree_map(lambda g: weight_update_sharding.reduce_scattered(g, replicas), grads)
             params = jax.tree_util.tree_map(lambda p: weight_update_sharding.own_chunk(p, replicas), state.params)
+        elif info.spatial_partitions > 1:
+            # The same sum said outright: each replica's own gradient, whole on each of its devices, then
+            # summed over the replicas (bench/train_jax/spatial.py whole_on_each_device says why).
+            local = jax.lax.pcast(state.params, DATA_AXIS, to="varying")
+            (share, batch_stats), grads = jax.value_and_grad(loss_fn, has_aux=True)(local)
+            grads = jax.lax.psum(spatial.whole_on_each_device(grads, info), DATA_AXIS)
+            params = state.params
         else:
             # The weights are the same on every replica, so their gradient is summed over the replicas
             # (shard_map's transpose of that sameness): with each replica's share, the mean gradient.
@@ -158,7 +172,7 @@ def make_train_step(model, tx: optax.GradientTransformation, info: DeviceInfo, n
     data = PartitionSpec(DATA_AXIS)
     specs = state_specs(tx, params_shapes, weight_update, info.num_replicas)
     out_specs = (specs, PartitionSpec()) if update else (data if sharded_update else PartitionSpec(), PartitionSpec())
-    step = jax.shard_map(replica_step, mesh=info.mesh, in_specs=(specs, data, data), out_specs=out_specs)
+    step = spatial.shard_map(replica_step, info, in_specs=(specs, data, data), out_specs=out_specs)
     return jax.jit(step, donate_argnums=(0,) if update else ())
 
 
@@ -214,6 +228,7 @@ def make_eval_step(model, info: DeviceInfo, num_classes: int):
     k = min(5, num_classes)
 
     def replica_eval(params, batch_stats, images, labels, weights):
+        images = spatial.split_images(images, info)
         logits = model.apply({"params": params, "batch_stats": batch_stats}, images, train=False)
         top = jax.lax.top_k(logits, k)[1]
         hit_1 = (top[:, 0] == labels).astype(jnp.float32)
@@ -222,7 +237,7 @@ def make_eval_step(model, info: DeviceInfo, num_classes: int):
         return jax.lax.psum(sums, DATA_AXIS)
 
     data = PartitionSpec(DATA_AXIS)
-    sharded = jax.shard_map(replica_eval, mesh=info.mesh,
-                            in_specs=(PartitionSpec(), PartitionSpec(), data, data, data), out_specs=PartitionSpec())
+    sharded = spatial.shard_map(replica_eval, info, in_specs=(PartitionSpec(), PartitionSpec(), data, data, data),
+                                out_specs=PartitionSpec())
     return jax.jit(lambda state, images, labels, weights: sharded(state.params, state.batch_stats, images, labels,
                                                                   weights))

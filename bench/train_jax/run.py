@@ -33,7 +33,7 @@ from bench.harness.execute import model_line
 from bench.harness.outcome import Outcome
 from bench.harness.segment import check_same_plan
 from bench.harness.stopping import StopRequest, graceful, reclaim
-from bench.plan.resolve import resolve
+from bench.plan.resolve import ResolvedRun, resolve
 from bench.results import jsonl
 from bench.results.rundir import PROFILE_DIR
 from bench.results.runfiles import RunFiles, read_run
@@ -56,7 +56,7 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopReq
         # jax.distributed's preemption service installs a C++ SIGTERM handler over Python's (a SIGTERM
         # is then only logged, "SIGTERM caught"): take SIGTERM back, or no stop notice reaches the loop.
         reclaim(request)
-    info = devices.find_devices(rt.strategy, rt.replicas)
+    info = devices.find_devices(rt.strategy, rt.replicas, rt.spatial_partitions)
     try:
         splits = ("train", "validation") if config.train.evaluates else ("train",)
         counts = data.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
@@ -78,7 +78,8 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
     Args and errors: as bench/train/run.py's ``execute``.
     """
     def describe(setup: Setup) -> str:
-        return model_line(config, setup.plan, f"JAX {jax.__version__} ({setup.info.name})", resume)
+        return model_line(config, setup.plan, f"JAX {jax.__version__} ({setup.info.name})", resume,
+                          _partitions(setup.plan))
 
     return harness_execute(config, run_id, run_dir, framework="jax",
                            prepare=lambda request: prepare(config, run_dir if resume else None, request),
@@ -220,3 +221,12 @@ def _data_errors(config: RunConfig, built: Built):
         if not pipeline.is_input_error(err):
             raise
         raise UsageError(pipeline.diagnose(err, built.real.pipeline, config.model.num_classes)) from None
+
+
+def _partitions(plan: ResolvedRun) -> str:
+    """`` of 4 devices (each image split 4-way along its height: 0.5 image a device)``; nothing unpartitioned."""
+    k = plan.spatial_partitions
+    if k == 1:
+        return ""
+    return (f" of {k} devices (each image split {k}-way along its height: {plan.images_per_device:g} image(s) a "
+            "device)")

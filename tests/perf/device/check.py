@@ -21,6 +21,10 @@ Steps (the figures each gives):
   fusion       the last lever, the optimizer update fused into one flat vector (optax.flatten) against the
                engine's per-weight update, alone, 500 updates a side (tests/perf/update_fusion.py); the profile
                (synthetic) counts the kernels XLA made of the per-weight update
+  spatial      --spatial-partitions 2: one replica at the batch split over two GPUs (a short point): its
+               per-device efficiency against the synthetic run's one GPU, the halo exchanges and gathers, each
+               device's activation bytes; only where two GPUs are visible (PODBENCH_DEVICE_GPUS=0,1): with one
+               (the lent machine's) or none (the dry run), skipped with the reason in results.json
 
 Every figure is written to OUT_DIR/results.json as soon as its step ends, with the log in OUT_DIR/log.txt and
 every run directory in OUT_DIR/runs.tar.gz at the end: the device tool brings back eight files at most, so the
@@ -146,7 +150,8 @@ def figure(s: dict | None) -> dict:
     keys = ("status", "error", "framework", "device_kind", "per_replica_batch_size", "precision", "images_per_sec",
             "images_per_sec_uncertainty", "images_per_sec_jitter", "measured_steps", "step_time_s", "mfu",
             "mfu_measured", "weight_update", "update_time_s", "update_share", "optimizer_state_bytes_per_device",
-            "input_images_per_sec", "input_bound", "input_wait_share", "synthetic_jpegs", "results_dir")
+            "input_images_per_sec", "input_bound", "input_wait_share", "synthetic_jpegs", "spatial_partitions",
+            "num_devices", "activation_bytes_per_device", "halo_exchanges", "spatial_gathers", "results_dir")
     return {k: s.get(k) for k in keys}
 
 
@@ -295,9 +300,30 @@ def step_fusion(c: Check, z: Sizes) -> None:
         c.results["fusion"]["profile_weight_tensors"] = profile.get("weight_tensors")
 
 
+def step_spatial(c: Check, z: Sizes) -> None:
+    """One replica at the batch split 2-way over two GPUs, against the synthetic run's one GPU. With fewer than
+    two GPUs visible (the lent machine's one; a dry run's CPU, whose `podbench run --spatial-partitions` the
+    tests run: tests/test_train_jax_spatial.py) there is nothing to split over: skipped, and why."""
+    import jax  # noqa: PLC0415
+
+    visible = [d for d in jax.devices() if d.platform == "gpu"]
+    if len(visible) < 2:
+        c.results["spatial"] = {"skipped": f"{len(visible)} GPU visible: --spatial-partitions 2 splits a replica over "
+                                           "two (give PODBENCH_DEVICE_GPUS=0,1 on a machine with two)"}
+        return
+    done = c.podbench("run", "--framework", "jax", "--replicas", "1", "--spatial-partitions", "2", "--batch-size",
+                      str(z.batch), *_length(z, z.lever_steps), *z.model, "--no-peak", "--no-update-probe",
+                      "--output", str(c.work / "runs" / "spatial-2"), "--json", timeout_s=c.left_s() - 10,
+                      name="spatial")
+    c.results["spatial"] = figure(summary_of(done))
+    whole, split = c.results.get("synthetic", {}).get("images_per_sec"), c.results["spatial"].get("images_per_sec")
+    c.results["spatial"]["per_device_efficiency"] = split / 2 / whole if whole and split else None
+    c.results["spatial_note"] = f"a short point: {z.lever_steps} measured steps, against the synthetic run's rate"
+
+
 STEPS = (("synthetic", step_synthetic), ("jpegs", step_jpegs), ("input", step_input), ("real", step_real),
          ("overhead", step_overhead), ("update", step_update), ("levers", step_levers),
-         ("fusion", step_fusion))
+         ("fusion", step_fusion), ("spatial", step_spatial))
 
 
 def cost_of(name: str, c: Check, z: Sizes) -> float:
@@ -310,7 +336,9 @@ def cost_of(name: str, c: Check, z: Sizes) -> float:
             "real": overhead_s + (z.warmup + z.measured) * step_s * 1.1,
             "overhead": 20.0 + compile_s * 0.2 + 2 * z.overhead_rounds * z.overhead_steps * step_s,
             "update": 2 * compile_s + 15,  # the smallest batch's; the step weighs each batch's itself
-            "levers": 0.0, "fusion": 30.0}.get(name, 0.0)
+            "levers": 0.0, "fusion": 30.0,
+            "spatial": 0.0 if os.environ.get("CUDA_VISIBLE_DEVICES", "0").count(",") == 0 else  # skipped: one GPU
+            compile_s * 1.5 + (z.warmup + z.lever_steps) * step_s + 15}.get(name, 0.0)
 
 
 def main(argv=None) -> int:
