@@ -15,6 +15,12 @@ to the session rather than to init and stays its descendant; once every test and
 fixture has ended, any living descendant left (after LEFTOVER_GRACE_S for one that
 is still finishing, such as a guard writing a summary) is named, killed, and fails
 the session.
+
+The suite runs in two worker processes (pytest-xdist, `-n 2` in setup.cfg: the machines have two cores, and
+much of a test's time is spent waiting on processes it started). Each test file goes to one worker whole, so
+that a module's shared run is made once; the tests that share a session's Slurm cluster or digits run go to one
+worker together (XDIST_GROUPS). Each worker is its own subreaper and checks its own leftovers; a worker's
+finding fails the whole session (pytest_testnodedown).
 """
 import ctypes
 import os
@@ -54,6 +60,43 @@ def pytest_configure(config):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+# Session fixtures that must exist once, not once a worker: a file using any of them goes whole to that group's
+# worker (one Slurm cluster on this host; the digits recipe's training run, minutes of CPU, made once).
+XDIST_GROUPS = {"slurm_cluster": "slurm", "digits_data": "digits", "digits_tf_run": "digits"}
+_LEFTOVERS = "podbench_leftovers"  # the key under which a worker hands its leftover report to the controller
+
+
+def _xdist_group(items) -> None:
+    """Marks every test with its xdist group (run with --dist loadgroup): its file's, or the group of a session
+    fixture the file uses."""
+    by_file = {}
+    for item in items:
+        group = next((XDIST_GROUPS[name] for name in item.fixturenames if name in XDIST_GROUPS), None)
+        key = str(item.path)
+        if group is not None or key not in by_file:
+            by_file[key] = group or by_file.get(key) or item.path.name
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(by_file[str(item.path)]))
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: without xdist, nothing calls it
+def pytest_testnodedown(node, error):
+    """(xdist's controller) A worker's leftover processes fail the whole session, as the tests' own would."""
+    lines = getattr(node, "workeroutput", {}).get(_LEFTOVERS)
+    if lines:
+        node.config._podbench_leftovers = [*getattr(node.config, "_podbench_leftovers", []), *lines]
+
+
+def _report(session, lines) -> None:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for line in lines:
+        if reporter is not None:
+            reporter.write_line(line)
+        else:
+            print(line, file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Fails the session naming any process its tests left behind (and ends them)."""
     shutil.rmtree(_JAX_CACHE, ignore_errors=True)
@@ -73,19 +116,19 @@ def pytest_sessionfinish(session, exitstatus):
                 break
         except ChildProcessError:
             break
-    if left:
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        lines = [f"error: {len(left)} process(es) outlived the tests that started them (killed now):",
-                 *(f"  pid {pid}: {command[:200]}" for pid, command in left)]
-        for line in lines:
-            if reporter is not None:
-                reporter.write_line(line)
-            else:
-                print(line, file=sys.stderr)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    lines = [f"error: {len(left)} process(es) outlived the tests that started them (killed now):",
+             *(f"  pid {pid}: {command[:200]}" for pid, command in left)] if left else []
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller reports it (pytest_testnodedown)
+        workeroutput[_LEFTOVERS] = lines
+        return
+    lines += getattr(session.config, "_podbench_leftovers", [])
+    if lines:
+        _report(session, lines)
 
 
 def pytest_collection_modifyitems(session, config, items):
+    _xdist_group(items)
     jax = sys.modules.get("jax")
     if jax is not None:  # the JAX engine's data-parallel tests: two CPU devices, before its backend starts
         jax.config.update("jax_num_cpu_devices", NUM_LOGICAL_CPUS)

@@ -185,3 +185,17 @@ def broken_jax(folder: Path) -> dict:
     (folder / "jax").mkdir(parents=True, exist_ok=True)
     (folder / "jax" / "__init__.py").write_text(f"raise RuntimeError({JAXLIB_MISMATCH!r})\n")
     return {**ENV, "PYTHONPATH": os.pathsep.join([str(folder), ENV["PYTHONPATH"]])}
+
+
+def shared_memory_left(before: set[str], wait_s: float = 5.0) -> list[str]:
+    """Shared memory (grain's batches, multiprocessing's semaphores) made since ``before`` that stays there for
+    ``wait_s``. /dev/shm is the machine's: other processes' (the other test worker's runs) come and go while this
+    one looks, so a name counts only if it stays; what a finishing process still frees has that long to go.
+    Self-contained: tests/test_data_grain_input.py runs its source in a script of its own."""
+    import os, time  # noqa: E401, PLC0415  (the script that runs this source has no imports of its own)
+    deadline = time.monotonic() + wait_s
+    staying = set(os.listdir("/dev/shm")) - before
+    while staying and time.monotonic() < deadline:
+        time.sleep(0.1)
+        staying &= set(os.listdir("/dev/shm"))
+    return sorted(staying)

@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -199,15 +198,6 @@ def test_a_bad_record_read_by_grain_is_one_line_and_leaves_no_shared_memory(tmp_
         assert line.startswith(f"error: bad input data: {bad_file}, record {bad_index} (byte ") and "not a JPEG" in line
         assert line.endswith("--skip-corrupt to skip and count bad records"), line
     assert not shared_memory_left(before)
-
-
-def shared_memory_left(before: set[str], wait_s: float = 5.0) -> list[str]:
-    """Shared memory (grain's batches, multiprocessing's semaphores) made since ``before`` and still there once
-    another process's have had ``wait_s`` to go: /dev/shm is the machine's, and other processes use it too."""
-    deadline = time.monotonic() + wait_s
-    while (left := sorted(set(os.listdir("/dev/shm")) - before)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
 
 
 @pytest.mark.parametrize("argv, fragment", [

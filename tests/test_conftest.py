@@ -40,7 +40,11 @@ def test_an_orphan_of_a_test_stays_the_sessions_descendant():
     assert pid not in [p for p, _ in descendants(os.getpid())]
 
 
-def test_a_session_whose_test_leaves_a_process_behind_fails_naming_it(tmp_path):
+@pytest.mark.parametrize("workers", [pytest.param([], id="one_process"),
+                                     pytest.param(["-n", "2", "--dist", "loadgroup"], id="two_xdist_workers")])
+def test_a_session_whose_test_leaves_a_process_behind_fails_naming_it(tmp_path, workers):
+    """In one process, and in xdist's workers as the suite runs (setup.cfg), where the worker that found the
+    process hands it to the controller, which fails the session."""
     for helper in ("conftest.py", "console.py", "slurm_cluster.py", "digits_runs.py"):  # conftest's own imports
         shutil.copy(TESTS / helper, tmp_path / helper)
     (tmp_path / "test_leaves.py").write_text(textwrap.dedent("""
@@ -53,7 +57,7 @@ def test_a_session_whose_test_leaves_a_process_behind_fails_naming_it(tmp_path):
             Path("leftover.pid").write_text(pid)
     """))
     env = {**ENV, "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)]), "PODBENCH_TEST_LEFTOVER_GRACE_S": "1"}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_leaves.py"],
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *workers, "test_leaves.py"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert (tmp_path / "leftover.pid").exists(), done.stdout + done.stderr  # the inner test ran
     left = int((tmp_path / "leftover.pid").read_text())

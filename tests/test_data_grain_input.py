@@ -1,5 +1,6 @@
 """bench/data/grain_input.py: real grain over real TFRecord shards of real JPEGs (tests/imagenet_fixture.py),
 in this process and in grain's worker processes, against the tf.data pipeline on the same records."""
+import inspect
 import json
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ from bench.data import grain_input, jpeg, pipeline, record_index, records, tfrec
 from bench.data.grain_input import GrainInput, count_examples
 from bench.data.spec import DataCounts, InputSpec
 from bench.errors import UsageError
-from console import ENV, REPO, runs_without
+from console import ENV, REPO, runs_without, shared_memory_left
 from imagenet_fixture import REASONS, write_bad_record_dir, write_imagenet_dir
 
 NUM_CLASSES = 5
@@ -125,18 +126,8 @@ def test_two_processes_read_disjoint_shares_covering_the_split(data_dir, split, 
 
 # What is left of shared memory the script made once its inputs are closed: nothing (close frees grain's batches
 # and waits for grain's thread that frees them: bench/data/grain_input.py), and nothing of this process runs
-# to free more. /dev/shm is the machine's: another process's grain batches come and go while this one looks, so
-# a name counts only if it stays.
-SHARED_MEMORY_LEFT = """
-def shared_memory_left(before):
-    import os, time
-    for _ in range(50):
-        left = sorted(n for n in set(os.listdir("/dev/shm")) - before if n.startswith("psm_"))
-        if not left:
-            break
-        time.sleep(0.1)
-    return left
-"""
+# to free more. console.shared_memory_left's source, run in the script.
+SHARED_MEMORY_LEFT = inspect.getsource(shared_memory_left)
 
 RESUME = SHARED_MEMORY_LEFT + """
 import hashlib, json, os, sys

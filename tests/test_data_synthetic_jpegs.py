@@ -16,8 +16,7 @@ import tensorflow as tf
 from bench.data import records, synthetic_jpegs
 from bench.data.example import parse_example
 from bench.data.synthetic_set import MARKER_FILE, SyntheticSet, synthetic_jpegs_marker, write_marker
-from console import ENV, PODBENCH, REPO, alive, descendants, podbench, runs_without
-from test_cli_data import shared_memory_left
+from console import ENV, PODBENCH, REPO, alive, descendants, podbench, runs_without, shared_memory_left
 
 
 def test_a_photo_compresses_like_one():
