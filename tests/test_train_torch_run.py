@@ -60,7 +60,10 @@ def test_a_torch_run_completes_without_tensorflow_or_jax(synthetic_run):
     assert summary["xla"] is False and summary["cuda_graphs"] is False
     assert summary["torch_compile"] is False and summary["channels_last"] is True  # the CPU's defaults
     assert summary["steps_completed"] == summary["train_steps"] == 6 and summary["measured_steps"] == 4
-    assert summary["images_per_sec"] > 0 and 0 < summary["mfu_measured"] < 1  # against torch's own matmul probe
+    assert summary["images_per_sec"] > 0 and summary["measured_peak_flops_per_sec"] > 0  # torch's own matmul probe
+    # The MFU against it is a figure in (0, 1], or, where this shared machine's probe and run disagree past 100%,
+    # no figure and the reason: which one depends on the machine's load, what the code decides either way.
+    assert (0 < summary["mfu_measured"] <= 1) if summary["mfu_measured"] is not None else summary["mfu_problems"]
     assert "loading PyTorch" in stderr and "under PyTorch" in stderr and not error_lines(stderr)
 
 

@@ -15,6 +15,7 @@ utilities where JAX is installed, and runs without it).
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -107,8 +108,18 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         ending = {"status": "failed", "error": str(err), "usage": True}
     except Exception as err:  # noqa: BLE001 (any failure ends the same way: recorded, summarized, one line)
         ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
-    steps = built.state.optimizer.update_count() if built is not None else None
-    return outcome.record_end(files, ending, request, segment, trained, built, steps, say)
+    return outcome.record_end(files, ending, request, segment, trained, built, _optimizer_steps(built), say)
+
+
+def _optimizer_steps(built: Built | None) -> int | None:
+    """The optimizer's own update count at the end (a resumed run must end with exactly the planned steps), or
+    None: no model was built, or the device cannot answer any more (a sticky CUDA error: an illegal address, a
+    device-side assert), which must not turn a recorded failure into a traceback."""
+    if built is None:
+        return None
+    with contextlib.suppress(Exception):  # noqa: BLE001 (a failed run's device may be gone)
+        return built.state.optimizer.update_count()
+    return None
 
 
 def probe_update(built: Built, files: RunFiles, request: StopRequest, say) -> None:
