@@ -151,6 +151,30 @@ def test_torchrun_without_multi_worker_is_one_line():
         run_cluster.join_cluster(config, environ)
 
 
+def test_the_peer_watchs_store_leaves_out_keys_not_set_without_waiting_for_them():
+    """TCPStoreKeys over a real TCPStore (this process serving it): a key not yet set is left out, never waited
+    for (TCPStore's own get would wait for it, and raise after the client's 1 s timeout)."""
+    import datetime  # noqa: PLC0415
+
+    import torch.distributed as dist  # noqa: PLC0415
+
+    from bench.train_torch import devices  # noqa: PLC0415
+
+    server = dist.TCPStore("127.0.0.1", 0, 1, True, datetime.timedelta(seconds=60), wait_for_workers=False)
+    keys = devices.TCPStoreKeys(dist.TCPStore("127.0.0.1", server.port, 1, False, datetime.timedelta(seconds=1),
+                                              wait_for_workers=False))
+    keys.set("podbench/watch/beat/1", "3")
+    assert keys.get_many(["podbench/watch/beat/1", "podbench/watch/beat/2"]) == {"podbench/watch/beat/1": "3"}
+
+
+def test_multi_worker_without_a_cluster_is_one_line():
+    from bench.train_torch import devices  # noqa: PLC0415
+
+    with pytest.raises(UsageError, match="needs a cluster: TF_CONFIG set on every process, a Slurm step"):
+        devices.join("multi_worker", None, environ={})
+    assert devices.join("auto", None, environ={}) is None
+
+
 def test_srun_two_tasks_is_one_torch_run(slurm_cluster, tmp_path):
     """Under the real Slurm: TF_CONFIG made from the step's variables, the first task's store."""
     proc = subprocess.run(["srun", "--kill-on-bad-exit=0", "-n", "2", str(PODBENCH), "run", *SMALL, "--strategy",
