@@ -10,8 +10,9 @@ block, which the warm-up leaves out of the measurement as it leaves out XLA's co
 
 Several processes (bench/train_torch/devices.py) train one replica each: the step runs the model
 through DistributedDataParallel, which averages the processes' gradients in backward (and gives every
-process the first one's batch-norm statistics before each forward), and each process evaluates its
-share of the validation split, the sums added up across processes. ``--weight-update sharded`` wraps
+process the first one's batch-norm statistics before each forward); the losses recorded are the global
+batch's mean, and each process evaluates its share of the validation split, the sums added up across
+processes (``host_values``: one all-reduce a block). ``--weight-update sharded`` wraps
 the recipe's optimizer in PyTorch's ZeroRedundancyOptimizer: each process keeps the momentum of its
 share of the parameters (about 1/N of the state), updates those, and sends them to the others.
 ``TrainState.model`` is the model itself (never the DDP wrapper): a checkpoint's names are the same
@@ -124,7 +125,7 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, say) -> Built:
 
     def step(update: bool = True) -> Callable:
         made = recipe.make_train_step(replica, optimizer, decayed, plan.label_smoothing, loss_decay, dtype, update)
-        return stepper(made, plan)
+        return stepper(share_of_mean(made, info), plan)
 
     train = step()
     if plan.torch_compile:
@@ -137,13 +138,13 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, say) -> Built:
                           optimizer_state_bytes_per_device=state_bytes(state.local_optimizer))
     evaluate = evaluation = None
     if plan.eval_input is not None:
-        eval_step = summed(recipe.make_eval_step(model, m.num_classes, dtype), info)
+        eval_step = recipe.make_eval_step(model, m.num_classes, dtype)
         evaluate = lambda _state, images, labels, weights: eval_step(images, labels, weights)  # noqa: E731
         evaluation = data.real_input(plan.eval_input, setup.counts, info, bool(plan.channels_last))
     files.lifecycle.event(jsonl.INPUT_PIPELINES, count=1,
                           synthetic_jpegs=synthetic_jpegs_marker(config.data.data_dir) is not None)
     steps = loop.Steps(train, _prepend((images, labels), batches), evaluate,
-                       evaluation.passes if evaluation else None, to_host)
+                       evaluation.passes if evaluation else None, host_values(info))
     return Built(state, steps, real, evaluation, lambda: step(update=False), (images, labels))
 
 
@@ -186,17 +187,27 @@ def replicated(model: torch.nn.Module, info: DeviceInfo) -> torch.nn.Module:
     return DistributedDataParallel(model, device_ids=[info.device.index] if info.device.type == "cuda" else None)
 
 
-def summed(eval_step: Callable, info: DeviceInfo) -> Callable:
-    """The evaluation step, its sums (hits, weight) added up across processes (each evaluates its share)."""
+def share_of_mean(step: Callable, info: DeviceInfo) -> Callable:
+    """The train step, its loss this process's share of the processes' mean (``host_values`` adds the shares)."""
     if info.process_count == 1:
-        return eval_step
+        return step
+    return lambda images, labels: step(images, labels) / info.process_count
 
-    def step(images, labels, weights):
-        sums = eval_step(images, labels, weights)
-        dist.all_reduce(sums)
-        return sums
 
-    return step
+def host_values(info: DeviceInfo) -> Callable:
+    """The loop's ``to_host``; across processes every process's shares added up first, in one all-reduce a block
+    (at its end, where the loop waits for the device anyway): a block's losses become the global batch's mean
+    (each step's loss is a share, ``share_of_mean``), an evaluation's hits and weights the whole split's (each
+    process evaluates its part). The JAX engine records the same: the mean over every replica's images."""
+    if info.process_count == 1:
+        return to_host
+
+    def summed(values) -> list[float]:
+        stacked = _stacked(values)
+        dist.all_reduce(stacked)
+        return to_host(stacked)
+
+    return summed
 
 
 def stepper(step: Callable, plan: ResolvedRun) -> Callable:
@@ -224,8 +235,11 @@ def stepper(step: Callable, plan: ResolvedRun) -> Callable:
 def to_host(values) -> list[float]:
     """Device values (a block's losses, an evaluation's sums) on the host, in one copy: it waits for the device
     to have computed them (bench/harness/loop.py), never once a step."""
-    stacked = values if isinstance(values, torch.Tensor) else torch.stack(list(values))
-    return stacked.detach().to("cpu", torch.float64).reshape(-1).tolist()
+    return _stacked(values).to("cpu", torch.float64).reshape(-1).tolist()
+
+
+def _stacked(values) -> torch.Tensor:
+    return (values if isinstance(values, torch.Tensor) else torch.stack(list(values))).detach()
 
 
 def state_bytes(optimizer: torch.optim.Optimizer) -> int:
