@@ -18,11 +18,10 @@ def torch_config(**parts) -> cfg.RunConfig:
 
 
 @pytest.mark.parametrize("parts, fragment", [
-    pytest.param(dict(runtime=dict(strategy="multi_worker")), "trains in one process for now", id="multi_worker"),
     pytest.param(dict(runtime=dict(strategy="mirrored")), "--strategy mirrored is tf.distribute's", id="mirrored"),
-    pytest.param(dict(runtime=dict(replicas=2)), "--replicas 2: the torch engine trains on one device", id="replicas"),
+    pytest.param(dict(runtime=dict(replicas=2)), "start 2 processes with podbench launch --workers 2", id="replicas"),
     pytest.param(dict(runtime=dict(tpu="local")), "--tpu names a TPU for TensorFlow's client", id="tpu"),
-    pytest.param(dict(runtime=dict(weight_update="sharded")), "use --framework jax for weight-update sharding",
+    pytest.param(dict(runtime=dict(weight_update="sharded")), "and this is one process: podbench launch --workers N",
                  id="sharded"),
     pytest.param(dict(runtime=dict(spatial_partitions=2)), "--spatial-partitions 2 splits each image over devices",
                  id="spatial"),
@@ -114,16 +113,16 @@ TORCH_FLAGS = {
     "--mllog": ("run.log", None), "--framework": ("torch", None), "--compile": (None, None),
     "--channels-last": (None, None), "--cuda-graphs": (None, None),
     "--stem-channels": ("4", "the torch model takes 3 channels"), "--padding": ("symmetric", None),
-    "--weight-update": ("sharded", "use --framework jax for weight-update sharding"),
-    "--strategy": ("multi_worker", "trains in one process for now"),
+    "--weight-update": ("sharded", "and this is one process: podbench launch --workers N"),
+    "--strategy": ("mirrored", "is tf.distribute's"),
     "--tpu": ("local", "--tpu names a TPU for TensorFlow's client"),
-    "--replicas": ("2", "the torch engine trains on one device in one process"),
+    "--replicas": ("2", "start 2 processes with podbench launch --workers 2"),
     "--cpu-threads": ("1", None), "--peer-timeout": ("90", "applies to --strategy multi_worker"),
     "--collective-timeout": ("5", "applies to --strategy multi_worker"), "--checkpoint-every": ("5", None),
     "--checkpoint-dir": ("ckpts", None), "--grace-period": ("60", None), "--output": ("out", None),
     "--results-uri": ("gs://bucket/runs", None), "--log-steps": ("5", None), "--peak-tflops": ("2", None),
     "--no-peak": (None, None), "--update-probe": (None, None),
-    "--spatial-partitions": ("2", "the torch engine trains on one device: drop it, or use --framework jax"),
+    "--spatial-partitions": ("2", "the torch engine trains one device a process: drop it"),
     "--profile-step": (None, "the torch engine has no profile of its step"), "--json": (None, None),
 }
 REAL = ("--data", "imagenet", "--data-dir", "DATA")

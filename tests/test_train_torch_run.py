@@ -116,11 +116,10 @@ def test_compare_and_report_take_a_torch_run_and_compare_names_a_changed_setting
 
 
 @pytest.mark.parametrize("flags, fragment", [
-    pytest.param(("--strategy", "multi_worker"), "the torch engine trains in one process for now", id="multi_worker"),
-    pytest.param(("--replicas", "2"), "--replicas 2: the torch engine trains on one device", id="replicas"),
+    pytest.param(("--replicas", "2"), "start 2 processes with podbench launch --workers 2", id="replicas"),
     pytest.param(("--xla",), "compiles its step with torch.compile", id="xla"),
     pytest.param(("--precision", "mixed_float16"), "needs loss scaling (a GradScaler)", id="float16"),
-    pytest.param(("--weight-update", "sharded"), "use --framework jax for weight-update sharding", id="sharded"),
+    pytest.param(("--weight-update", "sharded"), "and this is one process: podbench launch --workers N", id="sharded"),
 ])
 def test_what_torch_cannot_mean_is_one_line_before_anything_loads(flags, fragment):
     run = podbench("run", *SMALL, *flags)
