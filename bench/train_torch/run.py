@@ -34,7 +34,7 @@ from bench.plan.config_torch import settings_text
 from bench.plan.resolve import resolve
 from bench.results import jsonl
 from bench.results.runfiles import RunFiles, read_run
-from bench.train_torch import data, devices, environment, peak, resume
+from bench.train_torch import data, devices, environment, gpu_decode, peak, resume
 from bench.train_torch.build import Built, Setup, build
 from methodology import peaks
 
@@ -46,6 +46,8 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
       UsageError: unusable data, an invalid combination, or a resumed run whose plan would differ.
     """
     info = devices.find_devices(config.runtime.cpu_threads)
+    if config.data.gpu_decode:
+        gpu_decode.check_available(info)
     try:
         splits = ("train", "validation") if config.train.evaluates else ("train",)
         counts = data.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
@@ -88,7 +90,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         files.write_environment(environment.describe(info, plan.precision, probe=probe, probe_note=note))
         built = build(config, setup, files, say)
         checkpointer, initial_step = resume.restore(config, setup, files, built, segment, say, restoring)
-        bench_input(setup, files, say)
+        bench_input(setup, files, say, config.data.gpu_decode)
         say(loop.training_line(config, plan, initial_step))
         files.lifecycle.event(jsonl.SETUP, setup_s=time.perf_counter() - start_s)
         with graceful(request):
@@ -135,13 +137,14 @@ def describe_failure(err: BaseException, run_dir: Path) -> str:
     return outcome.describe_failure(err, run_dir, " (out of memory: lower --batch-size)" if oom else "")
 
 
-def bench_input(setup: Setup, files: RunFiles, say) -> None:
-    """Real data: the input pipeline alone, timed like training, to tell an input bottleneck."""
+def bench_input(setup: Setup, files: RunFiles, say, gpu_decode: bool = False) -> None:
+    """Real data: the input pipeline alone, timed like training, to tell an input bottleneck (with
+    ``gpu_decode``, the JPEGs' decoding on the device included)."""
     plan = setup.plan
     if not plan.input_bench_batches:
         return
     total = plan.input_bench_warmup_batches + plan.input_bench_batches
     say(f"timing the input pipeline alone: {total} batches ({plan.input_bench_warmup_batches} warm-up)…")
-    log = data.time_input(plan.train_input, setup.counts, total)
+    log = data.time_input(plan.train_input, setup.counts, total, decoded_on=setup.info if gpu_decode else None)
     files.lifecycle.event(jsonl.INPUT_BENCH, warmup_batches=plan.input_bench_warmup_batches,
                           records=[[r.step, r.time_s] for r in log])
