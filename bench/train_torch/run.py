@@ -46,9 +46,9 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
       UsageError: unusable data, an invalid combination, or a resumed run whose plan would differ.
     """
     info = devices.find_devices(config.runtime.cpu_threads)
-    if config.data.gpu_decode:
-        gpu_decode.check_available(info)
     try:
+        if config.data.gpu_decode:
+            gpu_decode.check_available(info)  # a UsageError: no GPU, or no torchvision
         splits = ("train", "validation") if config.train.evaluates else ("train",)
         counts = data.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
         native = info.platform == "cpu" and peaks.cpu_native_bf16(host.cpu_info()["isa_flags"])
