@@ -16,7 +16,8 @@ from bench.data import jpeg
 from bench.data.grain_input import EncodedImages, GrainInput, count_examples
 from bench.data.spec import InputSpec
 from bench.errors import UsageError
-from bench.train_torch import gpu_decode
+from bench.train_torch import data, gpu_decode
+from bench.train_torch.devices import DeviceInfo
 from console import error_lines, podbench
 from imagenet_fixture import write_imagenet_dir
 
@@ -73,6 +74,34 @@ def test_encoded_batches_decode_to_the_decoding_paths_images(data_dir):
         difference = np.abs(on_device.permute(0, 2, 3, 1).numpy().astype(int) - images.astype(int))
         assert difference.max() <= 1
     assert any(p.flip.any() for p, _ in encoded) and any((~p.flip).any() for p, _ in encoded)
+
+
+def test_the_engines_input_decodes_on_its_device_and_its_bench_waits_for_it(data_dir, monkeypatch):
+    """The engine's own --gpu-decode input (bench/train_torch/data.py: grain's encoded batches, placed by decoding
+    them on the run's device; the input bench timing that decode) with torchvision's decoder stood in for by
+    libjpeg-turbo on this CPU: the decoding path's images, NCHW in channels_last, and the bench's records."""
+    class Mode:
+        RGB = "RGB"
+
+    def decode(jpegs, mode, device):
+        assert mode == "RGB" and device == torch.device("cpu")
+        return full_decode(jpegs)
+
+    monkeypatch.setattr(gpu_decode, "decode_jpeg", lambda: (decode, Mode))
+    spec = InputSpec("imagenet", SIZE, NUM_CLASSES, 4, data_dir=data_dir, image_dtype="uint8", seed=7)
+    counts = count_examples("imagenet", data_dir, NUM_CLASSES, ("train",))
+    cpu = DeviceInfo("one_device", "cpu", torch.device("cpu"))
+    source = data.real_input(spec, counts, cpu, channels_last=True, worker_count=0, gpu_decode=True)
+    try:
+        images, labels = next(source.batches)
+    finally:
+        source.close()
+    (expected, expected_labels), *_ = batches(data_dir, False, n=1)
+    assert images.shape == (4, 3, SIZE, SIZE) and images.is_contiguous(memory_format=torch.channels_last)
+    assert np.array_equal(labels.numpy(), expected_labels) and labels.dtype == torch.int64
+    assert np.abs(images.permute(0, 2, 3, 1).numpy().astype(int) - expected.astype(int)).max() <= 1
+    records = data.time_input(spec, counts, 2, worker_count=0, decoded_on=cpu)
+    assert [r.step for r in records] == [0, 1, 2]
 
 
 def test_without_torchvision_the_decoder_is_refused_in_one_line():
