@@ -121,6 +121,8 @@ def test_the_torch_steps_cost_follows_what_torch_measured(tmp_path):
     assert check.cost_of("torch", c, z) == pytest.approx(60.0 + steps * 0.086 * 256 / 512)
     c.costs.update(torch_step_s=0.095, torch_run_overhead_s=90.0)
     assert check.cost_of("torch_float32", c, z) == pytest.approx(90.0 + steps * 0.095 * 3.0)
+    # The harness against the bare loop: A B B A, 250 steps each, 500 a side.
+    assert check.cost_of("torch_overhead", c, z) == pytest.approx(90.0 + 4 * 250 * 0.095)
     without_jpegs = check.cost_of("torch_decode", c, z)
     (tmp_path / "jpegs").mkdir()
     with_jpegs = check.cost_of("torch_decode", c, z)

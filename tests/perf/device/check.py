@@ -79,6 +79,9 @@ EARLIER_RESULTS = "results-of-the-last-call.json"  # in the work directory
 # NVIDIA DeepLearningExamples' PyTorch ResNet-50 v1.5 (AMP, eager, synthetic) on one H100 SXM5 80GB, the highest of
 # its rows: lambdal/deeplearning-benchmark pytorch/pytorch-train-throughput-fp16.csv (2,616-2,791 img/s).
 DLE_PYTORCH_H100_IMAGES_PER_SEC = 2791
+# The torch harness against a bare loop: one round of A B B A (tests/perf/perf_stats.py abba) of overhead_steps
+# each, 500 steps a side on the device.
+TORCH_OVERHEAD_ROUNDS = 1
 # The torch engine's levers, one setting changed from its defaults each: (step, flags, its step time over the
 # defaults', a guess for the budget only: eager and NCHW lose what compile and channels_last gain, float32 about
 # bfloat16's factor, twice the batch twice the time).
@@ -476,7 +479,7 @@ def step_torch_overhead(c: Check, z: Sizes) -> None:
     report = c.work / "runs" / "torch-overhead.json"
     model = dict(zip(z.model[::2], z.model[1::2]))
     argv = [sys.executable, "tests/perf/torch_harness_vs_bare.py", "--batch-size", str(z.torch_batch), "--steps",
-            str(z.overhead_steps), "--rounds", str(1 if c.dry else z.overhead_rounds), "--image-size",
+            str(z.overhead_steps), "--rounds", str(TORCH_OVERHEAD_ROUNDS), "--image-size",
             model.get("--image-size", "224"), "--depth", model.get("--depth", "50"), "--out", str(report)]
     done = run(argv, c.left_s() - 10)
     with open(c.out / "log.txt", "a", encoding="utf-8") as log:
@@ -526,7 +529,7 @@ def torch_cost_of(name: str, c: Check, z: Sizes) -> float:
     return {"torch": start_s + steps * step_s,
             "torch_decode": 2 * (start_s + steps * step_s * 1.5) + (0.0 if (c.work / "jpegs").exists() else
                                                                    30.0 + z.jpegs / 2000),
-            "torch_overhead": start_s + 2 * z.overhead_rounds * z.overhead_steps * step_s}.get(name, 0.0)
+            "torch_overhead": start_s + 4 * TORCH_OVERHEAD_ROUNDS * z.overhead_steps * step_s}.get(name, 0.0)
 
 
 def main(argv=None) -> int:
