@@ -52,6 +52,19 @@ def test_the_torch_settings_are_refused_under_the_other_engines(framework, setti
         ready.check_ready(cfg.replace(cfg.RunConfig(), runtime=dict(framework=framework), train={setting: True}))
 
 
+@pytest.mark.parametrize("framework", ["tensorflow", "jax"])
+def test_gpu_decoding_is_refused_under_the_other_engines(framework):
+    data = dict(source="imagenet", data_dir="/tmp", gpu_decode=True)
+    with pytest.raises(ValueError, match=f"--gpu-decode decodes JPEGs with torchvision's nvJPEG, a setting of the "
+                                         f"torch engine, not of {framework}'s: drop it, or add --framework torch"):
+        ready.check_ready(cfg.replace(cfg.RunConfig(), runtime=dict(framework=framework), data=data))
+
+
+def test_gpu_decoding_needs_real_data():
+    with pytest.raises(ValueError, match="--gpu-decode applies to real data: add --data imagenet"):
+        torch_config(data=dict(gpu_decode=True))
+
+
 def test_what_torch_means_is_kept():
     config = torch_config(runtime=dict(replicas=1), model=dict(padding="symmetric"),
                           train=dict(precision="mixed_bfloat16", torch_compile=True, channels_last=True),
@@ -111,7 +124,7 @@ TORCH_FLAGS = {
     "--seed": ("3", None), "--optimizer": ("lars", None), "--label-smoothing": ("0.1", None),
     "--target-accuracy": ("0.5", None), "--eval-every-epochs": ("2", None), "--max-epochs": ("5", None),
     "--mllog": ("run.log", None), "--framework": ("torch", None), "--compile": (None, None),
-    "--channels-last": (None, None), "--cuda-graphs": (None, None),
+    "--channels-last": (None, None), "--cuda-graphs": (None, None), "--gpu-decode": (None, None),
     "--stem-channels": ("4", "the torch model takes 3 channels"), "--padding": ("symmetric", None),
     "--weight-update": ("sharded", "and this is one process: podbench launch --workers N"),
     "--strategy": ("mirrored", "is tf.distribute's"),
@@ -127,7 +140,7 @@ TORCH_FLAGS = {
 }
 REAL = ("--data", "imagenet", "--data-dir", "DATA")
 NEEDS = {"--target-accuracy": REAL, "--max-epochs": (*REAL, "--target-accuracy", "0.5"), "--eval-every-epochs": REAL,
-         "--skip-corrupt": REAL, "--no-augment": REAL, "--cache": REAL, "--data": ("--data-dir", "DATA"),
+         "--skip-corrupt": REAL, "--no-augment": REAL, "--gpu-decode": REAL, "--cache": REAL, "--data": ("--data-dir", "DATA"),
          "--data-dir": ("--data", "imagenet")}
 
 

@@ -83,6 +83,10 @@ RUN_FLAGS: tuple[Flag, ...] = (
     Flag("--no-augment", "data.augment", MODEL_DATA,
          "real data: train on centre crops, without the reference's random crop and flip "
          "(for small datasets a flip changes, such as digits)", action="store_false", dest="augment"),
+    Flag("--gpu-decode", "data.gpu_decode", MODEL_DATA,
+         "--framework torch on a GPU: decode the training JPEGs on the GPU (torchvision's nvJPEG) and crop, flip "
+         "and resize them there; grain's workers only read the records (default: decoded by the CPU's workers)",
+         action="store_true"),
     Flag("--cache", "data.cache", MODEL_DATA,
          "real data: keep the records in memory after the first pass (if they fit)", action="store_true"),
     Flag("--input-bench-batches", "data.input_bench_batches", MODEL_DATA,

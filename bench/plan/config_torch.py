@@ -126,6 +126,17 @@ def check_torch_only(train, framework: str) -> None:
                              "--framework torch")
 
 
+def check_gpu_decode_engine(data, framework: str) -> None:
+    """--gpu-decode is the torch engine's (torchvision's nvJPEG).
+
+    Raises:
+      ValueError: --gpu-decode under TensorFlow or JAX.
+    """
+    if data.gpu_decode:
+        raise ValueError(f"--gpu-decode decodes JPEGs with torchvision's nvJPEG, a setting of the torch engine, not "
+                         f"of {framework}'s: drop it, or add --framework torch")
+
+
 def settings_text(torch_compile: bool | None, channels_last: bool | None, cuda_graphs: bool | None) -> str:
     """The torch engine's speed settings as a person reads them: "torch.compile, channels_last", or "eager"."""
     said = [name for name, on in (("torch.compile", torch_compile), ("channels_last", channels_last),

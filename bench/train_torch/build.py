@@ -96,6 +96,7 @@ class Built:
     evaluation: RealInput | None  # the validation split's input, where the run evaluates
     without_update: Callable[[], Callable]  # the step without its update (the update probe's other half)
     batch: tuple  # one batch (images, labels) on the device
+    gpu_decode: bool = False  # training's JPEGs decoded on the device (--gpu-decode)
 
     def close(self) -> None:
         """The inputs' worker processes stopped and their batches' shared memory freed (the run is over)."""
@@ -131,7 +132,7 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, say) -> Built:
     if plan.torch_compile:
         say(f"the step runs through torch.compile{' (CUDA graphs)' * bool(plan.cuda_graphs)}: it compiles in the "
             "first block, which the warm-up leaves out of the measurement…")
-    real, batches = _train_batches(plan, setup)
+    real, batches = _train_batches(plan, setup, config.data.gpu_decode)
     images, labels = next(batches)
     files.lifecycle.event(jsonl.MODEL, forward_macs_per_image=resnet_torch.forward_macs_per_image(model, m.image_size),
                           compiled_flops_per_image=None, compile_s=None, weight_update=config.runtime.weight_update,
@@ -145,7 +146,8 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, say) -> Built:
                           synthetic_jpegs=synthetic_jpegs_marker(config.data.data_dir) is not None)
     steps = loop.Steps(train, _prepend((images, labels), batches), evaluate,
                        evaluation.passes if evaluation else None, host_values(info))
-    return Built(state, steps, real, evaluation, lambda: step(update=False), (images, labels))
+    return Built(state, steps, real, evaluation, lambda: step(update=False), (images, labels),
+                 config.data.gpu_decode)
 
 
 def make_optimizer(model: torch.nn.Module, decayed: dict, plan: ResolvedRun, weight_decay: float, sharded: bool):
@@ -248,13 +250,14 @@ def state_bytes(optimizer: torch.optim.Optimizer) -> int:
                if isinstance(t, torch.Tensor))
 
 
-def _train_batches(plan: ResolvedRun, setup: Setup):
-    """(the real input or None, an iterator of training batches on the device)."""
+def _train_batches(plan: ResolvedRun, setup: Setup, gpu_decode: bool = False):
+    """(the real input or None, an iterator of training batches on the device: decoded there with
+    ``gpu_decode``)."""
     spec, channels_last = plan.train_input, bool(plan.channels_last)
     if spec.source == "synthetic":
         batch = data.synthetic_batch(spec, setup.info, channels_last)
         return None, _forever(batch)
-    real = data.real_input(spec, setup.counts, setup.info, channels_last)
+    real = data.real_input(spec, setup.counts, setup.info, channels_last, gpu_decode=gpu_decode)
     return real, real.batches
 
 

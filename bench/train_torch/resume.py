@@ -49,7 +49,7 @@ def resume_input(setup: Setup, built: Built, checkpointer: Checkpointer, step: i
     def reopen(seed: int, workers: int | None):
         built.real.close()
         built.real = data.reopened(setup.plan.train_input, setup.counts, setup.info, bool(setup.plan.channels_last),
-                                   seed, workers)
+                                   seed, workers, built.gpu_decode)
         return built.real
 
     batches, position, why = resume.continue_input(built.real, saved, why, reopen,

@@ -35,7 +35,7 @@ from bench.plan.config_torch import settings_text
 from bench.plan.resolve import resolve
 from bench.results import jsonl
 from bench.results.runfiles import RunFiles, read_run
-from bench.train_torch import data, devices, environment, peak, resume
+from bench.train_torch import data, devices, environment, gpu_decode, peak, resume
 from bench.train_torch.build import Built, Setup, build
 from methodology import peaks
 
@@ -51,6 +51,8 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
     cluster = devices.join(rt.strategy, rt.peer_timeout_s, rt.collective_timeout_s)
     info = devices.find_devices(rt.cpu_threads, cluster=cluster)
     try:
+        if config.data.gpu_decode:
+            gpu_decode.check_available(info)  # a UsageError: no GPU, or no torchvision
         splits = ("train", "validation") if config.train.evaluates else ("train",)
         counts = data.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
         native = info.platform == "cpu" and peaks.cpu_native_bf16(host.cpu_info()["isa_flags"])
@@ -98,7 +100,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         files.write_environment(environment.describe(info, plan.precision, probe=probe, probe_note=note))
         built = build(config, setup, files, say)
         checkpointer, initial_step = resume.restore(config, setup, files, built, segment, say, restoring)
-        bench_input(setup, files, say)
+        bench_input(setup, files, say, config.data.gpu_decode)
         say(loop.training_line(config, plan, initial_step))
         files.lifecycle.event(jsonl.SETUP, setup_s=time.perf_counter() - start_s)
         with graceful(request):
@@ -170,13 +172,14 @@ def describe_failure(err: BaseException, run_dir: Path) -> str:
     return outcome.describe_failure(err, run_dir, " (out of memory: lower --batch-size)" if oom else "")
 
 
-def bench_input(setup: Setup, files: RunFiles, say) -> None:
-    """Real data: the input pipeline alone, timed like training, to tell an input bottleneck."""
+def bench_input(setup: Setup, files: RunFiles, say, gpu_decode: bool = False) -> None:
+    """Real data: the input pipeline alone, timed like training, to tell an input bottleneck (with
+    ``gpu_decode``, the JPEGs' decoding on the device included)."""
     plan = setup.plan
     if not plan.input_bench_batches:
         return
     total = plan.input_bench_warmup_batches + plan.input_bench_batches
     say(f"timing the input pipeline alone: {total} batches ({plan.input_bench_warmup_batches} warm-up)…")
-    log = data.time_input(plan.train_input, setup.counts, total)
+    log = data.time_input(plan.train_input, setup.counts, total, decoded_on=setup.info if gpu_decode else None)
     files.lifecycle.event(jsonl.INPUT_BENCH, warmup_batches=plan.input_bench_warmup_batches,
                           records=[[r.step, r.time_s] for r in log])
