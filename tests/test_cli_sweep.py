@@ -156,7 +156,7 @@ BAD_INPUTS = [
     pytest.param(["--replicas", "1,2", "--image-size", "16"], "argument --image-size: 16 is below 32", id="run_flag_2"),
     pytest.param(["--replicas", "1,2", "--epochs", "1"], "warm-up (1 epoch) must be shorter", id="run_combo"),
     pytest.param(["--replicas", "1,2", "--bogus"], "unrecognized arguments: --bogus", id="unknown_flag"),
-    pytest.param(["--framework", "torch", "--replicas", "1,2"], "--replicas 2: the torch engine trains on one device",
+    pytest.param(["--framework", "torch", "--replicas", "1,2"], "start 2 processes with podbench launch --workers 2",
                  id="torch_replicas"),
 ]
 

@@ -1,5 +1,6 @@
 """tests/perf/device/jax_gpu.sh and check.py, the device check for one H100 or H200: the script itself, run end to
-end on this CPU at the sizes PODBENCH_DEVICE_DRY=1 chooses (every step, 32x32 images, ResNet-10, 200 JPEGs).
+end on this CPU at the sizes PODBENCH_DEVICE_DRY=1 chooses (every step, 32x32 images, ResNet-10, 200 JPEGs; the
+torch engine's steps too, where what a CPU cannot run, CUDA graphs and nvJPEG, is refused in one line).
 
 What it measures on a GPU is not checked here (there is none); that it runs from a checkout, writes the
 files the device tool brings back, records the code it ran, and keeps within its budget (skipping what
@@ -22,7 +23,9 @@ def test_the_device_check_runs_every_step_and_writes_what_comes_back(tmp_path):
     out = tmp_path / "out"
     # As on the device: no TensorFlow (an import of it fails the step that made it), no Cloud client.
     env = without_tensorflow(tmp_path, BLOCK_TF_FORBIDDEN)
-    done = subprocess.run(["bash", str(SCRIPT), str(out)], capture_output=True, text=True, timeout=900,
+    # The budget is the device's; on this shared CPU the dry run is let take what it takes (the test's timeout).
+    done = subprocess.run(["bash", str(SCRIPT), str(out), "--budget-s", "1500"], capture_output=True, text=True,
+                          timeout=1500,
                           env={**env, "PODBENCH_DEVICE_DRY": "1", "PODBENCH_DEVICE_WORK": str(tmp_path / "work"),
                                "PODBENCH_COMMIT": "abc123"}, cwd=tmp_path)
     log = (out / "log.txt").read_text()
@@ -49,9 +52,29 @@ def test_the_device_check_runs_every_step_and_writes_what_comes_back(tmp_path):
     # No GPU to split over (the lent machine has one): skipped, and why.
     assert results["spatial"] == {"skipped": "0 GPU visible: --spatial-partitions 2 splits a replica over two (give "
                                              "PODBENCH_DEVICE_GPUS=0,1 on a machine with two)"}
+    # The torch engine beside JAX: its defaults, each lever, the JPEGs decoded by the CPU (nvJPEG refused here),
+    # the harness against a bare loop; each rate over the JAX engine's.
+    assert results["provenance"]["torch"] and results["provenance"]["torch_cuda"] is False
+    torch_rows = ["torch", "torch_eager", "torch_nchw", "torch_float32", "torch_batch512"]
+    for name in torch_rows:
+        row = results[name]
+        assert row["status"] == "completed" and row["framework"] == "torch" and row["measured_steps"] == 2, name
+        assert row["ratio_to_jax"] > 0 and row["jax_batch"] == 4 and row["ratio_to_torch_defaults"] > 0, name
+    assert results["torch"]["ratio_to_dle_h100"] > 0 and results["torch"]["dle_h100_images_per_sec"] == 2791
+    assert (results["torch_eager"]["torch_compile"], results["torch_nchw"]["channels_last"],
+            results["torch_float32"]["precision"], results["torch_batch512"]["per_replica_batch_size"]) == (
+        False, False, "float32", 4)
+    assert results["torch_cuda_graphs"]["refused"].startswith("error: --cuda-graphs replays the step as a CUDA graph")
+    decode = results["torch_decode"]
+    assert decode["cpu"]["status"] == "completed" and decode["cpu"]["gpu_decode"] is False
+    assert decode["cpu"]["input_images_per_sec"] > 0 and decode["cpu"]["ratio_to_jax"] > 0
+    assert decode["gpu"]["refused"].startswith("error: --gpu-decode decodes the JPEGs on an NVIDIA GPU (nvJPEG)")
+    assert decode["gpu_over_cpu"] is None and decode["host_cores"] > 0
+    assert results["torch_overhead"]["ratio"]["n"] == 2 and results["torch_overhead"]["ratio"]["median"] > 0
     with tarfile.open(out / "runs.tar.gz") as runs:
         names = runs.getnames()
     assert "runs/synthetic/summary.json" in names and "runs/jpegs/summary.json" in names
+    assert "runs/torch/summary.json" in names and "runs/torch-decode-cpu/summary.json" in names
 
 
 def test_each_steps_cost_follows_what_the_check_measured(tmp_path, monkeypatch):
@@ -81,6 +104,29 @@ def test_each_steps_cost_follows_what_the_check_measured(tmp_path, monkeypatch):
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert ran == [] and results["skipped"] == ["real", "overhead"]
     assert "real: skipped (" in (tmp_path / "out" / "log.txt").read_text()
+
+
+def test_the_torch_steps_cost_follows_what_torch_measured(tmp_path):
+    """Before torch has run, a torch step's cost is the JAX step's at torch's batch (torch's defaults take at least
+    as long); once the torch step has measured, its own step and start-up times, each lever weighed by its guess;
+    the decode step's JPEGs counted only where no earlier step made them."""
+    sys.path.insert(0, str(REPO / "tests" / "perf" / "device"))
+    import check  # noqa: PLC0415
+
+    z = check.sizes(dry=False)
+    c = check.Check(tmp_path, tmp_path, budget_s=470.0, dry=False)
+    assert check.cost_of("torch", c, z) == 0.0  # nothing measured yet
+    c.costs.update(step_s=0.086, compile_s=40.0)  # the JAX engine's, at batch 512
+    steps = z.torch_warmup + z.torch_measured
+    assert check.cost_of("torch", c, z) == pytest.approx(60.0 + steps * 0.086 * 256 / 512)
+    c.costs.update(torch_step_s=0.095, torch_run_overhead_s=90.0)
+    assert check.cost_of("torch_float32", c, z) == pytest.approx(90.0 + steps * 0.095 * 3.0)
+    # The harness against the bare loop: A B B A, 250 steps each, 500 a side.
+    assert check.cost_of("torch_overhead", c, z) == pytest.approx(90.0 + 4 * 250 * 0.095)
+    without_jpegs = check.cost_of("torch_decode", c, z)
+    (tmp_path / "jpegs").mkdir()
+    with_jpegs = check.cost_of("torch_decode", c, z)
+    assert with_jpegs == pytest.approx(2 * (90.0 + steps * 0.095 * 1.5)) and with_jpegs < without_jpegs
 
 
 class _NullTar:

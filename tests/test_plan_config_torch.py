@@ -18,11 +18,10 @@ def torch_config(**parts) -> cfg.RunConfig:
 
 
 @pytest.mark.parametrize("parts, fragment", [
-    pytest.param(dict(runtime=dict(strategy="multi_worker")), "trains in one process for now", id="multi_worker"),
     pytest.param(dict(runtime=dict(strategy="mirrored")), "--strategy mirrored is tf.distribute's", id="mirrored"),
-    pytest.param(dict(runtime=dict(replicas=2)), "--replicas 2: the torch engine trains on one device", id="replicas"),
+    pytest.param(dict(runtime=dict(replicas=2)), "start 2 processes with podbench launch --workers 2", id="replicas"),
     pytest.param(dict(runtime=dict(tpu="local")), "--tpu names a TPU for TensorFlow's client", id="tpu"),
-    pytest.param(dict(runtime=dict(weight_update="sharded")), "use --framework jax for weight-update sharding",
+    pytest.param(dict(runtime=dict(weight_update="sharded")), "and this is one process: podbench launch --workers N",
                  id="sharded"),
     pytest.param(dict(runtime=dict(spatial_partitions=2)), "--spatial-partitions 2 splits each image over devices",
                  id="spatial"),
@@ -51,6 +50,19 @@ def test_what_torch_cannot_mean_is_refused(parts, fragment):
 def test_the_torch_settings_are_refused_under_the_other_engines(framework, setting, flag):
     with pytest.raises(ValueError, match=f"{flag} is a setting of the torch engine, not of {framework}'s"):
         ready.check_ready(cfg.replace(cfg.RunConfig(), runtime=dict(framework=framework), train={setting: True}))
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "jax"])
+def test_gpu_decoding_is_refused_under_the_other_engines(framework):
+    data = dict(source="imagenet", data_dir="/tmp", gpu_decode=True)
+    with pytest.raises(ValueError, match=f"--gpu-decode decodes JPEGs with torchvision's nvJPEG, a setting of the "
+                                         f"torch engine, not of {framework}'s: drop it, or add --framework torch"):
+        ready.check_ready(cfg.replace(cfg.RunConfig(), runtime=dict(framework=framework), data=data))
+
+
+def test_gpu_decoding_needs_real_data():
+    with pytest.raises(ValueError, match="--gpu-decode applies to real data: add --data imagenet"):
+        torch_config(data=dict(gpu_decode=True))
 
 
 def test_what_torch_means_is_kept():
@@ -112,23 +124,23 @@ TORCH_FLAGS = {
     "--seed": ("3", None), "--optimizer": ("lars", None), "--label-smoothing": ("0.1", None),
     "--target-accuracy": ("0.5", None), "--eval-every-epochs": ("2", None), "--max-epochs": ("5", None),
     "--mllog": ("run.log", None), "--framework": ("torch", None), "--compile": (None, None),
-    "--channels-last": (None, None), "--cuda-graphs": (None, None),
+    "--channels-last": (None, None), "--cuda-graphs": (None, None), "--gpu-decode": (None, None),
     "--stem-channels": ("4", "the torch model takes 3 channels"), "--padding": ("symmetric", None),
-    "--weight-update": ("sharded", "use --framework jax for weight-update sharding"),
-    "--strategy": ("multi_worker", "trains in one process for now"),
+    "--weight-update": ("sharded", "and this is one process: podbench launch --workers N"),
+    "--strategy": ("mirrored", "is tf.distribute's"),
     "--tpu": ("local", "--tpu names a TPU for TensorFlow's client"),
-    "--replicas": ("2", "the torch engine trains on one device in one process"),
+    "--replicas": ("2", "start 2 processes with podbench launch --workers 2"),
     "--cpu-threads": ("1", None), "--peer-timeout": ("90", "applies to --strategy multi_worker"),
     "--collective-timeout": ("5", "applies to --strategy multi_worker"), "--checkpoint-every": ("5", None),
     "--checkpoint-dir": ("ckpts", None), "--grace-period": ("60", None), "--output": ("out", None),
     "--results-uri": ("gs://bucket/runs", None), "--log-steps": ("5", None), "--peak-tflops": ("2", None),
     "--no-peak": (None, None), "--update-probe": (None, None),
-    "--spatial-partitions": ("2", "the torch engine trains on one device: drop it, or use --framework jax"),
+    "--spatial-partitions": ("2", "the torch engine trains one device a process: drop it"),
     "--profile-step": (None, "the torch engine has no profile of its step"), "--json": (None, None),
 }
 REAL = ("--data", "imagenet", "--data-dir", "DATA")
 NEEDS = {"--target-accuracy": REAL, "--max-epochs": (*REAL, "--target-accuracy", "0.5"), "--eval-every-epochs": REAL,
-         "--skip-corrupt": REAL, "--no-augment": REAL, "--cache": REAL, "--data": ("--data-dir", "DATA"),
+         "--skip-corrupt": REAL, "--no-augment": REAL, "--gpu-decode": REAL, "--cache": REAL, "--data": ("--data-dir", "DATA"),
          "--data-dir": ("--data", "imagenet")}
 
 

@@ -60,7 +60,10 @@ def test_a_torch_run_completes_without_tensorflow_or_jax(synthetic_run):
     assert summary["xla"] is False and summary["cuda_graphs"] is False
     assert summary["torch_compile"] is False and summary["channels_last"] is True  # the CPU's defaults
     assert summary["steps_completed"] == summary["train_steps"] == 6 and summary["measured_steps"] == 4
-    assert summary["images_per_sec"] > 0 and 0 < summary["mfu_measured"] < 1  # against torch's own matmul probe
+    assert summary["images_per_sec"] > 0 and summary["measured_peak_flops_per_sec"] > 0  # torch's own matmul probe
+    # The MFU against it is a figure in (0, 1], or, where this shared machine's probe and run disagree past 100%,
+    # no figure and the reason: which one depends on the machine's load, what the code decides either way.
+    assert (0 < summary["mfu_measured"] <= 1) if summary["mfu_measured"] is not None else summary["mfu_problems"]
     assert "loading PyTorch" in stderr and "under PyTorch" in stderr and not error_lines(stderr)
 
 
@@ -113,11 +116,10 @@ def test_compare_and_report_take_a_torch_run_and_compare_names_a_changed_setting
 
 
 @pytest.mark.parametrize("flags, fragment", [
-    pytest.param(("--strategy", "multi_worker"), "the torch engine trains in one process for now", id="multi_worker"),
-    pytest.param(("--replicas", "2"), "--replicas 2: the torch engine trains on one device", id="replicas"),
+    pytest.param(("--replicas", "2"), "start 2 processes with podbench launch --workers 2", id="replicas"),
     pytest.param(("--xla",), "compiles its step with torch.compile", id="xla"),
     pytest.param(("--precision", "mixed_float16"), "needs loss scaling (a GradScaler)", id="float16"),
-    pytest.param(("--weight-update", "sharded"), "use --framework jax for weight-update sharding", id="sharded"),
+    pytest.param(("--weight-update", "sharded"), "and this is one process: podbench launch --workers N", id="sharded"),
 ])
 def test_what_torch_cannot_mean_is_one_line_before_anything_loads(flags, fragment):
     run = podbench("run", *SMALL, *flags)

@@ -4,21 +4,26 @@ torch runs them.
 A small network of the ResNet's own pieces (its conv with TensorFlow's padding, its batch norm, its max
 pool, a projecting residual block, the pooled Linear head: every operator the ResNet uses) in training
 mode, through JAX's CPU backend: the same output, the same gradients (jax.grad of the JAX function against
-torch's autograd) and the same moving statistics. And why the two lowerings are replaced: torchax 0.0.4's
-own cannot differentiate the max pool, nor keep the statistics.
+torch's autograd) and the same moving statistics; and a few optimizer steps of it as one jitted JAX step
+(``train_step``: the update the JAX engine's optax recipe) with the same losses, step by step, as eager torch's
+recipe. And why the two lowerings are replaced: torchax 0.0.4's own cannot differentiate the max pool, nor keep
+the statistics.
 """
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from bench.train_torch import recipe
 from flax_torch import one_torch_thread  # noqa: F401 (a fixture, for every test here)
+from methodology import schedule as lr
 from models import resnet_torch
 
 jax = pytest.importorskip("jax")
 torchax = pytest.importorskip("torchax")
 import jax.numpy as jnp  # noqa: E402
 
+from bench.train_jax import recipe as jax_recipe  # noqa: E402 (the update in JAX: the same as torch's recipe)
 from bench.train_torch import torchax_ops  # noqa: E402
 
 # One float32 pass of a small network: the two backends' convolutions round alike to ~1e-6.
@@ -88,6 +93,45 @@ def test_a_training_pass_through_jax_is_torchs(batch):
     for name in moving:
         np.testing.assert_allclose(jax_buffers[name], statistics[name], **TOLERANCE, err_msg=name)
         assert not np.allclose(jax_buffers[name], buffers[name])  # they moved
+
+
+def test_training_steps_through_jax_have_eager_torchs_losses():
+    """Four steps of the reference's recipe (momentum SGD in its warm-up: the rate changes every step; label
+    smoothing; the L2 term; LARS is the same update as JAX's: tests/test_train_torch_recipe.py) from the same
+    weights on the same batches:
+    torchax's jitted step on JAX's CPU against bench/train_torch/recipe.py's eager step. The same losses, step
+    by step, and the same weights and moving statistics at the end, within float32's rounding."""
+    rng = np.random.default_rng(1)
+    steps, classes, decay, smoothing, optimizer = 4, 5, 1e-3, 0.1, "momentum"
+    batches = [(rng.normal(size=(4, 3, 16, 16)).astype(np.float32), rng.integers(0, classes, 4))
+               for _ in range(steps)]
+    schedule, steps_per_epoch = lr.reference_schedule(optimizer, 16384, 90), 2
+    loss_decay = 0.0 if optimizer == "lars" else decay
+
+    network = small_network()
+    decayed = resnet_torch.decayed_mask(network)
+    optimizer_ = recipe.make_optimizer(network.named_parameters(), decayed, schedule, steps_per_epoch, decay)
+    optimizer_.init_state()
+    eager_step = recipe.make_train_step(network, optimizer_, decayed, smoothing, loss_decay)
+    eager_losses = [float(eager_step(torch.from_numpy(x), torch.from_numpy(y))) for x, y in batches]
+
+    params, buffers, apply = torchax_ops.functional(small_network())
+    tx = jax_recipe.make_optimizer(schedule, steps_per_epoch, decay, decayed)
+
+    def loss(logits, labels, params):
+        value = jnp.mean(jax_recipe.cross_entropy(logits, labels, classes, smoothing))
+        return value + jax_recipe.l2_penalty(params, decayed, loss_decay) if loss_decay else value
+
+    step, opt_state, jax_losses = torchax_ops.train_step(apply, loss, tx), tx.init(params), []
+    for x, y in batches:
+        params, buffers, opt_state, value = step(params, buffers, opt_state, jnp.asarray(x), jnp.asarray(y))
+        jax_losses.append(float(value))
+    np.testing.assert_allclose(jax_losses, eager_losses, rtol=1e-5)
+    assert len(set(np.round(eager_losses, 4))) == steps  # the steps moved the loss: they compared something
+    for name, weight in network.named_parameters():
+        np.testing.assert_allclose(params[name], weight.detach().numpy(), **TOLERANCE, err_msg=name)
+    for name, statistic in network.named_buffers():
+        np.testing.assert_allclose(buffers[name], statistic.numpy(), **TOLERANCE, err_msg=name)
 
 
 def test_inference_through_jax_is_torchs(batch):

@@ -163,6 +163,7 @@ FACTS = (
     ("cpu_threads", "CPU threads (--cpu-threads)", None), ("framework", "engine", None),
     ("framework_version", "engine version", None), ("torch_compile", "torch.compile", None),
     ("channels_last", "channels_last", None), ("cuda_graphs", "CUDA graphs", None),
+    ("gpu_decode", "JPEGs decoded on the GPU", None),
 )
 
 

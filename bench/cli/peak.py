@@ -73,7 +73,13 @@ def handle(args: argparse.Namespace) -> int:
                              "and GPUs: drop --tpu")
         engine_checks.check_torch_engine()
         say("podbench peak: loading PyTorch…")
-        from bench.train_torch import peak as torch_peak  # noqa: PLC0415 (torch loads here, after every check)
+        from bench.train_torch import packages as torch_packages  # noqa: PLC0415
+
+        def importer():
+            from bench.train_torch import peak  # noqa: PLC0415 (torch loads here, after every check)
+            return peak
+
+        torch_peak = torch_packages.load(importer)
         report = torch_peak.survey(args.repetitions, say=say)
     elif args.framework == "jax":
         if args.tpu is not None:

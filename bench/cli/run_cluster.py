@@ -4,7 +4,8 @@ Two things a scheduler needs that a single-host run does not, kept out of
 bench/cli/run.py:
 
 - the cluster: TF_CONFIG when a Kubeflow TFJob (or the user, or `podbench
-  launch`) sets it, else the Slurm step's own variables (bench/cluster/slurm.py);
+  launch`) sets it, else the Slurm step's own variables (bench/cluster/slurm.py),
+  or, under the torch engine, torchrun's (bench/cluster/torchrun.py);
 - ``--resume-if-present``: a pod or a requeued job re-runs the very command that
   started the run. With the same run id (PODBENCH_RUN_ID, or the Slurm job's),
   a run directory that already holds this run is resumed, one that holds
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Mapping, MutableMapping
 
 from bench.cli.run_flags import load_config
-from bench.cluster import gpus, ports, slurm, tf_config, tpu_slice
+from bench.cluster import gpus, ports, slurm, tf_config, torchrun, tpu_slice
 from bench.cluster.tf_config import parse_tf_config
 from bench.plan.config import RunConfig
 from bench.errors import UsageError
@@ -31,7 +32,9 @@ def join_cluster(config: RunConfig, environ: MutableMapping[str, str] = os.envir
     """This worker's place, set in ``environ`` for the training process it starts.
 
     Under multi_worker inside a Slurm step with no TF_CONFIG: TF_CONFIG, the run id
-    and this task's GPUs; under multi_worker, this worker's own port must be free.
+    and this task's GPUs; under multi_worker, this worker's own port must be free (JAX's and
+    torch's: the first process's). Under torch in torchrun's environment, torchrun's variables
+    are the cluster, and --strategy multi_worker is needed.
     With --tpu: refuses a TPU slice's worker other than 0, and keeps libtpu out of a
     named or grpc:// TPU's client (TPU_LOAD_LIBRARY=0).
 
@@ -39,15 +42,26 @@ def join_cluster(config: RunConfig, environ: MutableMapping[str, str] = os.envir
       tpu_worker: this host's TPU worker number (default: GKE's variable or the TPU VM's metadata).
 
     Raises:
-      UsageError: a Slurm step that cannot be one cluster; this worker's port held; a TPU slice's non-zero worker.
+      UsageError: a Slurm step that cannot be one cluster; this worker's port held; a TPU slice's non-zero worker;
+        torchrun's processes without --strategy multi_worker.
     """
+    framework = config.runtime.framework
+    if framework == "torch" and torchrun.in_torchrun(environ):
+        task = torchrun.parse(environ)
+        if config.runtime.strategy != "multi_worker":
+            raise UsageError(f"torchrun started this process as {task.name} of {task.world_size}: add --strategy "
+                             f"multi_worker, and the {task.world_size} processes train one run")
+        if task.run_id and not environ.get(tf_config.RUN_ID_ENV):  # one run id for the processes' one run
+            environ[tf_config.RUN_ID_ENV] = task.run_id
+        return  # torchrun's processes meet at its MASTER_ADDR:MASTER_PORT, not through TF_CONFIG
     if config.runtime.strategy == "multi_worker":
         from_slurm = slurm.cluster_env(environ, gpus.driver_gpus())
         environ.update(from_slurm)
-        if config.runtime.framework != "jax":
+        if framework == "tensorflow":
             check_own_port(environ.get("TF_CONFIG"), from_slurm=bool(from_slurm))
         elif environ.get("TF_CONFIG") and parse_tf_config(environ["TF_CONFIG"]).is_chief:
-            # JAX listens on one port: the first process's, its coordinator's (a TPU VM slice's: JAX's own).
+            # JAX and torch listen on one port: the first process's (JAX's coordinator, torch's TCPStore; a TPU VM
+            # slice's: JAX's own).
             check_own_port(environ["TF_CONFIG"], from_slurm=bool(from_slurm))
     tpu = config.runtime.tpu
     if tpu:
@@ -61,12 +75,16 @@ def worker_scratch(config: RunConfig, environ: Mapping[str, str] = os.environ,
     and every single-process run.
 
     Under JAX a Cloud TPU VM slice needs no TF_CONFIG: the same command runs on every host, and
-    the slice's worker 0 writes the results.
+    the slice's worker 0 writes the results; under torch, torchrun's rank 0 does.
 
     Raises:
       UsageError: multi_worker with no cluster to join (no TF_CONFIG, no Slurm step, no TPU VM slice).
     """
     rt = config.runtime
+    if rt.framework == "torch" and rt.strategy == "multi_worker" and torchrun.in_torchrun(environ):
+        task = torchrun.parse(environ)
+        return None if task.is_chief else tf_config.announce_scratch(
+            tf_config.WorkerScratch(task.name, task.world_size))
     if rt.framework == "jax" and rt.strategy == "multi_worker" and not environ.get("TF_CONFIG"):
         worker = tpu_worker(environ)
         if worker is None:

@@ -83,6 +83,10 @@ RUN_FLAGS: tuple[Flag, ...] = (
     Flag("--no-augment", "data.augment", MODEL_DATA,
          "real data: train on centre crops, without the reference's random crop and flip "
          "(for small datasets a flip changes, such as digits)", action="store_false", dest="augment"),
+    Flag("--gpu-decode", "data.gpu_decode", MODEL_DATA,
+         "--framework torch on a GPU: decode the training JPEGs on the GPU (torchvision's nvJPEG) and crop, flip "
+         "and resize them there; grain's workers only read the records (default: decoded by the CPU's workers)",
+         action="store_true"),
     Flag("--cache", "data.cache", MODEL_DATA,
          "real data: keep the records in memory after the first pass (if they fit)", action="store_true"),
     Flag("--input-bench-batches", "data.input_bench_batches", MODEL_DATA,
@@ -160,7 +164,8 @@ RUN_FLAGS: tuple[Flag, ...] = (
          "300 + 10 per worker: a scheduler starting many hosts)", checks.SECONDS, "S"),
     Flag("--collective-timeout", "runtime.collective_timeout_s", DISTRIBUTION,
          f"multi_worker: seconds one all-reduce may wait for the other workers before the run fails naming "
-         f"them (default {peers.DEFAULT_COLLECTIVE_TIMEOUT_S:g}; 0: no bound but TensorFlow's heartbeats)",
+         f"them (default {peers.DEFAULT_COLLECTIVE_TIMEOUT_S:g}; 0: no bound but TensorFlow's heartbeats; under "
+         f"--framework torch the default is the --peer-timeout wait, and 0 leaves the peer watch alone to bound it)",
          checks.number(0, checks.TIMER_MAX_S, "the longest wait this platform's timers can take"), "S"),
     Flag("--checkpoint-every", "checkpoint.every_minutes", LONG_RUNS,
          "minutes of training between checkpoints (default 30; 0: none); on SIGTERM a last one is written "

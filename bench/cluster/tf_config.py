@@ -8,6 +8,7 @@ costs nothing; ``podbench launch`` writes TF_CONFIG for local workers
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -154,3 +155,18 @@ def worker_scratch_dir(strategy: str, environ: Mapping[str, str] = os.environ,
     if task.is_chief:
         return None
     return announce_scratch(WorkerScratch(task.name, task.num_workers), stream)
+
+
+def process_names(environ: Mapping[str, str], count: int) -> tuple[tuple[str, int | None], ...]:
+    """Every process of a multi-process run as the user knows it, in the runtime's process order (JAX's
+    process index, torch.distributed's rank): (name, TF_CONFIG's worker index, None for the chief).
+    TF_CONFIG's chief (or its worker 0) is process 0; without TF_CONFIG (a Cloud TPU VM slice, where JAX
+    finds the cluster; torchrun's processes) each is "process N"."""
+    if environ.get("TF_CONFIG"):
+        with contextlib.suppress(UsageError):
+            task = parse_tf_config(environ["TF_CONFIG"])
+            named = ([(f"chief at {task.chief}", None)] if task.chief else []) + [
+                (f"worker {i} at {address}", i) for i, address in enumerate(task.workers)]
+            if len(named) == count:
+                return tuple(named)
+    return tuple((f"process {i}", i) for i in range(count))

@@ -44,7 +44,7 @@ import hashlib
 import json
 import time
 import weakref
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import grain
 import numpy as np
@@ -154,7 +154,7 @@ class GrainInput:
     """
 
     def __init__(self, spec: InputSpec, counts: DataCounts, process_index: int = 0, process_count: int = 1,
-                 worker_count: int | None = None):
+                 worker_count: int | None = None, encoded: bool = False):
         """Indexes the split's shards (every record header is read) and checks what cannot run.
 
         Args:
@@ -162,6 +162,8 @@ class GrainInput:
           counts: from ``count_examples`` (or pipeline.py's), for the same data.
           process_index, process_count: this process among those reading the data; each reads its own share.
           worker_count: grain's worker processes; None: ``default_worker_count()``.
+          encoded: training batches' images left as JPEGs for the device to decode: an ``EncodedImages`` in
+            place of the decoded array, the same records with the same crops and flips (and the same positions).
 
         Raises:
           UsageError: a source or setting the grain input cannot read, a broken shard, shards holding
@@ -172,6 +174,7 @@ class GrainInput:
         if not files:
             raise UsageError(f"no {spec.split} shards were counted; count the {spec.split} split with count_examples")
         self.spec = spec
+        self.encoded = encoded and spec.training
         self.worker_count = default_worker_count() if worker_count is None else worker_count
         self.index = index_of(files)
         expected = counts.train_examples if spec.training else counts.eval_examples
@@ -223,7 +226,8 @@ class GrainInput:
                 batch = images = labels = None
                 self.close()
                 raise UsageError(problem)
-            images, labels = batch["image"], batch["label"]
+            images, labels = (EncodedImages(batch["jpeg"], batch["offsets"], batch["window"], batch["flip"])
+                              if self.encoded else batch["image"]), batch["label"]
             if self.spec.training:
                 self._skipped += int(batch["skipped"].sum())
                 yield images, labels
@@ -300,7 +304,7 @@ class GrainInput:
         spec = self.spec
         records_ = grain.MapDataset.source(TFRecordSource(self.index)).seed(spec.seed)
         records_ = records_[self.share.start:self.share.stop]
-        preprocess = grain_records.Preprocess(self.index, spec.image_size, spec.num_classes)
+        preprocess = grain_records.Preprocess(self.index, spec.image_size, spec.num_classes, self.encoded)
         if spec.training:
             records_ = records_.shuffle().repeat(None)  # reshuffled each epoch
         images = records_.random_map(preprocess) if spec.training and spec.augment else records_.map(preprocess)
@@ -308,9 +312,22 @@ class GrainInput:
                                                                        prefetch_buffer_size=READ_AHEAD_RECORDS)),
                               spec.skip_corrupt, len(self.share))
         if spec.training:  # whole batches from each worker: one transfer a batch
-            return _in_workers(stream.batch(spec.per_replica_batch_size, drop_remainder=True), self.worker_count)
+            packed = grain_records.pack_encoded if self.encoded else None
+            return _in_workers(stream.batch(spec.per_replica_batch_size, drop_remainder=True, batch_fn=packed),
+                               self.worker_count)
         # Validation is batched here: each worker's last batch would be partial, and only the pass's last may be.
         return _in_workers(stream, self.worker_count).batch(spec.per_replica_batch_size, drop_remainder=False)
+
+
+class EncodedImages(NamedTuple):
+    """A training batch's images left encoded (``GrainInput(encoded=True)``): the i-th JPEG is
+    ``jpeg[offsets[i]:offsets[i + 1]]``, to be cropped to ``window[i]`` (top, left, height, width, in the full
+    image's pixels) and flipped left to right where ``flip[i]``, as bench/data/jpeg.py's ``train_image`` would."""
+
+    jpeg: np.ndarray  # uint8, the batch's JPEGs end to end
+    offsets: np.ndarray  # int64 [B + 1]
+    window: np.ndarray  # int32 [B, 4]
+    flip: np.ndarray  # bool [B]
 
 
 def state_problem(state) -> str | None:

@@ -273,6 +273,22 @@ def ending_of(lost: Lost, run_dir: Path, timing: Timing, clock: Callable[[], flo
     return fields
 
 
+def ending_after_broken(watch: PeerWatch, ending: dict, run_dir: Path, say) -> dict:
+    """The ending of a run whose collective with another process broke: a peer that died breaks it at once,
+    and the watch names which within its bound (a stop notice meanwhile, such as `podbench launch` ending
+    the others, keeps the collective's own line)."""
+    say(f"a collective with another process failed: waiting up to {watch.timing.silence_s:g} s for the process "
+        "that stopped answering to be named…")
+    try:
+        lost = watch.verdict()
+    except KeyboardInterrupt:
+        return ending
+    if lost is None:
+        return {**ending, "error": f"{ending['error']} (a collective with another process broke, and every process "
+                                   "kept answering: check the other processes' logs)"}
+    return ending_of(lost, run_dir, watch.timing)
+
+
 def start(store: KeyValueStore, me: int, names: Sequence[tuple[str, int | None]], record_end: Callable[..., None],
           run_dir: Path) -> PeerWatch:
     """Starts this process's watch. A verdict the training loop cannot take (it is stuck in a collective

@@ -142,6 +142,7 @@ def build_summary(record: RunRecord) -> Summary:
         global_batch_size=plan.global_batch_size, precision=plan.precision, xla=plan.xla,
         steps_per_execution=plan.steps_per_execution, train_steps=plan.train_steps,
         torch_compile=plan.torch_compile, channels_last=plan.channels_last, cuda_graphs=plan.cuda_graphs,
+        gpu_decode=requested.data.gpu_decode if requested.runtime.framework == "torch" else None,
         steps_completed=max((r.step for r in record.steps), default=0),
         **dataclasses.asdict(stats),
         setup_s=setup["setup_s"] if setup else None,

@@ -107,6 +107,9 @@ class DataConfig:
       augment: real data: the reference's random crop and flip on training
         images; off, training images are centre-cropped like evaluation ones
         (for small datasets whose classes a flip or a tight crop changes, as digits).
+      gpu_decode: real data under --framework torch on a GPU: the training JPEGs decoded on the GPU
+        (torchvision's nvJPEG), cropped, flipped and resized there; grain's workers only read the records and
+        draw each crop (bench/train_torch/gpu_decode.py).
     """
 
     source: str = "synthetic"
@@ -116,6 +119,7 @@ class DataConfig:
     cache: bool = False
     input_bench_batches: int = 20
     augment: bool = True
+    gpu_decode: bool = False
 
     def __post_init__(self):
         choice("data source", self.source, DATA_SOURCES)
@@ -126,7 +130,8 @@ class DataConfig:
             raise ValueError(f"--data {self.source} needs --data-dir DIR (a directory or gs:// URI)")
         if self.source == "synthetic":
             for flag, given in (("--data-dir", self.data_dir is not None), ("--skip-corrupt", self.skip_corrupt),
-                                ("--cache", self.cache), ("--no-augment", not self.augment)):
+                                ("--cache", self.cache), ("--no-augment", not self.augment),
+                                ("--gpu-decode", self.gpu_decode)):
                 if given:
                     raise ValueError(f"{flag} applies to real data: add --data imagenet or --data tfds")
 

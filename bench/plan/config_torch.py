@@ -1,4 +1,4 @@
-"""What a config means under the torch engine: what PyTorch's single-process engine cannot mean is refused in one
+"""What a config means under the torch engine: what PyTorch's engine (one device a process) cannot mean is refused in one
 line each, with what to do instead; and its own speed settings (torch.compile, channels_last, CUDA graphs),
 which the other engines refuse. No TensorFlow, no JAX, no torch (bench/plan/config.py and ready.py call these).
 """
@@ -13,30 +13,34 @@ TORCH_SETTINGS = (("torch_compile", "--compile"), ("channels_last", "--channels-
 
 
 def check_torch_runtime(runtime) -> None:
-    """What the torch engine trains on: one process, one device (a GPU, else the CPU).
+    """What the torch engine trains on: one device a process (a GPU, else the CPU); several processes under
+    --strategy multi_worker (`podbench launch`, a Slurm step, torchrun), one replica each.
 
     Raises:
-      ValueError: a tf.distribute strategy, --tpu, several replicas or processes, --spatial-partitions,
-        --weight-update sharded.
+      ValueError: a tf.distribute strategy, --tpu, several replicas in a process, --spatial-partitions,
+        --weight-update sharded in one process.
     """
-    if runtime.strategy == "multi_worker":
-        raise ValueError("--strategy multi_worker: the torch engine trains in one process for now (no DDP); drop "
-                         "--strategy, or run the cluster under --framework jax or tensorflow")
-    if runtime.strategy != "auto":
+    if runtime.strategy not in ("auto", "multi_worker"):
         raise ValueError(f"--strategy {runtime.strategy} is tf.distribute's: the torch engine trains on one device "
-                         "(the first GPU torch sees, else the CPU); drop --strategy")
+                         "a process (several processes: --strategy multi_worker); drop --strategy")
     if runtime.replicas is not None and runtime.replicas > 1:
-        raise ValueError(f"--replicas {runtime.replicas}: the torch engine trains on one device in one process; "
-                         "drop --replicas (CUDA_VISIBLE_DEVICES picks the GPU), or use --framework jax for several")
+        # One replica a process (DDP's own model): N replicas are N processes, which `podbench launch` starts and
+        # supervises (their logs, a dead one named, restarts), rather than `run` starting a cluster of its own.
+        raise ValueError(f"--replicas {runtime.replicas}: the torch engine trains one replica a process; start "
+                         f"{runtime.replicas} processes with podbench launch --workers {runtime.replicas} -- run "
+                         "--framework torch ... (or torchrun, or srun)")
     if runtime.tpu is not None:
         raise ValueError("--tpu names a TPU for TensorFlow's client; the torch engine runs on a CPU or an NVIDIA GPU: "
                          "drop --tpu (on a TPU, use --framework jax)")
     if runtime.spatial_partitions != 1:
         raise ValueError(f"--spatial-partitions {runtime.spatial_partitions} splits each image over devices through "
-                         "XLA's partitioner; the torch engine trains on one device: drop it, or use --framework jax")
-    if runtime.weight_update == "sharded":
-        raise ValueError("--weight-update sharded splits the update over replicas, and the torch engine trains one: "
-                         "drop it, or use --framework jax for weight-update sharding")
+                         "XLA's partitioner; the torch engine trains one device a process: drop it, or use "
+                         "--framework jax")
+    if runtime.weight_update == "sharded" and runtime.strategy != "multi_worker":
+        raise ValueError("--weight-update sharded splits the optimizer state over the processes of a multi-process "
+                         "run (ZeroRedundancyOptimizer), and this is one process: podbench launch --workers N -- run "
+                         "--framework torch --weight-update sharded (or add --strategy multi_worker under torchrun "
+                         "or srun)")
 
 
 def check_torch_train(train) -> None:
@@ -120,6 +124,17 @@ def check_torch_only(train, framework: str) -> None:
             given = flag if value else f"--no-{flag[2:]}"
             raise ValueError(f"{given} is a setting of the torch engine, not of {framework}'s: drop it, or add "
                              "--framework torch")
+
+
+def check_gpu_decode_engine(data, framework: str) -> None:
+    """--gpu-decode is the torch engine's (torchvision's nvJPEG).
+
+    Raises:
+      ValueError: --gpu-decode under TensorFlow or JAX.
+    """
+    if data.gpu_decode:
+        raise ValueError(f"--gpu-decode decodes JPEGs with torchvision's nvJPEG, a setting of the torch engine, not "
+                         f"of {framework}'s: drop it, or add --framework torch")
 
 
 def settings_text(torch_compile: bool | None, channels_last: bool | None, cuda_graphs: bool | None) -> str:

@@ -27,6 +27,7 @@ def check_ready(config: RunConfig) -> RunConfig:
         _check_torch(config)
     else:
         config_torch.check_torch_only(config.train, framework)
+        config_torch.check_gpu_decode_engine(config.data, framework)
     if framework == "jax":
         check_jax_train(config.train)
         check_jax_checkpoint(config.checkpoint)

@@ -53,6 +53,7 @@ class Summary:
       precision, xla, steps_per_execution: how the step computes.
       torch_compile, channels_last, cuda_graphs: the torch engine's speed settings (None under the others):
         the step through torch.compile, channels_last memory format, the step replayed as a CUDA graph.
+      gpu_decode: the torch engine's training JPEGs decoded on the GPU (nvJPEG); None under the others.
       train_steps: planned steps; steps_completed: the last step logged.
       warmup_steps .. num_intervals: methodology.throughput.ThroughputSummary.
       setup_s: process start to the first step (TensorFlow, strategy, model, data).
@@ -125,6 +126,7 @@ class Summary:
     torch_compile: bool | None = None
     channels_last: bool | None = None
     cuda_graphs: bool | None = None
+    gpu_decode: bool | None = None
     train_steps: int | None = None
     steps_completed: int = 0
     warmup_steps: int | None = None

@@ -11,7 +11,6 @@ devices, each holding a band of its images' rows, and the run uses replicas x K 
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from bench.cluster.tf_config import parse_tf_config
+from bench.cluster.tf_config import parse_tf_config, process_names  # noqa: F401 (run.py's)
 from bench.errors import RunFailed, UsageError
 from bench.harness import peer_watch
 
@@ -121,20 +120,6 @@ class DeviceInfo:
 
     def describe(self) -> tuple[str, ...]:
         return tuple(f"{d.platform}:{d.id}" for d in self.devices)
-
-
-def process_names(environ: Mapping[str, str], count: int) -> tuple[tuple[str, int | None], ...]:
-    """Every process of the run as the user knows it, in JAX's process order: (name, TF_CONFIG's worker
-    index, None for the chief). TF_CONFIG's chief (or its worker 0) is process 0; without TF_CONFIG (a
-    Cloud TPU VM slice, where JAX finds the cluster) each is "process N"."""
-    if environ.get("TF_CONFIG"):
-        with contextlib.suppress(UsageError):
-            task = parse_tf_config(environ["TF_CONFIG"])
-            named = ([(f"chief at {task.chief}", None)] if task.chief else []) + [
-                (f"worker {i} at {address}", i) for i, address in enumerate(task.workers)]
-            if len(named) == count:
-                return tuple(named)
-    return tuple((f"process {i}", i) for i in range(count))
 
 
 def join(strategy: str, timeout_s: float | None, environ: Mapping[str, str] = os.environ) -> None:

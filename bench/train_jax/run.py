@@ -125,7 +125,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
     except Exception as err:  # noqa: BLE001 (any failure ends the same way: recorded, summarized, one line)
         ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
         if watch is not None and peer_watch.broke_collective(err):
-            ending = _peer_ending(watch, ending, files.run_dir, say)
+            ending = peer_watch.ending_after_broken(watch, ending, files.run_dir, say)
     if watch is not None:
         watch.stop()
     return outcome.record_end(files, ending, request, segment, trained, built, _optimizer_steps(state), say)
@@ -163,21 +163,6 @@ def _watch(setup: Setup, files: RunFiles) -> peer_watch.PeerWatch | None:
     return peer_watch.start(devices.DistributedStore(devices.distributed_client()), info.process_index,
                        devices.process_names(os.environ, info.process_count),
                        lambda **fields: files.end(**fields), files.run_dir)
-
-
-def _peer_ending(watch: peer_watch.PeerWatch, ending: dict, run_dir: Path, say) -> dict:
-    """A collective that broke: a peer that died breaks it at once, and the watch names which within its bound
-    (a stop notice meanwhile, such as `podbench launch` ending the others, keeps the collective's own line)."""
-    say(f"a collective with another process failed: waiting up to {watch.timing.silence_s:g} s for the process "
-        "that stopped answering to be named…")
-    try:
-        lost = watch.verdict()
-    except KeyboardInterrupt:
-        return ending
-    if lost is None:
-        return {**ending, "error": f"{ending['error']} (a collective with another process broke, and every process "
-                                   "kept answering: check the other processes' logs)"}
-    return peer_watch.ending_of(lost, run_dir, watch.timing)
 
 
 def describe_failure(err: BaseException, run_dir: Path) -> str:

@@ -8,6 +8,11 @@ temporary name, flushed to the disk and renamed ``ckpt-STEP``: a write cut short
 ``ckpt-STEP`` behind. What every engine's directory shares is the harness's
 (bench/harness/checkpoints.py ``CheckpointDir``: the claim, the input position beside each
 checkpoint, the rotation, the newest that restores with the damaged ones named).
+
+Several processes: the first writes, every process reads (a shared file system's directory). A sharded
+update's state (ZeroRedundancyOptimizer: each process holds its share) is gathered on the first process
+before it writes (``consolidate_state_dict``, which every process calls), so a checkpoint holds the whole
+optimizer state in the replicated optimizer's own format: it restores under either --weight-update.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import os
 from typing import Callable
 
 import torch
+from torch.distributed.optim import ZeroRedundancyOptimizer
 
 from bench.harness.checkpoints import CheckpointDir
 from bench.train_torch.build import TrainState
@@ -45,7 +51,10 @@ class Checkpointer:
         return self.dir.directory
 
     def save(self, step: int) -> str:
-        """Writes the state after ``step``; returns its path."""
+        """Writes the state after ``step``; returns its path. Every process calls it (a sharded update's state is
+        gathered from each)."""
+        if isinstance(self.state.optimizer, ZeroRedundancyOptimizer):
+            self.state.optimizer.consolidate_state_dict(to=0)
         return self.dir.save(step, lambda path: self._write(path, step), self.input_state)
 
     def _write(self, path: str, step: int) -> None:
@@ -85,9 +94,24 @@ class Checkpointer:
             raise ValueError(f"not a podbench torch checkpoint of format {FORMAT}")
         _check_same(self.state, payload)
         self.state.model.load_state_dict(payload["model"])
-        self.state.optimizer.load_state_dict(payload["optimizer"])
+        _load_optimizer(self.state.optimizer, payload["optimizer"])
         _set_rng_states(payload["rng"], self.info)
         return int(payload["step"])
+
+
+def _load_optimizer(optimizer, saved: dict) -> None:
+    """The whole optimizer state into the run's optimizer: all of it, or (sharded) this process's share."""
+    optimizer.load_state_dict(saved)
+    if not isinstance(optimizer, ZeroRedundancyOptimizer):
+        return
+    # ZeroRedundancyOptimizer keeps a copy of what it loaded in its own state, beside its share's (which it
+    # writes whole again at the next consolidation): dropped, or the process holds its share twice. It puts
+    # zero-dimensional tensors (each update count) on the CPU, where the step reads them on the device.
+    optimizer.state.clear()
+    for param, state in optimizer.optim.state.items():
+        for name, value in state.items():
+            if isinstance(value, torch.Tensor) and value.device != param.device:
+                state[name] = value.to(param.device)
 
 
 def _check_same(state: TrainState, payload: dict) -> None:

@@ -11,6 +11,9 @@ checkpointable position). A batch arrives as NHWC bytes; it travels to the devic
 (a quarter of float32's traffic, from pinned memory on a GPU) and becomes NCHW there by a
 permutation, which is channels_last in memory: ``channels_last`` keeps that layout, else the
 images are made contiguous. The model normalises the bytes.
+
+With --gpu-decode (bench/train_torch/gpu_decode.py) a training batch arrives encoded: its JPEGs go to the GPU
+as bytes and are decoded, cropped, flipped and resized there; the rest is as above.
 """
 from __future__ import annotations
 
@@ -51,9 +54,10 @@ def _laid_out(images: torch.Tensor, channels_last: bool) -> torch.Tensor:
     return images.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
-def placer(info: DeviceInfo, channels_last: bool):
+def placer(info: DeviceInfo, channels_last: bool, image_size: int | None = None):
     """Puts one batch's host arrays (NHWC uint8 images, int32 labels[, float32 weights]) on the device: images
-    NCHW in the run's memory format, labels int64 (what torch's cross-entropy takes)."""
+    NCHW in the run's memory format, labels int64 (what torch's cross-entropy takes). With ``image_size``
+    (--gpu-decode) the images come encoded and are decoded on the device to that side."""
     pin = info.device.type == "cuda"
 
     def tensor(array: np.ndarray) -> torch.Tensor:
@@ -62,6 +66,11 @@ def placer(info: DeviceInfo, channels_last: bool):
 
     def place(parts) -> tuple:
         images, labels, *weights = parts
+        if image_size is not None:
+            from bench.train_torch import gpu_decode  # noqa: PLC0415 (torchvision loads for --gpu-decode only)
+
+            on_device = _laid_out(gpu_decode.decode_batch(images, image_size, info.device), channels_last)
+            return (on_device, tensor(labels).long(), *(tensor(w) for w in weights))
         on_device = _laid_out(tensor(images).permute(0, 3, 1, 2), channels_last)
         return (on_device, tensor(labels).long(), *(tensor(w) for w in weights))
 
@@ -69,23 +78,47 @@ def placer(info: DeviceInfo, channels_last: bool):
 
 
 def real_input(spec: InputSpec, counts: DataCounts, info: DeviceInfo, channels_last: bool,
-               worker_count: int | None = None) -> RealInput:
-    """This process's share of the real data (grain), as batches on the run's device."""
+               worker_count: int | None = None, gpu_decode: bool = False) -> RealInput:
+    """This process's share of the real data (grain), as batches on the run's device (training's decoded there
+    with ``gpu_decode``)."""
     from bench.data import grain_input  # noqa: PLC0415 (grain loads for real data only)
 
-    source = grain_input.GrainInput(spec, counts, info.process_index, info.process_count, worker_count)
-    return RealInput(source, source.batches, placer(info, channels_last))
+    encoded = gpu_decode and spec.training
+    source = grain_input.GrainInput(spec, counts, info.process_index, info.process_count, worker_count, encoded)
+    return RealInput(source, source.batches, placer(info, channels_last, spec.image_size if encoded else None))
 
 
-def time_input(spec: InputSpec, counts: DataCounts, num_batches: int, worker_count: int | None = None):
-    """The input pipeline alone, timed like training, to tell an input bottleneck (grain's, as the JAX engine)."""
+def time_input(spec: InputSpec, counts: DataCounts, num_batches: int, worker_count: int | None = None,
+               decoded_on: DeviceInfo | None = None):
+    """The input pipeline alone, timed like training, to tell an input bottleneck (grain's, as the JAX engine);
+    with ``decoded_on`` (--gpu-decode: the run's device) each batch is also decoded there, and waited for."""
     from bench.data import grain_input  # noqa: PLC0415
 
-    with grain_input.GrainInput(spec, counts, worker_count=worker_count) as source:
-        return grain_input.time_input(source, num_batches)
+    with grain_input.GrainInput(spec, counts, worker_count=worker_count, encoded=decoded_on is not None) as source:
+        if decoded_on is None:
+            return grain_input.time_input(source, num_batches)
+        return grain_input.time_input(_Decoded(source, placer(decoded_on, False, spec.image_size)), num_batches)
+
+
+class _Decoded:
+    """An encoded input whose batches are decoded on the device, each waited for (the input bench's)."""
+
+    def __init__(self, source, place):
+        self.source, self.place = source, place
+
+    def batches(self):
+        for batch in self.source.batches():
+            images, _ = self.place(batch)
+            to_host_sync(images)
+            yield batch
+
+
+def to_host_sync(tensor: torch.Tensor) -> None:
+    """Waits for ``tensor`` to be computed (one element copied to the host)."""
+    tensor.reshape(-1)[:1].cpu()
 
 
 def reopened(spec: InputSpec, counts: DataCounts, info: DeviceInfo, channels_last: bool, seed: int,
-             worker_count: int | None) -> RealInput:
+             worker_count: int | None, gpu_decode: bool = False) -> RealInput:
     """A new training input with another seed and worker count (a resumed segment reading as it was saved)."""
-    return real_input(dataclasses.replace(spec, seed=seed), counts, info, channels_last, worker_count)
+    return real_input(dataclasses.replace(spec, seed=seed), counts, info, channels_last, worker_count, gpu_decode)

@@ -9,6 +9,7 @@ waits for every product before it.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 
@@ -63,12 +64,30 @@ def measure_run(info: DeviceInfo, precision: str, enabled: bool = True,
     say(f"measuring the peak: {dtype} {size}x{size} matmuls on {info.device}, best of {REPETITIONS} (before the "
         "warm-up, not timed)…")
     try:
-        probe = measure(info.device, dtype, size)
+        with _matmuls_as_the_convolutions_run(info.platform):
+            probe = measure(info.device, dtype, size)
     except (RuntimeError, ValueError) as err:
         first = (str(err).strip().splitlines() or [""])[0][:200]
         return None, f"the probe failed ({type(err).__name__}: {first})"
     say(f"peak: {probe.flops_per_sec / 1e9:,.0f} GFLOP/s in {dtype} on {info.device} ({probe.probe_s:.1f} s)")
     return probe, None
+
+
+@contextlib.contextmanager
+def _matmuls_as_the_convolutions_run(platform: str):
+    """A run's float32 FLOPs are its convolutions', which cuDNN runs in TF32 where allowed (torch's default),
+    while torch's float32 matmuls are full float32 by default: on a GPU the probe's matmuls take cuDNN's
+    setting for its duration, so that a float32 run's measured peak is the rate its convolutions can reach
+    (TF32's, several times float32's), not a slower one that would inflate its MFU."""
+    if platform != "gpu":
+        yield
+        return
+    matmul = torch.backends.cuda.matmul
+    before, matmul.allow_tf32 = matmul.allow_tf32, bool(torch.backends.cudnn.allow_tf32)
+    try:
+        yield
+    finally:
+        matmul.allow_tf32 = before
 
 
 def gpu_capability(index: int) -> tuple[int, int]:

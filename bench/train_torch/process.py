@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 import sys
 
-from bench.errors import UsageError
 from bench.harness import child
-from bench.plan.config_torch import INSTALL_TORCH
+from bench.train_torch import packages
 
 # The OpenMP and MKL pools torch's CPU kernels use: sized by these variables when torch loads.
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -28,14 +27,13 @@ def load_execute():
 
     Raises:
       UsageError: torch is not installed (`podbench run` checks first, bench/cli/engine_checks.py), or its
-        import fails.
+        import fails (bench/train_torch/packages.py).
     """
-    try:
+    def importer():
         from bench.train_torch.run import execute  # noqa: PLC0415
-    except ImportError as err:
-        raise UsageError(f"--framework torch could not import {err.name or 'a package'} ({err}): "
-                         f"{INSTALL_TORCH}") from None
-    return execute
+        return execute
+
+    return packages.load(importer)
 
 
 if __name__ == "__main__":

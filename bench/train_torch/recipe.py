@@ -91,9 +91,12 @@ class ReferenceOptimizer(torch.optim.Optimizer):
             self._states(group["params"])
 
     def update_count(self) -> int:
-        """Updates taken (every parameter has taken the same number); 0 before the first."""
-        state = self.state.get(self.param_groups[0]["params"][0])
-        return int(state["step"]) if state else 0
+        """Updates taken (every parameter has taken the same number); 0 before the first, or with no parameter
+        (a process's share of a sharded update may lack a group)."""
+        for state in self.state.values():
+            if state:
+                return int(state["step"])
+        return 0
 
     def _states(self, params: list[torch.Tensor]) -> list[dict]:
         states = [self.state[p] for p in params]
@@ -165,7 +168,7 @@ def make_train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, de
     """One process's step ``(images, labels) -> loss``: forward (batch norm on the batch's statistics,
     its moving ones updated), the loss with the L2 term, backward, the update.
 
-    The model is put in training mode here. The loss comes back as a tensor on the device (no host
+    The model (or DistributedDataParallel around it) is put in training mode here. The loss comes back as a tensor on the device (no host
     sync: the caller reads it when it times a block). A plain function of tensors, for
     ``torch.compile`` to compile whole; under DDP each process's gradients are averaged in backward,
     as the JAX engine averages its replicas' (the L2 term, the same on every process, stays whole).
@@ -180,8 +183,9 @@ def make_train_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, de
         parameter's ``.grad``), for the update's share of a step (bench/train_torch/update_probe.py).
     """
     model.train()
-    kernels = [p for name, p in model.named_parameters() if decayed[name]]
-    device = next(model.parameters()).device
+    own = getattr(model, "module", model)  # DistributedDataParallel's model (``decayed`` has its names)
+    kernels = [p for name, p in own.named_parameters() if decayed[name]]
+    device = next(own.parameters()).device
 
     def train_step(images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         with autocast(device, compute_dtype):

@@ -2,7 +2,7 @@
 
 The JAX engine's flow (bench/harness/execute.py, bench/train_jax/run.py), with torch's parts:
 
-    setup   = prepare(config)                     the device, what the data holds, the complete plan
+    setup   = prepare(config)                     the processes (multi_worker), the device, what the data holds, the plan
     with RunFiles(run_dir, ...) as files:         config.json; every sink, closed in one place
         probe                                     the matmul peak, before anything is built or timed
         built = build(config, setup, files)       the model, its optimizer, the step (compiled or eager), the input
@@ -15,6 +15,7 @@ utilities where JAX is installed, and runs without it).
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import TextIO
 import torch
 
 from bench.errors import UsageError
-from bench.harness import host, loop, outcome, update_probe
+from bench.harness import host, loop, outcome, peer_watch, update_probe
 from bench.harness.execute import execute as harness_execute
 from bench.harness.execute import model_line
 from bench.harness.outcome import Outcome
@@ -34,19 +35,24 @@ from bench.plan.config_torch import settings_text
 from bench.plan.resolve import resolve
 from bench.results import jsonl
 from bench.results.runfiles import RunFiles, read_run
-from bench.train_torch import data, devices, environment, peak, resume
+from bench.train_torch import data, devices, environment, gpu_decode, peak, resume
 from bench.train_torch.build import Built, Setup, build
 from methodology import peaks
 
 
 def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
-    """The device, what the data holds, then the one complete plan.
+    """The processes (under multi_worker), the device, what the data holds, then the one complete plan.
 
     Raises:
-      UsageError: unusable data, an invalid combination, or a resumed run whose plan would differ.
+      UsageError: no cluster to join, unusable data, an invalid combination, or a resumed run whose plan would
+        differ.
     """
-    info = devices.find_devices(config.runtime.cpu_threads)
+    rt = config.runtime
+    cluster = devices.join(rt.strategy, rt.peer_timeout_s, rt.collective_timeout_s)
+    info = devices.find_devices(rt.cpu_threads, cluster=cluster)
     try:
+        if config.data.gpu_decode:
+            gpu_decode.check_available(info)  # a UsageError: no GPU, or no torchvision
         splits = ("train", "validation") if config.train.evaluates else ("train",)
         counts = data.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
         native = info.platform == "cpu" and peaks.cpu_native_bf16(host.cpu_info()["isa_flags"])
@@ -70,10 +76,15 @@ def execute(config: RunConfig, run_id: str, run_dir: Path, stream: TextIO = sys.
         settings = settings_text(plan.torch_compile, plan.channels_last, plan.cuda_graphs)
         return model_line(config, plan, f"PyTorch {torch.__version__} ({setup.info.device}; {settings})", resume)
 
-    return harness_execute(config, run_id, run_dir, framework="torch",
-                           prepare=lambda request: prepare(config, run_dir if resume else None),
-                           describe=describe, stream=stream, resume=resume, restore_checkpoint=restore_checkpoint,
-                           train=lambda *args: train(config, *args, stream=stream))
+    try:
+        return harness_execute(config, run_id, run_dir, framework="torch",
+                               prepare=lambda request: prepare(config, run_dir if resume else None),
+                               describe=describe, stream=stream, resume=resume,
+                               restore_checkpoint=restore_checkpoint,
+                               train=lambda *args: train(config, *args, stream=stream))
+    finally:
+        if not peer_watch.LOST_A_PEER.is_set():  # a lost peer's group would wait for it (bench/harness/child.py)
+            devices.leave()
 
 
 def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest, segment: int, start_s: float,
@@ -82,13 +93,14 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
     other engines' ``train`` do)."""
     plan, info = setup.plan, setup.info
     ending, built, trained = {"status": "completed"}, None, False
+    watch = _watch(setup, files)
     try:
         probe, note = peak.measure_run(info, plan.precision, config.measure.measure_peak, say)
         start_s += probe.probe_s if probe else 0.0  # the probe is not set-up: it is left out of setup_s
         files.write_environment(environment.describe(info, plan.precision, probe=probe, probe_note=note))
         built = build(config, setup, files, say)
         checkpointer, initial_step = resume.restore(config, setup, files, built, segment, say, restoring)
-        bench_input(setup, files, say)
+        bench_input(setup, files, say, config.data.gpu_decode)
         say(loop.training_line(config, plan, initial_step))
         files.lifecycle.event(jsonl.SETUP, setup_s=time.perf_counter() - start_s)
         with graceful(request):
@@ -107,8 +119,33 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         ending = {"status": "failed", "error": str(err), "usage": True}
     except Exception as err:  # noqa: BLE001 (any failure ends the same way: recorded, summarized, one line)
         ending = {"status": "failed", "error": describe_failure(err, files.run_dir)}
-    steps = built.state.optimizer.update_count() if built is not None else None
-    return outcome.record_end(files, ending, request, segment, trained, built, steps, say)
+        if watch is not None and peer_watch.broke_collective(err):
+            ending = peer_watch.ending_after_broken(watch, ending, files.run_dir, say)
+    if watch is not None:
+        watch.stop()
+    return outcome.record_end(files, ending, request, segment, trained, built, _update_count(built), say)
+
+
+def _update_count(built: Built | None) -> int | None:
+    """The optimizer's own update count at the end (a resumed run must end with exactly the planned steps), or
+    None: no model was built, or the device cannot answer any more (a sticky CUDA error: an illegal address, a
+    device-side assert), which must not turn a recorded failure into a traceback."""
+    if built is None:
+        return None
+    with contextlib.suppress(Exception):  # noqa: BLE001 (a failed run's device may be gone)
+        return built.state.update_count()
+    return None
+
+
+def _watch(setup: Setup, files: RunFiles) -> peer_watch.PeerWatch | None:
+    """Several processes: the watch that names one that stops answering (bench/harness/peer_watch.py), over a
+    connection of its own to the store the processes met at."""
+    cluster = setup.info.cluster
+    if cluster is None:
+        return None
+    timing = peer_watch.timing_for(cluster.world_size)
+    store = devices.TCPStoreKeys(cluster.client(timing.silence_s))
+    return peer_watch.start(store, cluster.rank, cluster.names, lambda **fields: files.end(**fields), files.run_dir)
 
 
 def probe_update(built: Built, files: RunFiles, request: StopRequest, say) -> None:
@@ -135,13 +172,14 @@ def describe_failure(err: BaseException, run_dir: Path) -> str:
     return outcome.describe_failure(err, run_dir, " (out of memory: lower --batch-size)" if oom else "")
 
 
-def bench_input(setup: Setup, files: RunFiles, say) -> None:
-    """Real data: the input pipeline alone, timed like training, to tell an input bottleneck."""
+def bench_input(setup: Setup, files: RunFiles, say, gpu_decode: bool = False) -> None:
+    """Real data: the input pipeline alone, timed like training, to tell an input bottleneck (with
+    ``gpu_decode``, the JPEGs' decoding on the device included)."""
     plan = setup.plan
     if not plan.input_bench_batches:
         return
     total = plan.input_bench_warmup_batches + plan.input_bench_batches
     say(f"timing the input pipeline alone: {total} batches ({plan.input_bench_warmup_batches} warm-up)…")
-    log = data.time_input(plan.train_input, setup.counts, total)
+    log = data.time_input(plan.train_input, setup.counts, total, decoded_on=setup.info if gpu_decode else None)
     files.lifecycle.event(jsonl.INPUT_BENCH, warmup_batches=plan.input_bench_warmup_batches,
                           records=[[r.step, r.time_s] for r in log])

@@ -17,6 +17,12 @@ torch 2.13.0 and jax 0.10.2, with two of its lowerings replaced here:
     Here they are written back, with torch's update (the batch's unbiased variance).
 Both are registered on torchax's default environment by ``environment()``.
 
+Training as JAX (``train_step``): the model's forward and backward through torchax, a loss and an update given
+as JAX functions (the JAX engine's optax recipe is the same update as the torch recipe's: tests/
+test_train_torch_recipe.py), the whole step one jitted JAX function. tests/test_train_torch_torchax_ops.py runs
+a few such steps on JAX's CPU against eager torch's recipe from the same weights on the same batches: the same
+losses, step by step. The engine does not run it (no `podbench run` flag): methodology/TORCH.md says what works.
+
 Imports torch, jax and torchax: the only module of the torch engine that imports JAX.
 """
 from __future__ import annotations
@@ -66,6 +72,31 @@ def functional(model: torch.nn.Module, env=None) -> tuple[dict, dict, Callable]:
         return env.t2j_iso(output), env.t2j_iso({name: state[name] for name in buffers})
 
     return params, buffers, apply
+
+
+def train_step(apply: Callable, loss: Callable, tx) -> Callable:
+    """One training step of ``functional``'s model as a jitted JAX function:
+    ``step(params, buffers, opt_state, images, labels) -> (params, buffers, opt_state, loss)``.
+
+    The model computes in training mode (batch norm on the batch's statistics; the moving ones come back
+    updated), ``jax.grad`` differentiates it through torchax's lowerings, and the update is ``tx``'s.
+
+    Args:
+      apply: ``functional(model)``'s third value (the model set to ``train()``).
+      loss: ``(logits, labels, params) -> scalar``, in JAX (the cross-entropy, and an L2 term of the params).
+      tx: an optax ``GradientTransformation`` (``init(params)`` gives its state; any object with optax's
+        ``update(grads, state, params)``).
+    """
+    def objective(params, buffers, images, labels):
+        logits, new_buffers = apply(params, buffers, images)
+        return loss(logits, labels, params), new_buffers
+
+    def step(params, buffers, opt_state, images, labels):
+        (value, new_buffers), grads = jax.value_and_grad(objective, has_aux=True)(params, buffers, images, labels)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return jax.tree.map(jnp.add, params, updates), new_buffers, opt_state, value
+
+    return jax.jit(step)
 
 
 def _array(tensor: torch.Tensor) -> jax.Array:
