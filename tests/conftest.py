@@ -23,13 +23,16 @@ worker together (XDIST_GROUPS). Each worker is its own subreaper and checks its 
 finding fails the whole session (pytest_testnodedown).
 """
 import ctypes
+import functools
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import models  # noqa: F401  (sets TF_USE_LEGACY_KERAS=1 before TensorFlow loads)
 
@@ -60,23 +63,42 @@ def pytest_configure(config):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-# Session fixtures that must exist once, not once a worker: a file using any of them goes whole to that group's
+# Session fixtures that must exist once, not once a worker: a file that names any of them goes to that group's
 # worker (one Slurm cluster on this host; the digits recipe's training run, minutes of CPU, made once).
 XDIST_GROUPS = {"slurm_cluster": "slurm", "digits_data": "digits", "digits_tf_run": "digits"}
 _LEFTOVERS = "podbench_leftovers"  # the key under which a worker hands its leftover report to the controller
 
 
-def _xdist_group(items) -> None:
-    """Marks every test with its xdist group (run with --dist loadgroup): its file's, or the group of a session
-    fixture the file uses."""
-    by_file = {}
-    for item in items:
-        group = next((XDIST_GROUPS[name] for name in item.fixturenames if name in XDIST_GROUPS), None)
-        key = str(item.path)
-        if group is not None or key not in by_file:
-            by_file[key] = group or by_file.get(key) or item.path.name
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(by_file[str(item.path)]))
+def xdist_scope(nodeid: str, root: Path) -> str:
+    """The unit a test goes to a worker in: its file, so that a module's shared run is made once, or the group of
+    a session fixture its file names (read from the file's text: the controller, which schedules, collects
+    nothing itself)."""
+    path = nodeid.split("::", 1)[0]
+    return _file_group(root / path) or path
+
+
+@functools.cache
+def _file_group(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return next((group for name, group in XDIST_GROUPS.items() if re.search(rf"\b{name}\b(?!\.py)", text)), None)
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: without xdist, nothing calls it
+def pytest_xdist_make_scheduler(config, log):
+    """Whole files (or groups of them, XDIST_GROUPS) to each worker, as xdist's --dist loadscope hands out
+    modules. (Its own --dist loadgroup marks groups by rewriting a test's id, which pytest 9 no longer allows.)"""
+    from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 (only where xdist runs the session)
+
+    root = Path(str(config.rootpath))
+
+    class FileScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid, root)
+
+    return FileScheduling(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: without xdist, nothing calls it
@@ -128,7 +150,6 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    _xdist_group(items)
     jax = sys.modules.get("jax")
     if jax is not None:  # the JAX engine's data-parallel tests: two CPU devices, before its backend starts
         jax.config.update("jax_num_cpu_devices", NUM_LOGICAL_CPUS)
@@ -186,3 +207,4 @@ def flax_resnet10():
     model = resnet_flax.build_resnet(10, 10)
     variables = resnet_flax.init_variables(model, 32, jax.random.key(0, impl="rbg"))
     return model, jax.tree_util.tree_map(np.asarray, variables)
+

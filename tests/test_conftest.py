@@ -41,7 +41,7 @@ def test_an_orphan_of_a_test_stays_the_sessions_descendant():
 
 
 @pytest.mark.parametrize("workers", [pytest.param([], id="one_process"),
-                                     pytest.param(["-n", "2", "--dist", "loadgroup"], id="two_xdist_workers")])
+                                     pytest.param(["-n", "2"], id="two_xdist_workers")])
 def test_a_session_whose_test_leaves_a_process_behind_fails_naming_it(tmp_path, workers):
     """In one process, and in xdist's workers as the suite runs (setup.cfg), where the worker that found the
     process hands it to the controller, which fails the session."""
@@ -77,3 +77,18 @@ def test_nothing_beyond_loopback_answers():
         socket.getaddrinfo("storage.googleapis.com", 443)  # no resolver answers either
     with socket.create_server(("127.0.0.1", 0)) as server:  # while loopback does
         socket.create_connection(server.getsockname(), timeout=5).close()
+
+
+def test_the_tests_sharing_a_session_fixture_go_to_one_worker_and_every_other_file_whole():
+    """The Slurm cluster's users together (two clusters on one host would collide), the digits run's together,
+    every other file a unit of its own, whatever its tests' names."""
+    from conftest import xdist_scope  # noqa: PLC0415
+
+    root = TESTS.parent
+    slurm = {xdist_scope(f"tests/{name}::test_x[a::b]", root) for name in
+             ("test_cluster_slurm.py", "test_train_jax_cluster.py", "test_train_torch_cluster.py")}
+    digits = {xdist_scope(f"tests/{name}::test_x", root) for name in
+              ("test_e2e_time_to_accuracy.py", "test_e2e_external_clients.py")}
+    assert slurm == {"slurm"} and digits == {"digits"}
+    assert xdist_scope("tests/test_conftest.py::test_x[one_process]", root) == "tests/test_conftest.py"
+    assert xdist_scope("tests/test_cli_cost.py::test_y", root) == "tests/test_cli_cost.py"
