@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from imagenet_fixture import write_imagenet_dir
-from console import ENV, JAXLIB_MISMATCH, broken_jax, podbench
+from console import ENV, JAXLIB_MISMATCH, broken_jax, podbench, shared_memory_left
 
 REPO = Path(__file__).resolve().parent.parent
 PODBENCH = Path(sys.executable).parent / "podbench"
