@@ -21,6 +21,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from bench.harness.stopping import StopRequest, graceful
+
 ROUNDS = 4  # pairs of blocks: with-without, then without-with, ...
 STEPS = 3  # steps a block
 
@@ -54,3 +56,13 @@ def probe(with_update: Callable[[], Any], without_update: Callable[[], Any], wai
             wait(loss)  # the block's last result is on the host: every step of it has run
             records.append({"update": update, "steps": steps, "seconds": clock() - start})
     return records
+
+
+def after_training(request: StopRequest, run_probe: Callable[[], None], say) -> None:
+    """Runs an engine's probe once its training has completed: a stop notice (SIGTERM, Ctrl-C) then ends the probe
+    between its blocks, not mid-step, and the run stays completed, the probe said to be cut short (its figure
+    from the blocks it timed, or "not resolved")."""
+    with graceful(request):
+        run_probe()
+    if request.requested:
+        say(f"the update probe was stopped ({request.signal_name}) after the training had completed")

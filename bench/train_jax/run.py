@@ -32,6 +32,7 @@ from bench.harness.execute import execute as harness_execute
 from bench.harness.execute import model_line, plan_run
 from bench.harness.outcome import Outcome
 from bench.harness.stopping import StopRequest, graceful, reclaim
+from bench.harness.update_probe import after_training
 from bench.plan.resolve import ResolvedRun
 from bench.results import jsonl
 from bench.results.rundir import PROFILE_DIR
@@ -105,7 +106,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
             ending = {"status": "interrupted", "signal": request.signal_name}
         else:
             if loop.probes_update(config, plan):
-                probe_update(built, state, files, request, say)
+                after_training(request, lambda: probe_update(built, state, files, request, say), say)
             if config.measure.profile_step and not request.requested:
                 profile_step(built, state, files, say)
     except KeyboardInterrupt as err:

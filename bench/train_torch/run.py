@@ -29,6 +29,7 @@ from bench.harness.execute import execute as harness_execute
 from bench.harness.execute import model_line, plan_run
 from bench.harness.outcome import Outcome
 from bench.harness.stopping import StopRequest, graceful
+from bench.harness.update_probe import after_training
 from bench.plan.config import RunConfig
 from bench.plan.config_torch import settings_text
 from bench.results import jsonl
@@ -101,7 +102,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         if request.requested:
             ending = {"status": "interrupted", "signal": request.signal_name}
         elif loop.probes_update(config, plan):
-            probe_update(built, files, request, say)
+            after_training(request, lambda: probe_update(built, files, request, say), say)
     except KeyboardInterrupt as err:
         ending = {"status": "interrupted", "signal": getattr(err, "signal_name", "SIGINT")}
     except UsageError as err:  # mid-run (bad data): keep what was measured
