@@ -8,12 +8,14 @@ every engine shares (the supervisor, the files, the summary) is tested once, in 
 import json
 import os
 import shutil
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from bench.results import eventfile, jsonl, rundir
-from console import ENV, REPO, error_lines, podbench
+from console import ENV, PODBENCH, REPO, error_lines, podbench
 
 pytest.importorskip("torch")
 
@@ -151,3 +153,21 @@ def test_torch_not_installed_is_one_line_naming_the_install(tmp_path):
     assert run.returncode == 2 and "Traceback" not in run.stderr
     (line,) = error_lines(run.stderr)
     assert "--framework torch needs torch, not installed here: pip install -e '.[torch]'" in line, line
+
+
+def test_a_stop_during_the_update_probe_leaves_the_completed_training_completed(tmp_path):
+    """The probe runs after the training: SIGTERM there ends it between its blocks (never mid-step), the run
+    stays completed with exit 0, and the cut is said. It used to raise at once and record the whole run as
+    interrupted (143), inviting a resume that would redo finished steps."""
+    proc = subprocess.Popen([str(PODBENCH), "run", *SMALL, "--update-probe"], stderr=subprocess.PIPE, text=True,
+                            env=ENV, cwd=tmp_path)
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if line.startswith("timing the step with and without its optimizer update"):
+            proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=RUN_TIMEOUT_S) == 0, "".join(lines)[-3000:]
+    assert any(line.startswith("the update probe was stopped (SIGTERM) after the training had completed")
+               for line in lines), "".join(lines)[-3000:]
+    (summary,) = (tmp_path / "results" / "runs").glob(f"*/{rundir.SUMMARY_FILE}")
+    assert json.loads(summary.read_text())["status"] == "completed"

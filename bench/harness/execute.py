@@ -16,15 +16,18 @@ import time
 from pathlib import Path
 from typing import Callable, TextIO
 
-from bench.harness import outcome
+from bench.errors import UsageError
+from bench.harness import host, outcome
 from bench.harness.outcome import Outcome, outcome_of, signals_deferred
-from bench.harness.segment import mllog_path, start_segment
+from bench.harness.segment import check_same_plan, mllog_path, start_segment
 from bench.harness.stopping import StopRequest, handling_stop_signals
 from bench.harness.summary import build_summary
 from bench.plan.config import RunConfig
+from bench.plan.resolve import ResolvedRun, resolve
 from bench.results import jsonl, mllog
 from bench.results.runfiles import RunFiles, read_run
 from bench.results.summary import write_summary
+from methodology import peaks
 from methodology.schedule import SGD_MOMENTUM
 
 
@@ -77,3 +80,26 @@ def model_line(config: RunConfig, plan, engine: str, resume: bool, replicas: str
     return (f"{'resuming' if resume else 'building'} ResNet-{m.depth}{' v1.5' * (m.depth >= 50)} ({m.image_size}x"
             f"{m.image_size}) under {engine} on {plan.platform}, {plan.num_replicas} replica(s){replicas}, global "
             f"batch {plan.global_batch_size}, {plan.precision}…")
+
+
+def plan_run(config: RunConfig, count_examples: Callable, platform: str, num_replicas: int, strategy: str,
+             process_count: int, resumed_dir: Path | None) -> tuple[dict, ResolvedRun]:
+    """What an engine's ``prepare`` computes once its devices are known: the examples each split holds (through
+    the engine's ``count_examples``) and the plan (bench/plan/resolve.py), the same plan as the run's first
+    segment where ``resumed_dir`` is a resumed run's.
+
+    Raises:
+      UsageError: the plan cannot be made (a batch the replicas cannot split, data too small, ...), or it is
+        not the resumed run's.
+    """
+    try:
+        splits = ("train", "validation") if config.train.evaluates else ("train",)
+        counts = count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
+        native = platform == "cpu" and peaks.cpu_native_bf16(host.cpu_info()["isa_flags"])
+        plan = resolve(config, platform, num_replicas, counts, strategy=strategy, input_hosts=process_count,
+                       native_bf16=native)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if resumed_dir is not None:
+        check_same_plan(read_run(resumed_dir).plan, plan)
+    return counts, plan

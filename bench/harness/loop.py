@@ -242,3 +242,15 @@ def evaluate(state: Any, steps: Steps, plan: ResolvedRun, hooks: Hooks, epoch: i
         h.mlperf.eval_end(epoch)
     hits_1, hits_k, weight = totals
     return hits_1 / weight, hits_k / weight
+
+
+def forever(batch):
+    """Synthetic data's batches: the same one, made once on the devices, every step."""
+    while True:
+        yield batch
+
+
+def prepend(first, rest):
+    """``first`` (the batch an engine drew to build its step with), then ``rest``: no batch is skipped."""
+    yield first
+    yield from rest

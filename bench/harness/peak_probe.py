@@ -93,3 +93,27 @@ def calibrated(timed: Callable[[int], float], dtype: str, size: int, devices: tu
     flops = 2 * size ** 3 * matmuls * len(devices)
     return MeasuredPeak(dtype, flops / best_s, len(devices), tuple(devices), size, matmuls, repetitions, best_s,
                         clock() - start_s)
+
+
+def survey_rows(measure: Callable[[str, int], MeasuredPeak], platform: str, dtypes, datasheet: Callable,
+                repetitions: int, per_count: int = 1, say=lambda line: None) -> list[dict]:
+    """`podbench peak`'s rows for one device (or a TPU VM's chips together, ``per_count`` of them): each dtype's
+    probe, ``measure(dtype, size)``, beside its datasheet, or the probe's own error in one line (the survey goes on).
+    The same for every engine (bench/train_jax/peak.py, bench/train_torch/peak.py)."""
+    rows, size = [], probe_size(platform)
+    for dtype in dtypes:
+        say(f"  {dtype}: {size}x{size} matmuls, best of {repetitions}…")
+        try:
+            probe = measure(dtype, size)
+        except (RuntimeError, ValueError) as err:
+            rows.append({"dtype": dtype, "error": (str(err).strip().splitlines() or [""])[0][:200]})
+            continue
+        rows.append({"dtype": dtype, **probe.to_json(), "flops_per_sec_per_device": probe.flops_per_sec / per_count,
+                     "datasheet": datasheet(dtype)})
+    return rows
+
+
+def sheet(peak, kind: str) -> dict | None:
+    """A datasheet's or a nominal peak's block in a survey row (methodology/peaks.py's ``Peak``), or None."""
+    return None if peak is None else {"flops_per_sec": peak.flops_per_sec, "kind": kind, "basis": peak.basis,
+                                      "source": peak.source}

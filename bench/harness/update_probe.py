@@ -21,8 +21,13 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from bench.harness.stopping import StopRequest, graceful
+
 ROUNDS = 4  # pairs of blocks: with-without, then without-with, ...
 STEPS = 3  # steps a block
+# Untimed calls of each step first. Three, not one: torch.compile's CUDA graphs (--cuda-graphs) warm up on a
+# first call and record the graph on a later one, which would otherwise land in the first timed block.
+WARMUP_CALLS = 3
 
 
 def probe(with_update: Callable[[], Any], without_update: Callable[[], Any], wait: Callable[[Any], object],
@@ -40,8 +45,10 @@ def probe(with_update: Callable[[], Any], without_update: Callable[[], Any], wai
     Returns:
       [{"update": bool, "steps": int, "seconds": float}, ...] in the order taken.
     """
-    wait(with_update())  # one untimed step each: a first run's one-time costs
-    wait(without_update())
+    for step in (with_update, without_update):  # untimed: a first run's one-time costs, a CUDA graph's recording
+        for _ in range(WARMUP_CALLS):
+            loss = step()
+        wait(loss)
     records = []
     for r in range(rounds):
         for update in ((True, False) if r % 2 == 0 else (False, True)):
@@ -54,3 +61,13 @@ def probe(with_update: Callable[[], Any], without_update: Callable[[], Any], wai
             wait(loss)  # the block's last result is on the host: every step of it has run
             records.append({"update": update, "steps": steps, "seconds": clock() - start})
     return records
+
+
+def after_training(request: StopRequest, run_probe: Callable[[], None], say) -> None:
+    """Runs an engine's probe once its training has completed: a stop notice (SIGTERM, Ctrl-C) then ends the probe
+    between its blocks, not mid-step, and the run stays completed, the probe said to be cut short (its figure
+    from the blocks it timed, or "not resolved")."""
+    with graceful(request):
+        run_probe()
+    if request.requested:
+        say(f"the update probe was stopped ({request.signal_name}) after the training had completed")

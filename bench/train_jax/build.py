@@ -107,7 +107,7 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, segment: int, say) -
         evaluation = data.real_input(plan.eval_input, setup.counts, info)
     files.lifecycle.event(jsonl.INPUT_PIPELINES, count=info.process_count if config.data.real else 1,
                           synthetic_jpegs=synthetic_jpegs_marker(config.data.data_dir) is not None)
-    steps = loop.Steps(compiled, _prepend((images, labels), batches), evaluate,
+    steps = loop.Steps(compiled, loop.prepend((images, labels), batches), evaluate,
                        evaluation.passes if evaluation else None, to_host)
     return Built(state, steps, real, evaluation, weight_update.Layout(info, tx, mode), without_update, (images, labels))
 
@@ -161,16 +161,7 @@ def _train_batches(spec, setup: Setup):
     """(the real input or None, an iterator of global training batches)."""
     if spec.source == "synthetic":
         batch = data.synthetic_batch(spec, setup.info)
-        return None, _forever(batch)
+        return None, loop.forever(batch)
     real = data.real_input(spec, setup.counts, setup.info)
     return real, real.batches
 
-
-def _forever(batch):
-    while True:
-        yield batch
-
-
-def _prepend(first, rest):
-    yield first
-    yield from rest

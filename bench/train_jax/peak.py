@@ -97,23 +97,8 @@ PRECISION_OF_DTYPE = {dtype: precision for precision, dtype in peaks.COMPUTE_DTY
 
 
 def _rows(devices, platform: str, dtypes, datasheet, repetitions: int, per_count: int, say) -> list[dict]:
-    rows = []
-    size = peak_probe.probe_size(platform)
-    for dtype in dtypes:
-        say(f"  {dtype}: {size}x{size} matmuls, best of {repetitions}…")
-        try:
-            probe = measure(devices, dtype, size, repetitions)
-        except (RuntimeError, ValueError) as err:
-            rows.append({"dtype": dtype, "error": (str(err).strip().splitlines() or [""])[0][:200]})
-            continue
-        rows.append({"dtype": dtype, **probe.to_json(), "flops_per_sec_per_device": probe.flops_per_sec / per_count,
-                     "datasheet": datasheet(dtype)})
-    return rows
-
-
-def _sheet(p, kind: str) -> dict | None:
-    return None if p is None else {"flops_per_sec": p.flops_per_sec, "kind": kind, "basis": p.basis,
-                                   "source": p.source}
+    return peak_probe.survey_rows(lambda dtype, size: measure(devices, dtype, size, repetitions), platform, dtypes,
+                                  datasheet, repetitions, per_count, say)
 
 
 def survey(repetitions: int = REPETITIONS, say=lambda line: None) -> dict:
@@ -126,7 +111,7 @@ def survey(repetitions: int = REPETITIONS, say=lambda line: None) -> dict:
 
     def cpu_sheet(dtype: str):
         nominal = peaks.cpu_peak(cpu["num_cpus"], cpu["ghz"], flags, PRECISION_OF_DTYPE[dtype]) if cpu["ghz"] else None
-        return _sheet(nominal, "nominal")
+        return peak_probe.sheet(nominal, "nominal")
 
     found = [{"device": "cpu:0", "platform": "cpu", "kind": cpu["model"], "per": "host",
               "measurements": _rows(jax.devices("cpu")[:1], "cpu", peaks.native_dtypes("cpu", flags), cpu_sheet,
@@ -156,7 +141,7 @@ def _gpu(device, repetitions: int, say) -> dict:
 
     def sheet(dtype: str):
         # JAX multiplies float32 matrices on a GPU in TF32 by default (its "default" matmul precision).
-        return _sheet(peaks.gpu_peak(name, PRECISION_OF_DTYPE[dtype], capability, True), "datasheet")
+        return peak_probe.sheet(peaks.gpu_peak(name, PRECISION_OF_DTYPE[dtype], capability, True), "datasheet")
 
     return {"device": f"gpu:{device.id}", "platform": "gpu", "kind": name, "per": "GPU",
             "compute_capability": list(capability) if capability else None,
@@ -171,7 +156,7 @@ def _tpu(devices, repetitions: int, say) -> dict:
     say(f"TPU {accelerator or '(type unknown)'}: {len(devices)} device(s) at once:")
 
     def sheet(dtype: str):
-        return _sheet(peaks.tpu_peak(accelerator, PRECISION_OF_DTYPE[dtype]), "datasheet")
+        return peak_probe.sheet(peaks.tpu_peak(accelerator, PRECISION_OF_DTYPE[dtype]), "datasheet")
 
     return {"device": "tpu", "platform": "tpu", "kind": f"TPU {devices[0].device_kind}", "per": "device",
             "accelerator_type": accelerator,

@@ -27,20 +27,19 @@ import optax
 
 from bench.plan.config import RunConfig
 from bench.errors import UsageError
-from bench.harness import host, outcome
+from bench.harness import outcome
 from bench.harness.execute import execute as harness_execute
-from bench.harness.execute import model_line
+from bench.harness.execute import model_line, plan_run
 from bench.harness.outcome import Outcome
-from bench.harness.segment import check_same_plan
 from bench.harness.stopping import StopRequest, graceful, reclaim
-from bench.plan.resolve import ResolvedRun, resolve
+from bench.harness.update_probe import after_training
+from bench.plan.resolve import ResolvedRun
 from bench.results import jsonl
 from bench.results.rundir import PROFILE_DIR
-from bench.results.runfiles import RunFiles, read_run
+from bench.results.runfiles import RunFiles
 from bench.harness import loop, peer_watch
 from bench.train_jax import data, devices, environment, peak, recipe, resume, step_profile, update_probe
 from bench.train_jax.build import Built, Setup, build
-from methodology import peaks
 
 
 def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopRequest | None = None) -> Setup:
@@ -57,16 +56,8 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None, request: StopReq
         # is then only logged, "SIGTERM caught"): take SIGTERM back, or no stop notice reaches the loop.
         reclaim(request)
     info = devices.find_devices(rt.strategy, rt.replicas, rt.spatial_partitions)
-    try:
-        splits = ("train", "validation") if config.train.evaluates else ("train",)
-        counts = data.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
-        native = info.platform == "cpu" and peaks.cpu_native_bf16(host.cpu_info()["isa_flags"])
-        plan = resolve(config, info.platform, info.num_replicas, counts, strategy=info.name,
-                       input_hosts=info.process_count, native_bf16=native)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    if resumed_dir is not None:
-        check_same_plan(read_run(resumed_dir).plan, plan)
+    counts, plan = plan_run(config, data.count_examples, info.platform, info.num_replicas, info.name,
+                            info.process_count, resumed_dir)
     return Setup(info, counts, plan)
 
 
@@ -115,7 +106,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
             ending = {"status": "interrupted", "signal": request.signal_name}
         else:
             if loop.probes_update(config, plan):
-                probe_update(built, state, files, request, say)
+                after_training(request, lambda: probe_update(built, state, files, request, say), say)
             if config.measure.profile_step and not request.requested:
                 profile_step(built, state, files, say)
     except KeyboardInterrupt as err:

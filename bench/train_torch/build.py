@@ -144,7 +144,7 @@ def build(config: RunConfig, setup: Setup, files: RunFiles, say) -> Built:
         evaluation = data.real_input(plan.eval_input, setup.counts, info, bool(plan.channels_last))
     files.lifecycle.event(jsonl.INPUT_PIPELINES, count=1,
                           synthetic_jpegs=synthetic_jpegs_marker(config.data.data_dir) is not None)
-    steps = loop.Steps(train, _prepend((images, labels), batches), evaluate,
+    steps = loop.Steps(train, loop.prepend((images, labels), batches), evaluate,
                        evaluation.passes if evaluation else None, host_values(info))
     return Built(state, steps, real, evaluation, lambda: step(update=False), (images, labels),
                  config.data.gpu_decode)
@@ -256,16 +256,7 @@ def _train_batches(plan: ResolvedRun, setup: Setup, gpu_decode: bool = False):
     spec, channels_last = plan.train_input, bool(plan.channels_last)
     if spec.source == "synthetic":
         batch = data.synthetic_batch(spec, setup.info, channels_last)
-        return None, _forever(batch)
+        return None, loop.forever(batch)
     real = data.real_input(spec, setup.counts, setup.info, channels_last, gpu_decode=gpu_decode)
     return real, real.batches
 
-
-def _forever(batch):
-    while True:
-        yield batch
-
-
-def _prepend(first, rest):
-    yield first
-    yield from rest

@@ -95,22 +95,8 @@ def gpu_capability(index: int) -> tuple[int, int]:
 
 
 def _rows(device: torch.device, platform: str, dtypes, datasheet, repetitions: int, say) -> list[dict]:
-    rows, size = [], peak_probe.probe_size(platform)
-    for dtype in dtypes:
-        say(f"  {dtype}: {size}x{size} matmuls, best of {repetitions}…")
-        try:
-            probe = measure(device, dtype, size, repetitions)
-        except (RuntimeError, ValueError) as err:
-            rows.append({"dtype": dtype, "error": (str(err).strip().splitlines() or [""])[0][:200]})
-            continue
-        rows.append({"dtype": dtype, **probe.to_json(), "flops_per_sec_per_device": probe.flops_per_sec,
-                     "datasheet": datasheet(dtype)})
-    return rows
-
-
-def _sheet(p, kind: str) -> dict | None:
-    return None if p is None else {"flops_per_sec": p.flops_per_sec, "kind": kind, "basis": p.basis,
-                                   "source": p.source}
+    return peak_probe.survey_rows(lambda dtype, size: measure(device, dtype, size, repetitions), platform, dtypes,
+                                  datasheet, repetitions, say=say)
 
 
 def survey(repetitions: int = REPETITIONS, say=lambda line: None) -> dict:
@@ -123,7 +109,7 @@ def survey(repetitions: int = REPETITIONS, say=lambda line: None) -> dict:
 
     def cpu_sheet(dtype: str):
         nominal = peaks.cpu_peak(cpu["num_cpus"], cpu["ghz"], flags, PRECISION_OF_DTYPE[dtype]) if cpu["ghz"] else None
-        return _sheet(nominal, "nominal")
+        return peak_probe.sheet(nominal, "nominal")
 
     found = [{"device": "cpu", "platform": "cpu", "kind": cpu["model"], "per": "host",
               "measurements": _rows(torch.device("cpu"), "cpu", peaks.native_dtypes("cpu", flags), cpu_sheet,
@@ -135,7 +121,7 @@ def survey(repetitions: int = REPETITIONS, say=lambda line: None) -> dict:
         def sheet(dtype: str, name=name, capability=capability):
             # torch multiplies float32 matrices in TF32 only where allowed (environment.json says which).
             tf32 = torch.backends.cuda.matmul.allow_tf32
-            return _sheet(peaks.gpu_peak(name, PRECISION_OF_DTYPE[dtype], capability, tf32), "datasheet")
+            return peak_probe.sheet(peaks.gpu_peak(name, PRECISION_OF_DTYPE[dtype], capability, tf32), "datasheet")
 
         found.append({"device": f"cuda:{index}", "platform": "gpu", "kind": name, "per": "GPU",
                       "compute_capability": list(capability),

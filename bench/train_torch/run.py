@@ -24,20 +24,18 @@ from typing import TextIO
 import torch
 
 from bench.errors import UsageError
-from bench.harness import host, loop, outcome, peer_watch, update_probe
+from bench.harness import loop, outcome, peer_watch, update_probe
 from bench.harness.execute import execute as harness_execute
-from bench.harness.execute import model_line
+from bench.harness.execute import model_line, plan_run
 from bench.harness.outcome import Outcome
-from bench.harness.segment import check_same_plan
 from bench.harness.stopping import StopRequest, graceful
+from bench.harness.update_probe import after_training
 from bench.plan.config import RunConfig
 from bench.plan.config_torch import settings_text
-from bench.plan.resolve import resolve
 from bench.results import jsonl
-from bench.results.runfiles import RunFiles, read_run
+from bench.results.runfiles import RunFiles
 from bench.train_torch import data, devices, environment, gpu_decode, peak, resume
 from bench.train_torch.build import Built, Setup, build
-from methodology import peaks
 
 
 def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
@@ -50,18 +48,10 @@ def prepare(config: RunConfig, resumed_dir: Path | None = None) -> Setup:
     rt = config.runtime
     cluster = devices.join(rt.strategy, rt.peer_timeout_s, rt.collective_timeout_s)
     info = devices.find_devices(rt.cpu_threads, cluster=cluster)
-    try:
-        if config.data.gpu_decode:
-            gpu_decode.check_available(info)  # a UsageError: no GPU, or no torchvision
-        splits = ("train", "validation") if config.train.evaluates else ("train",)
-        counts = data.count_examples(config.data.source, config.data.data_dir, config.model.num_classes, splits)
-        native = info.platform == "cpu" and peaks.cpu_native_bf16(host.cpu_info()["isa_flags"])
-        plan = resolve(config, info.platform, info.num_replicas, counts, strategy=info.name,
-                       input_hosts=info.process_count, native_bf16=native)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    if resumed_dir is not None:
-        check_same_plan(read_run(resumed_dir).plan, plan)
+    if config.data.gpu_decode:
+        gpu_decode.check_available(info)  # a UsageError: no GPU, or no torchvision
+    counts, plan = plan_run(config, data.count_examples, info.platform, info.num_replicas, info.name,
+                            info.process_count, resumed_dir)
     return Setup(info, counts, plan)
 
 
@@ -112,7 +102,7 @@ def train(config: RunConfig, setup: Setup, files: RunFiles, request: StopRequest
         if request.requested:
             ending = {"status": "interrupted", "signal": request.signal_name}
         elif loop.probes_update(config, plan):
-            probe_update(built, files, request, say)
+            after_training(request, lambda: probe_update(built, files, request, say), say)
     except KeyboardInterrupt as err:
         ending = {"status": "interrupted", "signal": getattr(err, "signal_name", "SIGINT")}
     except UsageError as err:  # mid-run (bad data): keep what was measured
