@@ -16,7 +16,7 @@ fixture has ended, any living descendant left (after LEFTOVER_GRACE_S for one th
 is still finishing, such as a guard writing a summary) is named, killed, and fails
 the session.
 
-The suite runs in two worker processes (pytest-xdist, `-n 2` in setup.cfg: the machines have two cores, and
+The suite runs in three worker processes (pytest-xdist, `-n 3` in setup.cfg: the machines have two cores, and
 much of a test's time is spent waiting on processes it started). Each test file goes to one worker whole, so
 that a module's shared run is made once; the tests that share a session's Slurm cluster or digits run go to one
 worker together (XDIST_GROUPS). Each worker is its own subreaper and checks its own leftovers; a worker's
