@@ -108,7 +108,9 @@ def _max_pool2d_with_indices(env, x, kernel_size, stride=(), padding=0, dilation
     """aten.max_pool2d_with_indices as JAX's differentiable max ``reduce_window``; the indices (into each
     image plane, as torch's) from a second reduction that the gradient does not flow through."""
     if ceil_mode:
-        raise NotImplementedError("max_pool2d with ceil_mode under torchax")
+        # The ResNet's max pool never rounds up (it pads explicitly, as TensorFlow does); a network that does
+        # would get another output size from these windows, so it is refused by name rather than miscomputed.
+        raise NotImplementedError("max_pool2d with ceil_mode=True under torchax (the replacement covers floor only)")
     k, s, p, d = (_pair(v) for v in (kernel_size, stride or kernel_size, padding, dilation))
     window, strides, dilations = (1, 1, *k), (1, 1, *s), (1, 1, *d)
     pads = ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1]))
