@@ -17,7 +17,7 @@ import time
 import pytest
 
 from bench.results import eventfile, jsonl, mllog, rundir, runlock
-from console import PODBENCH, error_lines, podbench
+from console import PODBENCH, error_lines, imported_user_files, podbench, user_project
 from imagenet_fixture import write_imagenet_dir
 from test_train_torch_run import NOT_INSTALLED, RUN_TIMEOUT_S, blocking
 
@@ -61,7 +61,8 @@ def project(tmp_path_factory):
     """The project folder: the data, runs/whole, runs/stopped (as the stop left it, kept as runs/pristine) then
     resumed, runs/target; their MLPerf logs beside them. Two runs at a time (a run's start-up leaves a core
     idle): whole beside stopped, then the resume beside target. Returns (root, env, {name: summary})."""
-    root = tmp_path_factory.mktemp("project")
+    # A user's project: its own models.py, models/, bench/ and methodology/ beside the data, never imported.
+    root = user_project(tmp_path_factory.mktemp("project"))
     env = blocking(root, NOT_INSTALLED)
     write_imagenet_dir(root / "data", num_classes=5, train_per_class=8, validation_per_class=4)
     whole = start(root, env, "run", *FLAGS, *EVALUATED, "--output", "runs/whole", "--mllog", "whole.log", "--json")
@@ -94,6 +95,7 @@ def test_a_resume_by_a_relative_path_continues_with_the_same_losses_step_by_step
     root, _, summaries = project
     summary = summaries["stopped"]
     assert (summary["status"], summary["steps_completed"], summary["restarts"]) == ("completed", STEPS, 1)
+    assert not imported_user_files(root)  # run, stop and resume from the folder: none of the user's files loaded
     assert summary["data_position"].startswith("restored") and summary["lost_steps"] == 0
     whole, again = losses(root / "runs" / "whole"), losses(root / "runs" / "stopped")
     assert sorted(again) == list(range(1, STEPS + 1))
